@@ -1,0 +1,283 @@
+/**
+ * Contracts of the environment: the on-disk dataset once loaded, failure cases, tools,
+ * episodes and policies. Every other package builds on these shapes; change them only
+ * with every user in view.
+ */
+
+/** Granularity of a root cause. Nezha labels pods; AIOps-2022 labels service, pod or node. */
+export type Level = 'service' | 'pod' | 'node';
+
+/** One span, normalised from any source format. Times are Unix microseconds. */
+export interface Span {
+  traceId: string;
+  spanId: string;
+  /** null for a trace's entry span. */
+  parentId: string | null;
+  service: string;
+  pod: string;
+  /** Host of the pod, when the source tells it. */
+  node?: string;
+  operation: string;
+  startUs: number;
+  durationUs: number;
+  /** 'unset' where the source has no status (Nezha). */
+  status: 'ok' | 'error' | 'unset';
+  /** The raw status code, when the source has one. */
+  statusCode?: string;
+}
+
+/** Indexed access to spans; every lookup is O(1) or O(result), never a scan. */
+export interface TraceStore {
+  readonly size: number;
+  span(spanId: string): Span | undefined;
+  /** Direct children of a span, in start-time order. Empty for a leaf or unknown span. */
+  children(spanId: string): Span[];
+  trace(traceId: string): Span[];
+  traceIds(): Iterable<string>;
+  /** Entry span (parentId null) of a trace. */
+  entry(traceId: string): Span | undefined;
+}
+
+/** One metric time series of one component. Timestamps in Unix seconds, ascending. */
+export interface MetricSeries {
+  component: string;
+  level: Level;
+  name: string;
+  ts: Float64Array;
+  values: Float64Array;
+}
+
+export interface MetricStore {
+  /** All series of a component (service, pod or node name). */
+  series(component: string): MetricSeries[];
+  components(): string[];
+}
+
+export type LogLevel = 'error' | 'warn' | 'info';
+
+export interface LogRecord {
+  tsUs: number;
+  service: string;
+  pod: string;
+  node?: string;
+  level: LogLevel;
+  templateId: number;
+  traceId?: string;
+  spanId?: string;
+}
+
+export interface LogTemplate {
+  id: number;
+  /** Masked message (numbers, ids, times replaced by placeholders). */
+  template: string;
+  /** One raw line that produced the template. */
+  example: string;
+}
+
+export interface LogStore {
+  /** Records of a service or pod in [fromUs, toUs], optionally only the given levels. */
+  query(component: string, fromUs: number, toUs: number, levels?: LogLevel[]): LogRecord[];
+  template(id: number): LogTemplate | undefined;
+  /**
+   * Usual rate of a template for a service, in lines per minute, measured where that
+   * service is not at fault; undefined when there is no baseline.
+   */
+  baselineRate(service: string, templateId: number): number | undefined;
+}
+
+/** Which services, pods and nodes exist and how they relate. */
+export interface Topology {
+  services: string[];
+  pods: { pod: string; service: string; node?: string }[];
+  nodes: string[];
+  serviceOfPod(pod: string): string | undefined;
+  /** Resolve a name the model wrote (service, pod or node, exact or unambiguous) to components. */
+  resolve(name: string): { level: Level; service?: string; pod?: string; node?: string } | undefined;
+}
+
+/** A root cause as answered by a policy or given as ground truth. */
+export interface RootCause {
+  node?: string;
+  service?: string;
+  pod?: string;
+  reason?: string;
+}
+
+export interface GroundTruth extends RootCause {
+  /** The level at which the dataset labels this fault. */
+  level: Level;
+}
+
+export interface Fault {
+  id: string;
+  truth: GroundTruth;
+  type: string;
+  /** Fault window, Unix microseconds. */
+  startUs: number;
+  endUs: number;
+  /** Data-quality remarks found while importing (e.g. inject_timestamp disagreement). */
+  notes: string[];
+  /** Number of cases derived for this fault, and why there are none when 0. */
+  caseCount: number;
+  noCaseReason?: string;
+}
+
+/** One anomalous request inside a fault window: what an episode is played on. */
+export interface Case {
+  id: string;
+  faultId: string;
+  traceId: string;
+  entrySpanId: string;
+  /** Entry span start, Unix microseconds. */
+  timestampUs: number;
+  entryDurationUs: number;
+  /** Why the request counts as anomalous (the rule's name and its measured figure). */
+  anomaly: { rule: string; reason: string; score: number };
+  truth: GroundTruth;
+}
+
+/**
+ * Fault-free statistics the tools distil observations with: usual duration of a child
+ * under its parent context, usual children pattern. Keys are built by the dataset module.
+ */
+export interface Baseline {
+  /** Usual duration (mean, std, count) of spans like this one (same context), µs. */
+  duration(span: Span): { meanUs: number; stdUs: number; count: number } | undefined;
+  /** Usual set of child (service, operation) signatures below spans like this one. */
+  childPattern(span: Span): Map<string, number> | undefined;
+}
+
+export interface DatasetMeta {
+  name: string;
+  format: string;
+  formatVersion: number;
+  source: string;
+  createdAt: string;
+  /** Settings the importer ran with (anomaly rule, caps, windows). */
+  settings: Record<string, unknown>;
+}
+
+export interface Dataset {
+  meta: DatasetMeta;
+  traces: TraceStore;
+  metrics: MetricStore;
+  logs: LogStore;
+  topology: Topology;
+  baseline: Baseline;
+  faults: Fault[];
+  cases: Case[];
+}
+
+// ---------------------------------------------------------------- tools and episodes
+
+/** JSON Schema (draft 2020-12 subset) of a tool's arguments, as shown to a model. */
+export type JsonSchema = Record<string, unknown>;
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
+/** What a tool returns: text for the model, structured data for scripted policies and graders. */
+export interface Observation {
+  ok: boolean;
+  text: string;
+  data?: unknown;
+  error?: string;
+  /** True when the text was cut to the size limit (the text says what was cut). */
+  truncated: boolean;
+  /** Components (services, pods, nodes) that appear in the result. */
+  components: string[];
+}
+
+/** A tool call as parsed from an assistant message. */
+export interface ParsedToolCall {
+  name: string;
+  arguments: unknown;
+  /** The source form it was parsed from. */
+  format: 'hermes' | 'openai' | 'react' | 'llama3_json';
+  raw: string;
+}
+
+/** OpenAI-style tool call attached to an assistant message. */
+export interface OpenAIToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  tool_calls?: OpenAIToolCall[];
+  tool_call_id?: string;
+  name?: string;
+}
+
+/** The next assistant message a policy produces. */
+export interface AssistantMessage {
+  content: string;
+  tool_calls?: OpenAIToolCall[];
+}
+
+export interface ToolCallRecord {
+  /** 0-based index of the assistant turn that made the call. */
+  turn: number;
+  name: string;
+  arguments: unknown;
+  observation: Observation;
+}
+
+/** Per assistant turn: what the format grader needs. */
+export interface TurnRecord {
+  turn: number;
+  /** Tools offered on this turn. */
+  offered: string[];
+  parsed: boolean;
+  /** The parsed call named an offered tool. */
+  offeredTool: boolean;
+  /** Arguments validated against that tool's schema. */
+  argsValid: boolean;
+  error?: string;
+}
+
+export interface PathStep {
+  tool: string;
+  /** Canonical JSON of the arguments (sorted keys), for de-duplication. */
+  args: string;
+  /** Components named in the arguments or the result of this step. */
+  components: string[];
+}
+
+export interface EpisodeRecord {
+  caseId: string;
+  protocol: string;
+  messages: ChatMessage[];
+  toolCalls: ToolCallRecord[];
+  turns: TurnRecord[];
+  parseErrors: { turn: number; message: string; raw: string }[];
+  /** The final ranked answer; null when the episode ended without a valid print_results. */
+  answer: RootCause[] | null;
+  /** Tool steps in order (print_results excluded). */
+  path: PathStep[];
+  stopReason: 'answered' | 'forced_answer' | 'no_answer' | 'policy_error';
+  timing: { startedAt: number; wallMs: number };
+}
+
+/** What a policy sees when asked for its next message. */
+export interface PolicyContext {
+  case: Case;
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  /** Structured results of the calls so far (for scripted policies). */
+  toolCalls: ToolCallRecord[];
+  turn: number;
+  /** True on the forced final turn, where only print_results is offered. */
+  final: boolean;
+}
+
+export interface Policy {
+  readonly name: string;
+  next(ctx: PolicyContext): Promise<AssistantMessage>;
+}

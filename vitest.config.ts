@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'scripts/**/*.test.ts'],
+    globalSetup: ['testkit/global-setup.ts'],
+    pool: 'forks',
+    testTimeout: 120_000,
+    hookTimeout: 600_000,
+  },
+});
