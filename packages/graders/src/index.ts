@@ -1,0 +1,1 @@
+// Public API of @thinkfl/graders: each part appends one export line for its barrel.

@@ -1,0 +1,1 @@
+// Public API of @thinkfl/rollout: each part appends one export line for its barrel.
