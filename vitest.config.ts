@@ -7,5 +7,8 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 120_000,
     hookTimeout: 600_000,
+    // The JSON report is what .ci/run reads for its "N passed, N failed" line.
+    reporters: ['default', 'json'],
+    outputFile: { json: '.cache/vitest-report.json' },
   },
 });
