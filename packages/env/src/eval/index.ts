@@ -1,0 +1,4 @@
+export * from './match';
+export * from './metrics';
+export * from './evaluate';
+export * from './format';
