@@ -1,0 +1,25 @@
+/** Compares the calls below a span with the usual child pattern of spans like it. */
+import type { Baseline, Span } from '../types';
+
+/** Signature of a call as the baseline's child patterns key it. */
+export function callSignature(span: Pick<Span, 'service' | 'operation'>): string {
+  return `${span.service} ${span.operation}`;
+}
+
+export interface PatternDiff {
+  /** Usual calls (service operation) absent this time. */
+  missing: string[];
+  /** Calls present this time that spans like this one usually do not make. */
+  added: string[];
+  /** False when the baseline has no pattern for this context. */
+  known: boolean;
+}
+
+export function diffCalls(baseline: Baseline, parent: Span, children: Span[]): PatternDiff {
+  const usual = baseline.childPattern(parent);
+  if (!usual) return { missing: [], added: [], known: false };
+  const seen = new Set(children.map(callSignature));
+  const missing = [...usual.keys()].filter((k) => !seen.has(k)).sort();
+  const added = [...seen].filter((k) => !usual.has(k)).sort();
+  return { missing, added, known: true };
+}

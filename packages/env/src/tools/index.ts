@@ -1,0 +1,12 @@
+export * from './settings';
+export * from './timestamp';
+export * from './aliases';
+export * from './bound';
+export * from './registry';
+export * from './call-pattern';
+export * from './fluctuation';
+export type { SpanSummary, SearchTracesData } from './search-traces';
+export type { MetricFluctuation, SearchMetricsData } from './search-metrics';
+export type { LogTemplateCount, SearchLogsData } from './search-logs';
+export type { PrintResultsData } from './print-results';
+export * from './toolbox';

@@ -1,0 +1,122 @@
+/**
+ * search_traces(parent_span_id): the direct children of a span (ThinkFL Eq. 5), served from
+ * the trace index, each distilled against the fault-free baseline: duration versus its usual,
+ * and calls missing or added versus the usual child pattern.
+ */
+import { z } from 'zod';
+import type { Span } from '../types';
+import { boundItems, errorObservation, okObservation, shown } from './bound';
+import { diffCalls, type PatternDiff } from './call-pattern';
+import { registerTool, type ToolContext } from './registry';
+import { isoOfUs } from './timestamp';
+
+export interface SpanSummary {
+  spanId: string;
+  /** The name the model sees (alias when span aliases are on). */
+  ref: string;
+  service: string;
+  pod: string;
+  node?: string;
+  operation: string;
+  startUs: number;
+  durationUs: number;
+  status: Span['status'];
+  /** Usual duration of spans like this one; undefined without baseline. */
+  usualMeanUs?: number;
+  usualStdUs?: number;
+  /** durationUs / usualMeanUs. */
+  ratio?: number;
+  slow: boolean;
+  childCount: number;
+  /** Calls below this span versus the usual pattern. */
+  calls: PatternDiff;
+}
+
+export interface SearchTracesData {
+  parent: SpanSummary;
+  children: SpanSummary[];
+  /** Children left out of the text (and of `children`) by the item limit. */
+  omitted: number;
+}
+
+const args = z.object({
+  parent_span_id: z.string().min(1).describe('Span id whose direct child spans to list'),
+});
+
+function summarize(ctx: ToolContext, span: Span): SpanSummary {
+  const { dataset, settings } = ctx;
+  const usual = dataset.baseline.duration(span);
+  const kids = dataset.traces.children(span.spanId);
+  const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
+  return {
+    spanId: span.spanId,
+    ref: ctx.aliases.ref(span.spanId),
+    service: span.service,
+    pod: span.pod,
+    node: span.node,
+    operation: span.operation,
+    startUs: span.startUs,
+    durationUs: span.durationUs,
+    status: span.status,
+    usualMeanUs: usual?.meanUs,
+    usualStdUs: usual?.stdUs,
+    ratio,
+    slow: ratio !== undefined && ratio >= settings.slowRatio,
+    childCount: kids.length,
+    calls: diffCalls(dataset.baseline, span, kids),
+  };
+}
+
+const ms = (us: number) => `${(us / 1000).toFixed(1)}ms`;
+
+function describe(s: SpanSummary): string {
+  const usual =
+    s.usualMeanUs === undefined
+      ? 'usual n/a'
+      : `usual ${ms(s.usualMeanUs)}, x${(s.ratio ?? 0).toFixed(2)}${s.slow ? ' SLOW' : ''}`;
+  const parts = [`${s.ref} ${isoOfUs(s.startUs)} ${s.service} pod=${s.pod}`];
+  if (s.node) parts.push(`node=${s.node}`);
+  parts.push(`"${s.operation}" ${ms(s.durationUs)} (${usual})`);
+  if (s.status !== 'unset') parts.push(`status=${s.status}`);
+  parts.push(`children=${s.childCount}`);
+  if (s.calls.missing.length) parts.push(`missing calls=[${s.calls.missing.join('; ')}]`);
+  if (s.calls.added.length) parts.push(`added calls=[${s.calls.added.join('; ')}]`);
+  return parts.join(' ');
+}
+
+/** Most anomalous first, so the item limit drops the least telling children. */
+function salience(s: SpanSummary): number {
+  return (s.ratio ?? 1) + (s.status === 'error' ? 100 : 0) + 10 * (s.calls.missing.length + s.calls.added.length);
+}
+
+registerTool({
+  name: 'search_traces',
+  description:
+    'List the direct child spans of a span: time, span id, service, pod, operation, duration compared with its usual duration, status, number of children, and calls missing or added compared with the usual call pattern.',
+  args,
+  terminal: false,
+  argComponents: () => [],
+  run(ctx, a) {
+    const id = ctx.aliases.resolve(a.parent_span_id);
+    const parent = ctx.dataset.traces.span(id);
+    if (!parent) {
+      return errorObservation(
+        ctx.settings,
+        `unknown span id "${shown(a.parent_span_id)}": pass a span id shown earlier in this conversation`,
+      );
+    }
+    const parentSummary = summarize(ctx, parent);
+    const all = ctx.dataset.traces.children(id).map((c) => summarize(ctx, c));
+    const ranked = [...all].sort((x, y) => salience(y) - salience(x));
+    const { shown: kept, note } = boundItems(ranked, ctx.settings.maxItems, 'child spans');
+    const keptSet = new Set(kept);
+    const children = all.filter((c) => keptSet.has(c));
+    const lines = [`Span ${describe(parentSummary)}`];
+    lines.push(children.length ? `${all.length} child span(s):` : 'No child spans: this span is a leaf.');
+    for (const c of children) lines.push(`- ${describe(c)}`);
+    if (note) lines.push(note);
+    const data: SearchTracesData = { parent: parentSummary, children, omitted: all.length - children.length };
+    const components = [parent, ...children].flatMap((s) => [s.service, s.pod, ...(s.node ? [s.node] : [])]);
+    return okObservation(ctx.settings, lines.join('\n'), data, components, !!note);
+  },
+});

@@ -1,0 +1,54 @@
+/** Settings of the environment tools: thresholds, windows, observation bounds. */
+import { z } from 'zod';
+
+export const TIMESTAMP_FORMATS = ['unix_s', 'unix_ms', 'unix_us', 'unix_ns', 'iso8601'] as const;
+export type TimestampFormat = (typeof TIMESTAMP_FORMATS)[number];
+
+export const ToolSettingsSchema = z
+  .object({
+    /** n of the n-sigma band: a metric value fluctuates when |m(t) - mu| > n*sigma (ThinkFL Eq. 6-7). Default 3. */
+    nSigma: z.number().positive().default(3),
+    /** Half-width of the inspected window [t - delta, t + delta] of search_fluctuating_metrics, seconds. Default 600 (ThinkFL). */
+    metricDeltaS: z.number().positive().default(600),
+    /**
+     * Half-width of the baseline window [t - W, t + W] whose values outside the inspected window
+     * give the regular mean and std (Eq. 6), seconds. Must exceed metricDeltaS. Default 1200 (ThinkFL).
+     */
+    baselineWindowS: z.number().positive().default(1200),
+    /** Fewest baseline points a series needs to be judged at all. Default 3. */
+    minBaselinePoints: z.number().int().min(2).default(3),
+    /**
+     * Floor of sigma as a fraction of |mu|, so that a series that was flat in the baseline does
+     * not flag every tiny change as infinitely many sigmas. Default 0.01.
+     */
+    stdFloorRatio: z.number().min(0).default(0.01),
+    /** Half-width of the window of search_logs around t, seconds. Default 300. */
+    logDeltaS: z.number().positive().default(300),
+    /** A child span is marked slow when its duration is at least this many times its usual mean. Default 2. */
+    slowRatio: z.number().min(1).default(2),
+    /** Most characters of one observation's text; longer text is cut at a line and says so. Default 4000. */
+    maxObservationChars: z.number().int().min(200).default(4000),
+    /** Most items (children, metrics, log templates, answers) listed in one observation. Default 30. */
+    maxItems: z.number().int().min(1).default(30),
+    /**
+     * When true, span ids in observations are replaced by short per-episode aliases s1, s2, ...
+     * and the tools accept them (small models cannot copy 16-hex ids). Default false.
+     */
+    spanAliases: z.boolean().default(false),
+    /** Timestamp forms the tools accept: Unix seconds/ms/µs/ns (told apart by magnitude) and ISO-8601. Default all. */
+    timestampFormats: z.array(z.enum(TIMESTAMP_FORMATS)).min(1).default([...TIMESTAMP_FORMATS]),
+  })
+  .refine((s) => s.baselineWindowS > s.metricDeltaS, {
+    message: 'baselineWindowS must be larger than metricDeltaS',
+    path: ['baselineWindowS'],
+  });
+
+export type ToolSettings = z.infer<typeof ToolSettingsSchema>;
+
+/** Parses tool settings; errors name the offending key under `path` (e.g. "env.tools"). */
+export function parseToolSettings(input: unknown, path = 'tools'): ToolSettings {
+  const r = ToolSettingsSchema.safeParse(input ?? {});
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
+  throw new Error(`invalid tool settings: ${issues.join('; ')}`);
+}

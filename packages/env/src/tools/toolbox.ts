@@ -1,0 +1,87 @@
+/**
+ * One episode's tools: validates arguments, runs a tool, and turns every failure into an
+ * observation the model can read. Nothing a model writes makes it throw.
+ */
+import type { Dataset, Observation, ToolSpec } from '../types';
+import { SpanAliases } from './aliases';
+import { errorObservation } from './bound';
+import './builtin';
+import { getTool, toolNames, toolSpec, type ToolContext } from './registry';
+import { parseToolSettings, type ToolSettings } from './settings';
+
+export type ArgsCheck = { ok: true; args: unknown } | { ok: false; error: string };
+
+export class Toolbox {
+  readonly ctx: ToolContext;
+
+  constructor(dataset: Dataset, settings: ToolSettings | Record<string, unknown> = {}) {
+    const s = parseToolSettings(settings);
+    this.ctx = { dataset, settings: s, aliases: new SpanAliases(s.spanAliases) };
+  }
+
+  get settings(): ToolSettings {
+    return this.ctx.settings;
+  }
+
+  /** The name a model sees for a span id (its alias when aliases are on). */
+  spanRef(spanId: string): string {
+    return this.ctx.aliases.ref(spanId);
+  }
+
+  has(name: string): boolean {
+    return getTool(name) !== undefined;
+  }
+
+  /** Specs of the named tools, in the given order; unknown names are an error of the caller. */
+  specs(names: readonly string[]): ToolSpec[] {
+    return names.map((n) => {
+      const def = getTool(n);
+      if (!def) throw new Error(`unknown tool "${n}" (known: ${toolNames().join(', ')})`);
+      return toolSpec(def);
+    });
+  }
+
+  isTerminal(name: string): boolean {
+    return getTool(name)?.terminal ?? false;
+  }
+
+  /** Checks a model's arguments against the tool's schema; the error says which field is wrong. */
+  validate(name: string, args: unknown): ArgsCheck {
+    const def = getTool(name);
+    if (!def) return { ok: false, error: `unknown tool "${name}"` };
+    const r = def.args.safeParse(args);
+    if (r.success) return { ok: true, args: r.data };
+    const issues = r.error.issues
+      .slice(0, 5)
+      .map((i) => `${i.path.length ? i.path.join('.') : '(arguments)'}: ${i.message}`);
+    return { ok: false, error: `invalid arguments for ${name}: ${issues.join('; ')}` };
+  }
+
+  /** Components named by valid arguments. */
+  argComponents(name: string, validArgs: unknown): string[] {
+    const def = getTool(name);
+    if (!def) return [];
+    try {
+      return def.argComponents(this.ctx, validArgs);
+    } catch {
+      return [];
+    }
+  }
+
+  /** Runs a tool on arguments already validated; a failure inside becomes an error observation. */
+  run(name: string, validArgs: unknown): Observation {
+    const def = getTool(name);
+    if (!def) return errorObservation(this.ctx.settings, `unknown tool "${name}"`);
+    try {
+      return def.run(this.ctx, validArgs);
+    } catch (e) {
+      return errorObservation(this.ctx.settings, `tool ${name} failed: ${(e as Error).message ?? String(e)}`);
+    }
+  }
+
+  /** Validates then runs: the one call for scripted use. */
+  call(name: string, args: unknown): Observation {
+    const v = this.validate(name, args);
+    return v.ok ? this.run(name, v.args) : errorObservation(this.ctx.settings, v.error);
+  }
+}
