@@ -1,0 +1,117 @@
+/**
+ * The `onnx` backend: onnxruntime-node in process. Holds one loaded policy version at a time;
+ * reload() builds the next session first and swaps it in between requests, and the old
+ * session is released once the requests that started on it have finished.
+ */
+import { z } from 'zod';
+import { generateBatch, type DecodeOptions } from './generate';
+import { loadOnnxCausalLM, locateOnnx, readModelConfig, type ModelConfig, type OnnxCausalLM } from './model';
+import { randomSeed } from '../rng';
+import { resolveSampling, type Generation, type GenerationBackend, type GenerationRequest } from '../types';
+
+export const onnxSettingsSchema = z
+  .object({
+    /** Hugging Face model directory: config.json, tokenizer files, onnx/model.onnx (or model.onnx). */
+    modelDir: z.string().min(1),
+    /** Use the export's KV cache when it has one ('auto'), or recompute every step ('off'). Default 'auto'. */
+    kvCache: z.enum(['auto', 'off']).default('auto'),
+    /** onnxruntime intra-op threads; 0 lets onnxruntime choose (all cores). Default 0. */
+    threads: z.number().int().min(0).default(0),
+    /** Most rows run through the model together; larger request lists are split. Default 8. */
+    maxBatch: z.number().int().positive().default(8),
+  })
+  .strict();
+
+export type OnnxSettings = z.input<typeof onnxSettingsSchema>;
+
+/** Turns generated token ids into text; the model directory's tokenizer provides it. */
+export interface Detokenizer {
+  /** Token ids -> text, special tokens skipped. */
+  decode(ids: number[]): string;
+}
+
+interface Loaded {
+  model: OnnxCausalLM;
+  config: ModelConfig;
+  modelDir: string;
+  version: number;
+  running: number;
+  retired: boolean;
+}
+
+export class OnnxBackend implements GenerationBackend {
+  readonly name = 'onnx';
+  private current: Loaded;
+  private readonly settings: z.output<typeof onnxSettingsSchema>;
+
+  private constructor(loaded: Loaded, settings: z.output<typeof onnxSettingsSchema>, private detokenizer: Detokenizer) {
+    this.current = loaded;
+    this.settings = settings;
+  }
+
+  static async create(settings: OnnxSettings, detokenizer: Detokenizer): Promise<OnnxBackend> {
+    const s = onnxSettingsSchema.parse(settings);
+    return new OnnxBackend(await load(s.modelDir, s.threads, 1), s, detokenizer);
+  }
+
+  /** The model directory and policy version new requests run on. */
+  get info(): { modelDir: string; onnxPath: string; version: number; kvCache: boolean } {
+    const c = this.current;
+    return { modelDir: c.modelDir, onnxPath: c.model.onnxPath, version: c.version, kvCache: c.model.cache.length > 0 };
+  }
+
+  get eosIds(): number[] {
+    return this.current.config.eosIds;
+  }
+
+  async generate(requests: GenerationRequest[]): Promise<Generation[]> {
+    const rows = requests.map((r, i) => {
+      const sampling = resolveSampling(r.sampling, `requests[${i}].sampling`);
+      return { promptIds: r.promptIds, sampling, seed: sampling.seed ?? randomSeed() };
+    });
+    const loaded = this.current;
+    loaded.running++;
+    try {
+      const opts: DecodeOptions = {
+        eosIds: new Set(loaded.config.eosIds),
+        padId: loaded.config.padId,
+        decode: (ids) => this.detokenizer.decode(ids),
+        useCache: this.settings.kvCache === 'auto',
+      };
+      const out: Generation[] = [];
+      for (let i = 0; i < rows.length; i += this.settings.maxBatch) {
+        out.push(...(await generateBatch(loaded.model, rows.slice(i, i + this.settings.maxBatch), opts)));
+      }
+      return out;
+    } finally {
+      loaded.running--;
+      if (loaded.retired && loaded.running === 0) await loaded.model.session.release();
+    }
+  }
+
+  /**
+   * Loads a new policy version from a model directory or an .onnx file (which keeps the
+   * current tokenizer); a new tokenizer may come with a new model directory.
+   */
+  async reload(source: string, detokenizer?: Detokenizer): Promise<void> {
+    const next = await load(source, this.settings.threads, this.current.version + 1);
+    const old = this.current;
+    this.current = next;
+    if (detokenizer) this.detokenizer = detokenizer;
+    old.retired = true;
+    if (old.running === 0) await old.model.session.release();
+  }
+
+  async close(): Promise<void> {
+    const c = this.current;
+    c.retired = true;
+    if (c.running === 0) await c.model.session.release();
+  }
+}
+
+async function load(source: string, threads: number, version: number): Promise<Loaded> {
+  const { onnxPath, modelDir } = locateOnnx(source);
+  const config = readModelConfig(modelDir);
+  const model = await loadOnnxCausalLM(onnxPath, config, { threads });
+  return { model, config, modelDir, version, running: 0, retired: false };
+}

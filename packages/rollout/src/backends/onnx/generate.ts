@@ -1,0 +1,141 @@
+/**
+ * Batch generation over an ONNX causal LM: prompts are left-padded so every row's next
+ * token is read at the last position; with a KV cache the prompt runs once and each later
+ * step feeds one token per row, without one the whole sequence runs every step.
+ */
+import * as ort from 'onnxruntime-node';
+import type { OnnxCausalLM } from './model';
+import { Rng } from '../rng';
+import { TokenSampler } from '../sampling';
+import type { Generation, Sampling } from '../types';
+
+export interface BatchRow {
+  promptIds: number[];
+  sampling: Sampling;
+  seed: number;
+}
+
+export interface DecodeOptions {
+  eosIds: ReadonlySet<number>;
+  padId: number;
+  /** Token ids -> text, special tokens skipped. */
+  decode(ids: number[]): string;
+  /** Use the export's KV cache when it has one; false recomputes the whole sequence each step. */
+  useCache: boolean;
+}
+
+interface Row extends BatchRow {
+  rng: Rng;
+  budget: number;
+  out: number[];
+  logprobs: number[];
+  top: Map<number, number>[];
+  done: boolean;
+  finish: 'stop' | 'length';
+  text?: string;
+}
+
+export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts: DecodeOptions): Promise<Generation[]> {
+  const rows: Row[] = batch.map((b, i) => {
+    if (b.promptIds.length === 0) throw new Error(`request ${i}: the prompt is empty`);
+    const room = model.maxPositions - b.promptIds.length;
+    if (room <= 0) throw new Error(`request ${i}: a prompt of ${b.promptIds.length} tokens fills the model's ${model.maxPositions} positions`);
+    return { ...b, rng: new Rng(b.seed), budget: Math.min(b.sampling.maxTokens, room), out: [], logprobs: [], top: [], done: false, finish: 'length' };
+  });
+  const width = Math.max(...rows.map((r) => r.promptIds.length));
+  const useCache = opts.useCache && model.cache.length > 0;
+  const sampler = new TokenSampler();
+  let past = emptyPast(model, rows.length);
+  for (let step = 0; rows.some((r) => !r.done); step++) {
+    const feeds = useCache && step > 0 ? lastTokenFeeds(rows, width, step, model) : fullFeeds(rows, width, step, model, opts.padId);
+    const result = await model.session.run({ ...feeds, ...past });
+    const logits = result.logits;
+    if (logits.type !== 'float32') throw new Error(`${model.onnxPath}: logits are ${logits.type}, expected float32`);
+    const [, t, v] = logits.dims;
+    const data = logits.data as Float32Array;
+    rows.forEach((r, b) => {
+      if (r.done) return;
+      const at = (b * t + t - 1) * v;
+      const pick = sampler.pick(data.subarray(at, at + v), r.sampling, r.rng);
+      r.out.push(pick.token);
+      r.logprobs.push(pick.logprob);
+      if (pick.top) r.top.push(pick.top);
+      finishIfDone(r, opts);
+    });
+    if (useCache) past = Object.fromEntries(model.cache.map((c) => [c.input, result[c.output]]));
+  }
+  return rows.map((r) => ({
+    tokenIds: r.out,
+    logprobs: r.logprobs,
+    ...(r.sampling.topLogprobs > 0 ? { topLogprobs: r.top } : {}),
+    text: r.text ?? opts.decode(r.out.filter((id) => !opts.eosIds.has(id))),
+    finishReason: r.finish,
+    promptTokens: r.promptIds.length,
+  }));
+}
+
+function finishIfDone(r: Row, opts: DecodeOptions): void {
+  const last = r.out[r.out.length - 1];
+  if (opts.eosIds.has(last)) {
+    r.done = true;
+    r.finish = 'stop';
+    return;
+  }
+  if (r.sampling.stop.length) {
+    const text = opts.decode(r.out);
+    const cut = Math.min(...r.sampling.stop.map((s) => text.indexOf(s)).filter((i) => i >= 0));
+    if (Number.isFinite(cut)) {
+      r.done = true;
+      r.finish = 'stop';
+      r.text = text.slice(0, cut);
+      return;
+    }
+  }
+  if (r.out.length >= r.budget) r.done = true;
+}
+
+function int64(values: number[], dims: number[]): ort.Tensor {
+  return new ort.Tensor('int64', BigInt64Array.from(values, (x) => BigInt(x)), dims);
+}
+
+/** The whole (left-padded) sequence so far: the first step, or every step without a cache. */
+function fullFeeds(rows: Row[], width: number, step: number, model: OnnxCausalLM, padId: number): Record<string, ort.Tensor> {
+  const len = width + step;
+  const ids: number[] = [];
+  const mask: number[] = [];
+  const pos: number[] = [];
+  for (const r of rows) {
+    const pad = width - r.promptIds.length;
+    const seq = r.promptIds.concat(r.out.slice(0, step));
+    while (seq.length < r.promptIds.length + step) seq.push(padId);
+    for (let j = 0; j < len; j++) {
+      ids.push(j < pad ? padId : seq[j - pad]);
+      mask.push(j < pad ? 0 : 1);
+      pos.push(j < pad ? 0 : Math.min(j - pad, model.maxPositions - 1));
+    }
+  }
+  const feeds: Record<string, ort.Tensor> = { input_ids: int64(ids, [rows.length, len]), attention_mask: int64(mask, [rows.length, len]) };
+  if (model.hasPositionIds) feeds.position_ids = int64(pos, [rows.length, len]);
+  return feeds;
+}
+
+/** One new token per row on top of the cache. Finished rows repeat their last token; positions are clamped so they stay valid. */
+function lastTokenFeeds(rows: Row[], width: number, step: number, model: OnnxCausalLM): Record<string, ort.Tensor> {
+  const len = width + step;
+  const mask: number[] = [];
+  for (const r of rows) {
+    const pad = width - r.promptIds.length;
+    for (let j = 0; j < len; j++) mask.push(j < pad ? 0 : 1);
+  }
+  const feeds: Record<string, ort.Tensor> = {
+    input_ids: int64(rows.map((r) => r.out[Math.min(step, r.out.length) - 1]), [rows.length, 1]),
+    attention_mask: int64(mask, [rows.length, len]),
+  };
+  if (model.hasPositionIds) feeds.position_ids = int64(rows.map((r) => Math.min(r.promptIds.length + step - 1, model.maxPositions - 1)), [rows.length, 1]);
+  return feeds;
+}
+
+function emptyPast(model: OnnxCausalLM, batch: number): Record<string, ort.Tensor> {
+  const dims = [batch, model.kvHeads, 0, model.headDim];
+  return Object.fromEntries(model.cache.map((c) => [c.input, new ort.Tensor('float32', new Float32Array(0), dims)]));
+}

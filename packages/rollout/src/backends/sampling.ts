@@ -1,0 +1,122 @@
+/**
+ * Picks the next token from one row of logits: greedy at temperature 0, otherwise
+ * temperature + nucleus (top-p) sampling with a seeded Rng. Log-probabilities are reported
+ * under the raw model distribution (log-softmax of the logits), as vLLM does by default, so
+ * they are comparable with the trainer's own recomputation of the old policy's logprobs.
+ */
+import type { Sampling } from './types';
+import type { Rng } from './rng';
+
+export interface Pick {
+  token: number;
+  logprob: number;
+  top?: Map<number, number>;
+}
+
+export class TokenSampler {
+  private weights = new Float64Array(0);
+  private order = new Uint32Array(0);
+
+  pick(logits: Float32Array, s: Sampling, rng: Rng): Pick {
+    const v = logits.length;
+    if (this.weights.length < v) {
+      this.weights = new Float64Array(v);
+      this.order = new Uint32Array(v);
+    }
+    let max = -Infinity;
+    let argmax = 0;
+    for (let i = 0; i < v; i++) {
+      if (logits[i] > max) {
+        max = logits[i];
+        argmax = i;
+      }
+    }
+    if (!Number.isFinite(max)) throw new Error('model produced non-finite logits');
+    let rawSum = 0;
+    for (let i = 0; i < v; i++) rawSum += Math.exp(logits[i] - max);
+    const logZ = max + Math.log(rawSum);
+    const token = s.temperature === 0 ? argmax : this.sample(logits, max, s, rng);
+    const pick: Pick = { token, logprob: logits[token] - logZ };
+    if (s.topLogprobs > 0) pick.top = topK(logits, s.topLogprobs, logZ);
+    return pick;
+  }
+
+  private sample(logits: Float32Array, max: number, s: Sampling, rng: Rng): number {
+    const v = logits.length;
+    const w = this.weights;
+    let sum = 0;
+    for (let i = 0; i < v; i++) {
+      w[i] = Math.exp((logits[i] - max) / s.temperature);
+      sum += w[i];
+    }
+    if (s.topP >= 1) return draw(w, v, sum, rng.next());
+    const n = this.nucleus(w, v, sum * s.topP);
+    let kept = 0;
+    for (let j = 0; j < n; j++) kept += w[this.order[j]];
+    let u = rng.next() * kept;
+    for (let j = 0; j < n; j++) {
+      u -= w[this.order[j]];
+      if (u < 0) return this.order[j];
+    }
+    return this.order[n - 1];
+  }
+
+  /**
+   * Fills this.order with the nucleus (most likely first) and returns its size. Only tokens
+   * above a halving threshold whose mass already reaches the target are sorted, which keeps
+   * this O(V) for 150k-token vocabularies instead of a full sort per token.
+   */
+  private nucleus(w: Float64Array, v: number, target: number): number {
+    let wmax = 0;
+    for (let i = 0; i < v; i++) if (w[i] > wmax) wmax = w[i];
+    let threshold = wmax;
+    let n = 0;
+    for (;;) {
+      n = 0;
+      let mass = 0;
+      for (let i = 0; i < v; i++) {
+        if (w[i] >= threshold) {
+          this.order[n++] = i;
+          mass += w[i];
+        }
+      }
+      if (mass >= target || threshold === 0) break;
+      threshold = threshold < 1e-300 ? 0 : threshold / 16;
+    }
+    const cand = this.order.subarray(0, n);
+    cand.sort((a, b) => w[b] - w[a] || a - b);
+    let acc = 0;
+    for (let j = 0; j < n; j++) {
+      acc += w[cand[j]];
+      if (acc >= target) return j + 1;
+    }
+    return n;
+  }
+}
+
+function draw(w: Float64Array, v: number, sum: number, uniform: number): number {
+  let u = uniform * sum;
+  let last = 0;
+  for (let i = 0; i < v; i++) {
+    if (w[i] === 0) continue;
+    last = i;
+    u -= w[i];
+    if (u < 0) return i;
+  }
+  return last;
+}
+
+/** The k most likely tokens with their raw logprobs, most likely first. */
+function topK(logits: Float32Array, k: number, logZ: number): Map<number, number> {
+  const ids: number[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    if (ids.length < k) {
+      ids.push(i);
+      ids.sort((a, b) => logits[b] - logits[a] || a - b);
+    } else if (logits[i] > logits[ids[k - 1]]) {
+      ids[k - 1] = i;
+      ids.sort((a, b) => logits[b] - logits[a] || a - b);
+    }
+  }
+  return new Map(ids.map((i) => [i, logits[i] - logZ]));
+}

@@ -1,0 +1,82 @@
+/**
+ * The one interface every generation backend implements: prompt token ids and sampling
+ * settings in; generated token ids, their log-probabilities and text out. Token ids in and
+ * out (never text) so the trainer sees exactly the tokens the policy produced.
+ */
+import { z } from 'zod';
+import type { AssistantMessage, ChatMessage, ToolSpec } from '@thinkfl/env';
+
+/** Sampling settings of one request, with the meanings OpenAI and vLLM give them. */
+export const samplingSchema = z
+  .object({
+    /** Softmax temperature (logits / T). 0 means greedy decoding (argmax). Default 1. */
+    temperature: z.number().min(0).max(100).default(1),
+    /**
+     * Nucleus sampling: sample only from the smallest set of most likely tokens whose
+     * probability (after temperature) sums to at least topP. In (0, 1]; 1 turns it off. Default 1.
+     */
+    topP: z.number().gt(0).max(1).default(1),
+    /** Most tokens to generate, end-of-sequence token included. Default 256. */
+    maxTokens: z.number().int().positive().default(256),
+    /** Strings that end generation; the text is cut before the first one. Default none. */
+    stop: z.array(z.string().min(1)).default([]),
+    /**
+     * Seed of the sampler: the same seed, prompt and model give the same tokens. Default: a
+     * fresh random seed per request.
+     */
+    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    /** How many most likely alternatives to report per generated token (0 to 20). Default 0. */
+    topLogprobs: z.number().int().min(0).max(20).default(0),
+  })
+  .strict();
+
+export type SamplingInput = z.input<typeof samplingSchema>;
+export type Sampling = z.output<typeof samplingSchema>;
+
+export interface GenerationRequest {
+  promptIds: number[];
+  sampling?: SamplingInput;
+}
+
+export interface Generation {
+  /** Generated token ids; an end-of-sequence token that ended generation is included. */
+  tokenIds: number[];
+  /**
+   * Log-probability of each generated token under the model's raw distribution
+   * (log-softmax of the logits, before temperature and top-p), as vLLM reports by default.
+   */
+  logprobs: number[];
+  /** Per generated token, the most likely alternatives (token id -> logprob), when asked for. */
+  topLogprobs?: Map<number, number>[];
+  /** Decoded text, special tokens skipped, cut before a stop string. */
+  text: string;
+  /** 'stop': end-of-sequence token or stop string; 'length': maxTokens or the context length. */
+  finishReason: 'stop' | 'length';
+  promptTokens: number;
+}
+
+export interface ChatRequest {
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  sampling?: SamplingInput;
+}
+
+export interface GenerationBackend {
+  readonly name: string;
+  /** Generates for every request; result i answers request i. */
+  generate(requests: GenerationRequest[]): Promise<Generation[]>;
+  /** Chat completion with tools (teacher models); absent where the backend has no chat template. */
+  chat?(request: ChatRequest): Promise<AssistantMessage>;
+  /** Loads a new policy version; requests already running finish on the old one. */
+  reload?(source: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Validates sampling settings, naming the offending field. */
+export function resolveSampling(input: SamplingInput | undefined, where = 'sampling'): Sampling {
+  const r = samplingSchema.safeParse(input ?? {});
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const path = [where, ...issue.path.map(String)].join('.');
+  throw new Error(`${path}: ${issue.message}`);
+}
