@@ -1,2 +1,4 @@
 // Public API of @thinkfl/env: each part appends one export line for its barrel.
 export * from './types';
+export * from './policies/index';
+export * from './eval/index';

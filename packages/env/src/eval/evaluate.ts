@@ -114,7 +114,11 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
   await Promise.all(Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, worker));
 
   const byFault = new Map<string, RequestResult[]>();
-  for (const r of requests) byFault.set(r.faultId, [...(byFault.get(r.faultId) ?? []), r]);
+  for (const r of requests) {
+    const list = byFault.get(r.faultId);
+    if (list) list.push(r);
+    else byFault.set(r.faultId, [r]);
+  }
   const faultInfo = new Map(dataset.faults.map((f) => [f.id, f]));
   const faults: FaultResult[] = [...byFault].map(([faultId, rs]) => {
     const f = faultInfo.get(faultId);

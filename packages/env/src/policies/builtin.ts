@@ -1,0 +1,3 @@
+// Every built-in policy registers itself on import.
+import './selftime';
+import './microrank';

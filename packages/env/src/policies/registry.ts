@@ -1,0 +1,56 @@
+/**
+ * Registry of policies that need no model: rankers (classic baselines that rank components
+ * straight from a case's trace and the dataset) and agents (scripted policies that play an
+ * episode protocol). Each policy is one file that calls `registerPolicy`; builtin.ts imports them.
+ */
+import type { z } from 'zod';
+import type { Case, Dataset, Policy, RootCause } from '../types';
+
+/** A baseline: ranked root causes for a case, most suspicious first. */
+export interface Ranker {
+  rank(c: Case): RootCause[];
+}
+
+interface Common<S> {
+  name: string;
+  description: string;
+  /** Settings of the policy; every knob documented in its schema. */
+  settings: z.ZodType<S>;
+}
+
+export interface RankerDefinition<S = unknown> extends Common<S> {
+  kind: 'ranker';
+  create(dataset: Dataset, settings: S): Ranker;
+}
+
+export interface AgentDefinition<S = unknown> extends Common<S> {
+  kind: 'agent';
+  create(dataset: Dataset, settings: S): Policy;
+}
+
+export type PolicyDefinition<S = unknown> = RankerDefinition<S> | AgentDefinition<S>;
+
+const policies = new Map<string, PolicyDefinition<never>>();
+
+export function registerPolicy<S>(def: PolicyDefinition<S>): void {
+  if (policies.has(def.name)) throw new Error(`policy ${def.name} registered twice`);
+  policies.set(def.name, def as unknown as PolicyDefinition<never>);
+}
+
+export function policyNames(): string[] {
+  return [...policies.keys()];
+}
+
+export function getPolicy(name: string): PolicyDefinition<unknown> {
+  const def = policies.get(name);
+  if (!def) throw new Error(`unknown policy "${name}"; known: ${policyNames().join(', ')}`);
+  return def as unknown as PolicyDefinition<unknown>;
+}
+
+/** Parses a policy's settings; errors name the offending key under `path`. */
+export function parsePolicySettings<S>(def: PolicyDefinition<S>, input: unknown, path = `policies.${def.name}`): S {
+  const r = def.settings.safeParse(input ?? {});
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
+  throw new Error(`invalid settings of policy ${def.name}: ${issues.join('; ')}`);
+}

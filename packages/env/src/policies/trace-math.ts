@@ -1,0 +1,59 @@
+/** Span arithmetic the baselines share: self time, and traces by entry time. */
+import type { Span, TraceStore } from '../types';
+
+/**
+ * Self time of a span: its duration less the time covered by its children (the union of
+ * their intervals clipped to the span, so parallel children are not subtracted twice).
+ */
+export function selfTimeUs(span: Span, children: Span[]): number {
+  const end = span.startUs + span.durationUs;
+  const iv = children
+    .map((c) => [Math.max(c.startUs, span.startUs), Math.min(c.startUs + c.durationUs, end)] as const)
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  let covered = 0;
+  let curA = -Infinity;
+  let curB = -Infinity;
+  for (const [a, b] of iv) {
+    if (a > curB) {
+      if (curB > curA) covered += curB - curA;
+      curA = a;
+      curB = b;
+    } else if (b > curB) curB = b;
+  }
+  if (curB > curA) covered += curB - curA;
+  return Math.max(0, span.durationUs - covered);
+}
+
+/** Trace ids sorted by entry start, for window queries in O(log n + result). */
+export class TraceTimeIndex {
+  private readonly starts: Float64Array;
+  private readonly ids: string[];
+
+  constructor(store: TraceStore) {
+    const rows: [number, string][] = [];
+    for (const id of store.traceIds()) {
+      const e = store.entry(id);
+      if (e) rows.push([e.startUs, id]);
+    }
+    rows.sort((a, b) => a[0] - b[0]);
+    this.starts = Float64Array.from(rows, (r) => r[0]);
+    this.ids = rows.map((r) => r[1]);
+  }
+
+  private lowerBound(t: number): number {
+    let lo = 0;
+    let hi = this.starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[mid] < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Trace ids whose entry starts in [fromUs, toUs]. */
+  between(fromUs: number, toUs: number): string[] {
+    return this.ids.slice(this.lowerBound(fromUs), this.lowerBound(toUs + 1));
+  }
+}
