@@ -1,0 +1,3 @@
+export * from './cache';
+export * from './path-key';
+export * from './redis-cache';

@@ -1,0 +1,43 @@
+/**
+ * Diversity cache on Redis, shared by graders in any number of processes. One set per
+ * question; SADD's reply (1 = added) decides novelty atomically, so two concurrent graders
+ * can never both see one path as new.
+ */
+import { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { DiversityCache } from './cache';
+
+export const redisDiversitySettings = z
+  .object({
+    /** Prefix of the per-question set keys (the question id follows it). Default 'thinkfl:diversity:'. */
+    keyPrefix: z.string().default('thinkfl:diversity:'),
+    /** Seconds a question's set lives after its last new path; 0 keeps it for ever. Default 0. */
+    ttlSeconds: z.number().int().nonnegative().default(0),
+  })
+  .strict();
+export type RedisDiversitySettings = z.output<typeof redisDiversitySettings>;
+
+export class RedisDiversityCache implements DiversityCache {
+  private readonly redis: Redis;
+  /** Only a connection this cache opened itself is closed by close(). */
+  private readonly owned: boolean;
+
+  constructor(
+    redis: Redis | string,
+    private readonly settings: RedisDiversitySettings = redisDiversitySettings.parse({}),
+  ) {
+    this.owned = typeof redis === 'string';
+    this.redis = typeof redis === 'string' ? new Redis(redis, { maxRetriesPerRequest: 3 }) : redis;
+  }
+
+  async markSeen(questionId: string, pathKey: string): Promise<boolean> {
+    const key = this.settings.keyPrefix + questionId;
+    const added = await this.redis.sadd(key, pathKey);
+    if (added === 1 && this.settings.ttlSeconds > 0) await this.redis.expire(key, this.settings.ttlSeconds);
+    return added === 1;
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.redis.quit();
+  }
+}

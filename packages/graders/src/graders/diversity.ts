@@ -1,0 +1,33 @@
+/** Diversity grader, ThinkFL Algorithm 2: reward reasoning paths new for this question. */
+import { z } from 'zod';
+import { pathKey, dedupedCalls } from '../diversity/path-key';
+import { truthRank } from '../match';
+import type { Grader } from '../types';
+
+export const diversitySettings = z
+  .object({
+    /** A of Algorithm 2: a new path whose answer ranks the true root cause first. Default 1. */
+    a: z.number().default(1),
+    /** B of Algorithm 2: a new path whose answer does not. Default 0.3. */
+    b: z.number().default(0.3),
+    /** C of Algorithm 2: a path already seen for this question. Default 0. */
+    c: z.number().default(0),
+  })
+  .strict()
+  .refine((s) => s.a > s.b && s.b > s.c, { message: 'Algorithm 2 needs a > b > c' });
+export type DiversitySettings = z.output<typeof diversitySettings>;
+
+export const diversity: Grader = {
+  name: 'diversity',
+  description: 'ThinkFL Algorithm 2: A for a new solving path, B for a new path, C for a seen one',
+  async grade(episode, ctx) {
+    if (!ctx.diversity) throw new Error("the 'diversity' grader needs a DiversityCache in the grading context");
+    const isNew = await ctx.diversity.markSeen(ctx.questionId, pathKey(episode.path));
+    const solved = truthRank(episode.answer, ctx) === 0;
+    const { a, b, c } = ctx.settings.diversity;
+    return {
+      score: isNew ? (solved ? a : b) : c,
+      parts: { new: isNew ? 1 : 0, solved: solved ? 1 : 0, steps: dedupedCalls(episode.path).length },
+    };
+  },
+};

@@ -1,0 +1,35 @@
+/** Recall grader, ThinkFL Eq. 9: a linear reward for how high the true root cause is ranked. */
+import { z } from 'zod';
+import { truthRank } from '../match';
+import type { Grader } from '../types';
+
+export const recallSettings = z
+  .object({
+    /** r_max of Eq. 9: ranks (0-based) beyond it all score the floor 1/r_max. Default 10. */
+    rMax: z.number().int().positive().default(10),
+    /** Score when the true root cause is absent from the answer or there is no answer. Default 0. */
+    missingScore: z.number().default(0),
+  })
+  .strict();
+export type RecallSettings = z.output<typeof recallSettings>;
+
+/**
+ * Eq. 9: R = 1 - r/r_max for r <= r_max, 1/r_max for r > r_max (r 0-based). As written in
+ * the paper, r = r_max scores 0 while r = r_max + 1 scores 1/r_max; kept verbatim.
+ */
+export function recallScore(rank: number | null, s: RecallSettings): number {
+  if (rank === null) return s.missingScore;
+  return rank <= s.rMax ? 1 - rank / s.rMax : 1 / s.rMax;
+}
+
+export const recall: Grader = {
+  name: 'recall',
+  description: 'ThinkFL Eq. 9: 1 - r/r_max for the rank r of the true root cause',
+  grade(episode, ctx) {
+    const rank = truthRank(episode.answer, ctx);
+    return {
+      score: recallScore(rank, ctx.settings.recall),
+      parts: { found: rank === null ? 0 : 1, rank: rank ?? -1 },
+    };
+  },
+};

@@ -1,0 +1,70 @@
+/**
+ * Grading one group: all G samples of one question, in sample order. Samples are graded
+ * one after another so that, within a group, the first of two identical paths is the new one.
+ */
+import type { EpisodeRecord, GroundTruth } from '@thinkfl/env';
+import { parseComposite, type CompositeSpec } from './composite';
+import type { DiversityCache } from './diversity/cache';
+import { getGrader } from './registry';
+import { parseGraderSettings, type GraderSettingsInput } from './settings';
+import type { GradeContext, GradeResult, PodToService } from './types';
+
+export interface GroupContext {
+  truth: GroundTruth;
+  /** Diversity-cache key of the question; the samples' common case id by default. */
+  questionId?: string;
+  podToService?: PodToService;
+  settings?: GraderSettingsInput;
+  diversity?: DiversityCache;
+}
+
+export interface TermGrade extends GradeResult {
+  weight: number;
+}
+
+export interface SampleGrade {
+  /** Weighted sum of the terms' scores. */
+  total: number;
+  /** Each grader's result, by grader name. */
+  graders: Record<string, TermGrade>;
+}
+
+export interface GroupGrade {
+  /** Per-sample totals, in sample order (what advantages are computed from). */
+  totals: number[];
+  samples: SampleGrade[];
+}
+
+function questionOf(episodes: EpisodeRecord[], given?: string): string {
+  if (given !== undefined) return given;
+  const ids = new Set(episodes.map((e) => e.caseId));
+  if (ids.size > 1) throw new Error(`a group is one question, but its samples have case ids ${[...ids].join(', ')}`);
+  return episodes[0]?.caseId ?? '';
+}
+
+export async function gradeGroup(
+  episodes: EpisodeRecord[],
+  group: GroupContext,
+  composite: CompositeSpec | string,
+): Promise<GroupGrade> {
+  const spec = parseComposite(composite);
+  const ctx: GradeContext = {
+    truth: group.truth,
+    questionId: questionOf(episodes, group.questionId),
+    podToService: group.podToService,
+    settings: parseGraderSettings(group.settings),
+    diversity: group.diversity,
+  };
+  const samples: SampleGrade[] = [];
+  for (const episode of episodes) {
+    const graders: Record<string, TermGrade> = {};
+    let total = 0;
+    for (const term of spec.terms) {
+      const r = await getGrader(term.grader).grade(episode, ctx);
+      graders[term.grader] = { ...r, weight: term.weight };
+      total += term.weight * r.score;
+    }
+    samples.push({ total, graders });
+  }
+  return { totals: samples.map((s) => s.total), samples };
+}

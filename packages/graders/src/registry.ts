@@ -1,0 +1,41 @@
+/** Every grader by name. Adding a grader is adding its file and its line here. */
+import { diversity } from './graders/diversity';
+import { format } from './graders/format';
+import { hallucination } from './graders/hallucination';
+import { multiFactor } from './graders/multi-factor';
+import { recall } from './graders/recall';
+import { route } from './graders/route';
+import { oraclFBeta } from './oracl/fbeta';
+import { oraclFnPenalty } from './oracl/fn-penalty';
+import { oraclLength } from './oracl/length-penalty';
+import { oraclPodMatch } from './oracl/pod-match';
+import { oraclTagFormat } from './oracl/tag-format';
+import { oraclTpBonus } from './oracl/tp-bonus';
+import type { Grader } from './types';
+
+const ALL: Grader[] = [
+  recall,
+  route,
+  hallucination,
+  multiFactor,
+  format,
+  diversity,
+  oraclPodMatch,
+  oraclFBeta,
+  oraclTpBonus,
+  oraclFnPenalty,
+  oraclTagFormat,
+  oraclLength,
+];
+
+export const GRADERS: ReadonlyMap<string, Grader> = new Map(ALL.map((g) => [g.name, g]));
+
+export function graderNames(): string[] {
+  return [...GRADERS.keys()];
+}
+
+export function getGrader(name: string): Grader {
+  const g = GRADERS.get(name);
+  if (!g) throw new Error(`unknown grader '${name}' (known: ${graderNames().join(', ')})`);
+  return g;
+}

@@ -1,0 +1,40 @@
+/**
+ * Settings of every grader, one section each, as they appear under `graders:` in a run
+ * YAML. Every knob has a default, so `{}` is a complete configuration.
+ */
+import { z } from 'zod';
+import { diversitySettings } from './graders/diversity';
+import { hallucinationSettings } from './graders/hallucination';
+import { multiFactorSettings } from './graders/multi-factor';
+import { recallSettings } from './graders/recall';
+import { routeSettings } from './graders/route';
+import { oraclSettings } from './oracl/settings';
+
+export const graderSettings = z
+  .object({
+    /** Name of the tool that delivers the final answer; its own result is not evidence. Default 'print_results'. */
+    answerTool: z.string().min(1).default('print_results'),
+    recall: recallSettings.prefault({}),
+    route: routeSettings.prefault({}),
+    hallucination: hallucinationSettings.prefault({}),
+    multiFactor: multiFactorSettings.prefault({}),
+    diversity: diversitySettings.prefault({}),
+    oracl: oraclSettings.prefault({}),
+  })
+  .strict();
+export type GraderSettings = z.output<typeof graderSettings>;
+export type GraderSettingsInput = z.input<typeof graderSettings>;
+
+/** zod issues as `yaml.path: message` lines, so a bad config names where it is wrong. */
+export function describeIssues(error: z.ZodError, yamlPath: string): string {
+  return error.issues
+    .map((i) => `${[yamlPath, ...i.path.map(String)].filter(Boolean).join('.')}: ${i.message}`)
+    .join('\n');
+}
+
+/** Parses grader settings; `yamlPath` is where they sit in the run config, for error messages. */
+export function parseGraderSettings(input: unknown, yamlPath = 'graders'): GraderSettings {
+  const r = graderSettings.safeParse(input ?? {});
+  if (!r.success) throw new Error(`invalid grader settings:\n${describeIssues(r.error, yamlPath)}`);
+  return r.data;
+}

@@ -1,0 +1,35 @@
+/**
+ * Shapes every grader shares: what a grader is given (one episode and the question's
+ * context) and what it returns (a score and the named parts it was computed from).
+ */
+import type { EpisodeRecord, GroundTruth } from '@thinkfl/env';
+import type { DiversityCache } from './diversity/cache';
+import type { GraderSettings } from './settings';
+
+/** The service of a pod: a function (e.g. Topology.serviceOfPod) or a plain map. */
+export type PodToService = ((pod: string) => string | undefined) | Record<string, string>;
+
+export interface GradeResult {
+  score: number;
+  /** The quantities the score was computed from, by name (for logs and reports). */
+  parts: Record<string, number>;
+}
+
+/** Everything about the question a grader may need besides the episode. */
+export interface GradeContext {
+  truth: GroundTruth;
+  /** Key of the question in the diversity cache (the case id by default). */
+  questionId: string;
+  podToService?: PodToService;
+  /** Parsed settings of every grader (see settings.ts). */
+  settings: GraderSettings;
+  /** Needed only by the diversity grader. */
+  diversity?: DiversityCache;
+}
+
+export interface Grader {
+  /** Registry name, used in composites and run configs. */
+  readonly name: string;
+  readonly description: string;
+  grade(episode: EpisodeRecord, ctx: GradeContext): GradeResult | Promise<GradeResult>;
+}
