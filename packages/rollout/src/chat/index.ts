@@ -1,0 +1,5 @@
+export * from './model-dir';
+export * from './tokenizer';
+export * from './template';
+export * from './episode-tokens';
+export * from './chat-model';
