@@ -1,0 +1,67 @@
+"""Line protocol on stdio: one JSON request per line in, one JSON response per line out.
+
+Request {id, op, args}; response {id, ok: true, result} or {id, ok: false, error, traceback}.
+Only responses go to the real stdout: anything else that writes to fd 1 (prints, native
+library warnings) is redirected to stderr, where all logs go. Non-finite floats are sent as null.
+"""
+import json
+import logging
+import math
+import os
+import sys
+import traceback
+from typing import Any
+
+from .ops import OPS, State
+
+log = logging.getLogger('thinkfl_engine')
+
+
+def _finite(x: Any) -> Any:
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), 'w', buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get('THINKFL_ENGINE_LOG', 'INFO'),
+                        format='[engine] %(levelname)s %(message)s')
+
+    def respond(msg: Any) -> None:
+        out.write(json.dumps(_finite(msg), allow_nan=False) + '\n')
+
+    state = State()
+    log.info('ready (pid %d)', os.getpid())
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError('a request is a JSON object')
+        except ValueError as e:
+            respond({'id': None, 'ok': False, 'error': f'bad request line: {e}'})
+            continue
+        rid, op = req.get('id'), req.get('op')
+        handler = OPS.get(op)
+        if handler is None:
+            respond({'id': rid, 'ok': False, 'error': f'unknown op {op!r}; known: {sorted(OPS)}'})
+            continue
+        try:
+            respond({'id': rid, 'ok': True, 'result': handler(state, req.get('args') or {})})
+        except KeyError as e:
+            respond({'id': rid, 'ok': False, 'error': f'{op}: missing argument {e}'})
+        except Exception as e:  # noqa: BLE001 - every failure of an op is reported, the engine lives on
+            tb = traceback.format_exc()
+            log.error('%s failed: %s', op, tb)
+            respond({'id': rid, 'ok': False, 'error': f'{op}: {type(e).__name__}: {e}', 'traceback': tb[-4000:]})
+        if op == 'shutdown':
+            break
+    log.info('exiting')

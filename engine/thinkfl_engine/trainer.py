@@ -1,0 +1,165 @@
+"""The loaded policy and its updates: log-probabilities, SFT step, GRPO step, checkpoints.
+
+Every per-token array is aligned with the token ids of its sequence (position 0 carries no
+prediction). Missing old log-probabilities mean on-policy data (old = current policy,
+detached); missing reference log-probabilities come from a frozen copy of the loaded model.
+"""
+import contextlib
+import copy
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from .batch import check_ragged, micro_batches, pad, token_logprobs, unpad
+from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
+from .models import load_model, parse_dtype
+from .optim import OptimSettings, make_updater
+
+OPTIMIZER_FILE = 'optimizer.pt'
+
+
+class Trainer:
+    def __init__(self, args: Dict[str, Any]):
+        if 'seed' in args:
+            torch.manual_seed(int(args['seed']))
+        self.model_dir = Path(args['model_dir'])
+        self.device = torch.device(args.get('device', 'cpu'))
+        self.autocast = parse_dtype(args['autocast']) if args.get('autocast') else None
+        self.policy = load_model(self.model_dir, self.device, parse_dtype(args.get('dtype', 'float32')))
+        self.vocab_size = self.policy.module.get_input_embeddings().num_embeddings
+        self.reference = None
+        if args.get('reference', True):
+            self.reference = copy.deepcopy(self.policy.module).eval().requires_grad_(False)
+        self.updater = make_updater(self.policy.module, OptimSettings.from_json(args.get('optimizer')),
+                                    args.get('deepspeed'))
+        self.step = 0
+        saved = self.model_dir / OPTIMIZER_FILE
+        if args.get('resume', False) and saved.is_file():
+            state = torch.load(saved, map_location='cpu')
+            self.updater.load_state_dict(state['optimizer'])
+            self.step = int(state['step'])
+
+    def describe(self) -> Dict[str, Any]:
+        params = sum(p.numel() for p in self.policy.module.parameters())
+        return {'kind': self.policy.kind, 'parameters': params, 'device': str(self.device), 'step': self.step}
+
+    def _amp(self):
+        if self.autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast)
+
+    def _forward(self, module, ids: List[List[int]], temperature: float) -> torch.Tensor:
+        top = max(max(r) for r in ids)
+        if top >= self.vocab_size:
+            raise ValueError(f'input_ids: token id {top} is outside the model vocabulary ({self.vocab_size})')
+        lengths = [len(r) for r in ids]
+        t = pad(ids, torch.long, self.device)
+        am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
+        with self._amp():
+            logits = self.policy.logits(module, t, am)
+        return token_logprobs(logits, t, temperature)
+
+    def logprobs(self, args: Dict[str, Any]) -> Dict[str, Any]:
+        ids = validate_ids(args['input_ids'])
+        module = self.policy.module if args.get('model', 'policy') == 'policy' else self._reference()
+        out: List[List[float]] = []
+        with torch.no_grad():
+            for r in micro_batches(len(ids), args.get('micro_batch_size')):
+                rows = [ids[i] for i in r]
+                out += unpad(self._forward(module, rows, float(args.get('temperature', 1.0))), [len(x) for x in rows])
+        return {'logprobs': out}
+
+    def _reference(self):
+        if self.reference is None:
+            raise ValueError('no reference model: load with reference=true or pass ref log-probabilities')
+        return self.reference
+
+    def sft_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
+        ids = validate_ids(args['input_ids'])
+        mask = validate_mask(args['mask'], ids)
+        norm = Normalizers.of(pad(mask, torch.float32, torch.device('cpu')))
+        totals = self._accumulate(ids, args, lambda r, lp, m: {'loss': sft_loss(lp, m, norm)}, mask)
+        return {**totals, 'tokens': int(sum(map(sum, mask)))}
+
+    def grpo_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
+        ids = validate_ids(args['input_ids'])
+        mask = validate_mask(args['mask'], ids)
+        lengths = [len(r) for r in ids]
+        adv = [float(a) for a in args['advantages']]
+        if len(adv) != len(ids) or not all(math.isfinite(a) for a in adv):
+            raise ValueError(f'advantages: need {len(ids)} finite values, one per sequence')
+        settings = LossSettings.from_json(args.get('loss'))
+        for key in ('old', 'ref'):
+            if args.get(key) is not None:
+                check_ragged(key, args[key], lengths)
+        temperature = float(args.get('temperature', 1.0))
+        norm = Normalizers.of(pad(mask, torch.float32, torch.device('cpu')))
+
+        def loss_of(r: range, logp: torch.Tensor, m: torch.Tensor) -> Dict[str, torch.Tensor]:
+            old = self._given(args.get('old'), r) if args.get('old') is not None else logp.detach()
+            ref = None
+            if settings.kl_coef != 0.0:
+                if args.get('ref') is not None:
+                    ref = self._given(args['ref'], r)
+                else:
+                    with torch.no_grad():
+                        ref = self._forward(self._reference(), [ids[i] for i in r], temperature)
+            a = torch.tensor([adv[i] for i in r], dtype=torch.float32, device=self.device)
+            return grpo_loss(logp, old, ref, m, a, settings, norm)
+
+        totals = self._accumulate(ids, args, loss_of, mask, temperature)
+        return {**totals, 'tokens': int(sum(map(sum, mask)))}
+
+    def _given(self, rows: List[List[float]], r: range) -> torch.Tensor:
+        return pad([rows[i] for i in r], torch.float32, self.device)
+
+    def _accumulate(self, ids, args, loss_of, mask, temperature: float = 1.0) -> Dict[str, Any]:
+        """One optimizer step over all micro-batches; metrics are sums of whole-batch-normalised parts."""
+        if args.get('lr') is not None:
+            self.updater.set_lr(float(args['lr']))
+        self.policy.module.train()
+        self.updater.zero_grad()
+        parts = micro_batches(len(ids), args.get('micro_batch_size'))
+        totals: Dict[str, float] = {}
+        for k, r in enumerate(parts):
+            logp = self._forward(self.policy.module, [ids[i] for i in r], temperature)
+            m = pad([mask[i] for i in r], torch.float32, self.device)
+            out = loss_of(r, logp, m)
+            self.updater.backward(out['loss'], last=k == len(parts) - 1)
+            for name, v in out.items():
+                totals[name] = totals.get(name, 0.0) + float(v.detach())
+        if not math.isfinite(totals['loss']):
+            self.updater.zero_grad()
+            raise FloatingPointError(f'non-finite loss {totals["loss"]}; step skipped')
+        totals['grad_norm'] = self.updater.step()
+        self.step += 1
+        totals['step'] = self.step
+        return totals
+
+    def save(self, out_dir: Path) -> Dict[str, Any]:
+        self.policy.save(out_dir)
+        tmp = out_dir / (OPTIMIZER_FILE + '.tmp')
+        torch.save({'optimizer': self.updater.state_dict(), 'step': self.step}, tmp)
+        tmp.replace(out_dir / OPTIMIZER_FILE)
+        return {'dir': str(out_dir), 'step': self.step}
+
+
+def validate_ids(ids: Any) -> List[List[int]]:
+    if not isinstance(ids, list) or not ids:
+        raise ValueError('input_ids: need a non-empty list of token id lists')
+    for i, row in enumerate(ids):
+        if not isinstance(row, list) or len(row) < 2 or not all(isinstance(x, int) and x >= 0 for x in row):
+            raise ValueError(f'input_ids[{i}]: need at least 2 non-negative integer token ids')
+    return ids
+
+
+def validate_mask(mask: Any, ids: List[List[int]]) -> List[List[int]]:
+    check_ragged('mask', mask, [len(r) for r in ids])
+    for i, row in enumerate(mask):
+        if any(v not in (0, 1) for v in row):
+            raise ValueError(f'mask[{i}]: values must be 0 or 1')
+        if row[0]:
+            raise ValueError(f'mask[{i}][0] is 1: the first token has no prediction, it cannot be trained on')
+    return mask
