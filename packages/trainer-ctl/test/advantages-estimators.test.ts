@@ -1,0 +1,94 @@
+/** Each estimator against values computed by hand (see the comment above each literal). */
+import { describe, expect, it } from 'vitest';
+import {
+  ADVANTAGE_ESTIMATOR_NAMES,
+  AdvantageSettingsSchema,
+  allEqual,
+  computeAdvantages,
+  keepGroup,
+  type AdvantageSettings,
+} from '../src/grpo';
+
+const settings = (over: Partial<AdvantageSettings>): AdvantageSettings => AdvantageSettingsSchema.parse(over);
+
+function expectClose(actual: number[], expected: number[], digits = 9): void {
+  expect(actual).toHaveLength(expected.length);
+  actual.forEach((a, i) => expect(a).toBeCloseTo(expected[i], digits));
+}
+
+describe('grpo estimator', () => {
+  it('scales by the sample std by default', () => {
+    // mean 0.5, sample var (4 * 0.25) / 3 = 1/3, std 0.5773503; 0.5 / (0.5773503 + 1e-4) = 0.8658754
+    expectClose(computeAdvantages([1, 0, 0, 1], settings({})), [0.8658754297607, -0.8658754297607, -0.8658754297607, 0.8658754297607]);
+  });
+  it('scales by the population std when asked', () => {
+    // population std 0.5; 0.5 / (0.5 + 1e-4) = 0.99980004
+    const a = computeAdvantages([1, 0, 0, 1], settings({ std: 'population' }));
+    expectClose(a, [0.9998000399920, -0.9998000399920, -0.9998000399920, 0.9998000399920]);
+  });
+  it('uses eps from the settings', () => {
+    // rewards 2, 4: mean 3, sample std sqrt(2) = 1.4142136; 1 / (1.4142136 + 0.5) = 0.5224077
+    expectClose(computeAdvantages([2, 4], settings({ eps: 0.5 })), [-0.5224077499274, 0.5224077499274]);
+  });
+});
+
+describe('drgrpo estimator', () => {
+  it('centres on the group mean without scaling', () => {
+    // mean (1 + 2 + 3 + 6) / 4 = 3
+    expectClose(computeAdvantages([1, 2, 3, 6], settings({ estimator: 'drgrpo' })), [-2, -1, 0, 3]);
+  });
+});
+
+describe('rloo estimator', () => {
+  it('subtracts the mean of the other samples', () => {
+    // sum 12: 1 - 11/3, 2 - 10/3, 3 - 9/3, 6 - 6/3
+    expectClose(computeAdvantages([1, 2, 3, 6], settings({ estimator: 'rloo' })), [-8 / 3, -4 / 3, 0, 4]);
+  });
+});
+
+describe('thinkfl softmax estimator', () => {
+  it('gives G*softmax(r/tau) - 1', () => {
+    // w = (1, e) / (1 + e) = (0.2689414, 0.7310586); 2w - 1
+    expectClose(computeAdvantages([0, 1], settings({ estimator: 'thinkfl' })), [-0.4621171572600, 0.4621171572600]);
+    // w = (1, 1, e) / (2 + e); 3w - 1
+    expectClose(
+      computeAdvantages([0, 0, 1], settings({ estimator: 'thinkfl' })),
+      [-0.3641753271487, -0.3641753271487, 0.7283506542975],
+    );
+  });
+  it('sharpens with a lower temperature', () => {
+    // tau 0.5: z = (0, 2), 2w - 1 = tanh(1) = 0.7615942
+    const a = computeAdvantages([0, 1], settings({ estimator: 'thinkfl', softmax_temperature: 0.5 }));
+    expectClose(a, [-0.7615941559558, 0.7615941559558]);
+  });
+  it('stays finite for large rewards', () => {
+    const a = computeAdvantages([1000, 0], settings({ estimator: 'thinkfl' }));
+    expectClose(a, [1, -1]);
+  });
+});
+
+describe('degenerate groups', () => {
+  it.each(ADVANTAGE_ESTIMATOR_NAMES)('%s gives 0 to a group of one', (estimator) => {
+    expectClose(computeAdvantages([0.7], settings({ estimator })), [0], 12);
+  });
+  it.each(ADVANTAGE_ESTIMATOR_NAMES)('%s gives 0 to every sample when all rewards are equal', (estimator) => {
+    expectClose(computeAdvantages([0.4, 0.4, 0.4], settings({ estimator })), [0, 0, 0], 12);
+  });
+  it('detects all-equal rewards within the tolerance', () => {
+    expect(allEqual([0.1 + 0.2, 0.3, 0.3], 0)).toBe(false);
+    expect(allEqual([0.1 + 0.2, 0.3, 0.3], 1e-9)).toBe(true);
+    expect(allEqual([0.3, 0.31], 1e-9)).toBe(false);
+    expect(allEqual([5], 0)).toBe(true);
+  });
+  it('keeps a group unless skipping is on and its rewards are all equal', () => {
+    expect(keepGroup([1, 1, 1], settings({}))).toBe(false);
+    expect(keepGroup([1, 1, 1], settings({ skip_equal_groups: false }))).toBe(true);
+    expect(keepGroup([1, 0, 1], settings({}))).toBe(true);
+    expect(keepGroup([1], settings({}))).toBe(false);
+  });
+  it('rejects an empty group and non-finite rewards', () => {
+    expect(() => computeAdvantages([], settings({}))).toThrow(/at least one reward/);
+    expect(() => computeAdvantages([1, Number.NaN], settings({}))).toThrow(/reward 1 of the group is NaN/);
+    expect(() => keepGroup([Number.POSITIVE_INFINITY], settings({}))).toThrow(/Infinity/);
+  });
+});
