@@ -1,13 +1,13 @@
 /** Compares the calls below a span with the usual child pattern of spans like it. */
 import type { Baseline, Span } from '../types';
 
-/** Signature of a call as the baseline's child patterns key it. */
+/** Signature of a call as the baseline's child patterns key it (datasets/stores/baseline.ts). */
 export function callSignature(span: Pick<Span, 'service' | 'operation'>): string {
   return `${span.service} ${span.operation}`;
 }
 
 export interface PatternDiff {
-  /** Usual calls (service operation) absent this time. */
+  /** Usual calls (service operation, made at least `minRate` times per occurrence) absent this time. */
   missing: string[];
   /** Calls present this time that spans like this one usually do not make. */
   added: string[];
@@ -15,11 +15,11 @@ export interface PatternDiff {
   known: boolean;
 }
 
-export function diffCalls(baseline: Baseline, parent: Span, children: Span[]): PatternDiff {
+export function diffCalls(baseline: Baseline, parent: Span, children: Span[], minRate: number): PatternDiff {
   const usual = baseline.childPattern(parent);
   if (!usual) return { missing: [], added: [], known: false };
   const seen = new Set(children.map(callSignature));
-  const missing = [...usual.keys()].filter((k) => !seen.has(k)).sort();
+  const missing = [...usual].filter(([k, rate]) => rate >= minRate && !seen.has(k)).map(([k]) => k).sort();
   const added = [...seen].filter((k) => !usual.has(k)).sort();
   return { missing, added, known: true };
 }

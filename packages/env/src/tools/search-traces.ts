@@ -63,7 +63,7 @@ function summarize(ctx: ToolContext, span: Span): SpanSummary {
     ratio,
     slow: ratio !== undefined && ratio >= settings.slowRatio,
     childCount: kids.length,
-    calls: diffCalls(dataset.baseline, span, kids),
+    calls: diffCalls(dataset.baseline, span, kids, settings.missingCallMinRate),
   };
 }
 

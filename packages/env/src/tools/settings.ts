@@ -26,6 +26,11 @@ export const ToolSettingsSchema = z
     logDeltaS: z.number().positive().default(300),
     /** A child span is marked slow when its duration is at least this many times its usual mean. Default 2. */
     slowRatio: z.number().min(1).default(2),
+    /**
+     * A usual call counts as missing only when spans like the parent make it at least this many
+     * times per occurrence on average in the baseline (optional calls are not "missing"). Default 0.95.
+     */
+    missingCallMinRate: z.number().positive().default(0.95),
     /** Most characters of one observation's text; longer text is cut at a line and says so. Default 4000. */
     maxObservationChars: z.number().int().min(200).default(4000),
     /** Most items (children, metrics, log templates, answers) listed in one observation. Default 30. */

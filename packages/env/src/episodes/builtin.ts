@@ -1,0 +1,3 @@
+/** The built-in protocols; each file registers itself. */
+import './rot';
+import './rclagent';

@@ -1,0 +1,52 @@
+/** The texts of an episode: task statement, the anomalous request, phase instructions. */
+import type { Case, Dataset, ToolSpec } from '../types';
+import type { Toolbox } from '../tools/toolbox';
+import { isoOfUs } from '../tools/timestamp';
+
+const TASK =
+  'You are a site reliability engineer localizing the root cause of an anomalous request in a microservice system. ' +
+  "Explore the request's distributed trace with the tools, one tool call per turn, following the spans that are slower " +
+  'than usual or whose calls changed, and check metrics and logs of the components you suspect. ' +
+  'Answer with print_results: a ranked list of root causes (node, service or pod), most likely first.';
+
+function toolList(tools: ToolSpec[]): string {
+  return tools.map((t) => `- ${t.name}: ${t.description}`).join('\n');
+}
+
+export function systemPrompt(tools: ToolSpec[], budget: string): string {
+  return `${TASK}\n${budget}\n\nTools:\n${toolList(tools)}`;
+}
+
+/** The user message: the anomalous request's entry span. */
+export function casePrompt(dataset: Dataset, c: Case, toolbox: Toolbox): string {
+  const entry = dataset.traces.span(c.entrySpanId);
+  const service = entry?.service ?? c.truth.service ?? 'unknown';
+  const usual = entry ? dataset.baseline.duration(entry) : undefined;
+  const usualText = usual ? ` (usual ${(usual.meanUs / 1000).toFixed(1)} ms)` : '';
+  return [
+    `An anomalous request was observed (trace ${c.traceId}).`,
+    `Entry span: ${toolbox.spanRef(c.entrySpanId)}`,
+    `Service: ${service}${entry ? `, pod ${entry.pod}` : ''}`,
+    `Operation: ${entry?.operation ?? 'unknown'}`,
+    `Start time: ${isoOfUs(c.timestampUs)} (Unix ${Math.floor(c.timestampUs / 1e6)} s)`,
+    `Duration: ${(c.entryDurationUs / 1000).toFixed(1)} ms${usualText}`,
+    'Find the root cause.',
+  ].join('\n');
+}
+
+export const FORCE_ANSWER =
+  'You have used all your tool turns. Call print_results now with your ranked root causes; no other tool is available.';
+
+export const RCL_INITIAL =
+  'Phase 1, initial reasoning: explore the trace (metrics are not available yet) and give a first hypothesis with print_results.';
+
+export function rclReflection(hypothesis: string): string {
+  return (
+    `Phase 2, critical reflection: your hypothesis so far is ${hypothesis}. Question it: it may be a symptom, not the cause. ` +
+    'Go deeper before answering again: inspect the children of the suspected span, and the metrics and logs of the suspected components. ' +
+    'print_results is offered again once you have made a new exploration call.'
+  );
+}
+
+export const RCL_FINAL =
+  'Phase 3, final review: weigh all the evidence and give your final ranked root causes with print_results.';

@@ -1,0 +1,153 @@
+/**
+ * The turn loop shared by all protocols: asks the policy for a message, parses its call, checks
+ * it against the tools offered, runs it, and records everything. Nothing a policy returns or
+ * throws escapes: a throw ends the episode with 'policy_error'.
+ */
+import { parseToolCalls } from '../parsing/parse';
+import type { PrintResultsData } from '../tools/print-results';
+import type { Toolbox } from '../tools/toolbox';
+import type {
+  AssistantMessage, Case, ChatMessage, EpisodeRecord, ParsedToolCall, PathStep, Policy, RootCause,
+  ToolCallRecord, TurnRecord,
+} from '../types';
+import { canonicalJson } from './canonical';
+
+export type TurnOutcome =
+  | { kind: 'answered'; answer: RootCause[] }
+  | { kind: 'called'; call: ToolCallRecord; newStep: boolean }
+  | { kind: 'rejected' }
+  | { kind: 'policy_error'; error: string };
+
+const RAW_KEEP = 2000;
+
+/** A policy's reply made safe: always an object with string content. */
+function sanitize(m: unknown): AssistantMessage {
+  if (typeof m !== 'object' || m === null) return { content: typeof m === 'string' ? m : '' };
+  const o = m as AssistantMessage;
+  const out: AssistantMessage = { content: typeof o.content === 'string' ? o.content : '' };
+  if (Array.isArray(o.tool_calls) && o.tool_calls.length) out.tool_calls = o.tool_calls;
+  return out;
+}
+
+export class EpisodeSession {
+  readonly messages: ChatMessage[] = [];
+  readonly toolCalls: ToolCallRecord[] = [];
+  readonly turns: TurnRecord[] = [];
+  readonly parseErrors: EpisodeRecord['parseErrors'] = [];
+  readonly path: PathStep[] = [];
+  private readonly startedAt = Date.now();
+  private readonly seenSteps = new Set<string>();
+
+  constructor(
+    readonly kase: Case,
+    readonly policy: Policy,
+    readonly toolbox: Toolbox,
+  ) {}
+
+  say(role: 'system' | 'user', content: string): void {
+    this.messages.push({ role, content });
+  }
+
+  /** One assistant turn with the given tools offered. */
+  async turn(offered: readonly string[], final: boolean): Promise<TurnOutcome> {
+    const turn = this.turns.length;
+    let msg: AssistantMessage;
+    try {
+      msg = sanitize(
+        await this.policy.next({
+          case: this.kase,
+          messages: [...this.messages],
+          tools: this.toolbox.specs(offered),
+          toolCalls: [...this.toolCalls],
+          turn,
+          final,
+        }),
+      );
+    } catch (e) {
+      const error = e instanceof Error ? e.message : String(e);
+      return { kind: 'policy_error', error };
+    }
+    this.messages.push({ role: 'assistant', content: msg.content, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) });
+    const parsed = parseToolCalls(msg);
+    if (!parsed.ok) return this.reject(turn, offered, msg, { parsed: false, offeredTool: false }, parsed.error);
+    const [call, ...extra] = parsed.calls;
+    const callId = this.callId(msg, 0, turn);
+    if (!offered.includes(call.name)) {
+      const error = `tool "${call.name.slice(0, 60)}" is not offered on this turn; offered: ${offered.join(', ')}`;
+      return this.reject(turn, offered, msg, { parsed: true, offeredTool: false }, error, { call, callId, extra: extra.length });
+    }
+    const args = this.toolbox.validate(call.name, call.arguments);
+    if (!args.ok) {
+      return this.reject(turn, offered, msg, { parsed: true, offeredTool: true }, args.error, { call, callId, extra: extra.length });
+    }
+    this.turns.push({ turn, offered: [...offered], parsed: true, offeredTool: true, argsValid: true });
+    const observation = this.toolbox.run(call.name, args.args);
+    const record: ToolCallRecord = { turn, name: call.name, arguments: args.args, observation };
+    this.toolCalls.push(record);
+    const note = extra.length ? `\n[${extra.length} more call(s) in this message ignored: one call per turn]` : '';
+    this.messages.push({ role: 'tool', name: call.name, tool_call_id: callId, content: observation.text + note });
+    this.ignoreExtra(msg, extra.length, turn);
+    if (this.toolbox.isTerminal(call.name)) {
+      const answer = observation.ok ? (observation.data as PrintResultsData | undefined)?.answer : undefined;
+      return answer ? { kind: 'answered', answer } : { kind: 'called', call: record, newStep: false };
+    }
+    const step: PathStep = {
+      tool: call.name,
+      args: canonicalJson(args.args),
+      components: [...new Set([...this.toolbox.argComponents(call.name, args.args), ...observation.components])].sort(),
+    };
+    this.path.push(step);
+    const key = `${step.tool} ${step.args}`;
+    const newStep = observation.ok && !this.seenSteps.has(key);
+    this.seenSteps.add(key);
+    return { kind: 'called', call: record, newStep };
+  }
+
+  finish(protocol: string, stopReason: EpisodeRecord['stopReason'], answer: RootCause[] | null): EpisodeRecord {
+    return {
+      caseId: this.kase.id,
+      protocol,
+      messages: this.messages,
+      toolCalls: this.toolCalls,
+      turns: this.turns,
+      parseErrors: this.parseErrors,
+      answer,
+      path: this.path,
+      stopReason,
+      timing: { startedAt: this.startedAt, wallMs: Date.now() - this.startedAt },
+    };
+  }
+
+  private callId(msg: AssistantMessage, i: number, turn: number): string {
+    const id = msg.tool_calls?.[i]?.id;
+    return typeof id === 'string' && id ? id : `call_${turn}_${i}`;
+  }
+
+  /** OpenAI clients need an answer to every tool_call id, even the ignored ones. */
+  private ignoreExtra(msg: AssistantMessage, extra: number, turn: number): void {
+    if (!msg.tool_calls) return;
+    for (let i = 1; i <= extra; i++) {
+      this.messages.push({ role: 'tool', tool_call_id: this.callId(msg, i, turn), content: 'Ignored: one tool call per turn.' });
+    }
+  }
+
+  private reject(
+    turn: number,
+    offered: readonly string[],
+    msg: AssistantMessage,
+    flags: { parsed: boolean; offeredTool: boolean },
+    error: string,
+    parsed?: { call: ParsedToolCall; callId: string; extra: number },
+  ): TurnOutcome {
+    this.turns.push({ turn, offered: [...offered], ...flags, argsValid: false, error });
+    this.parseErrors.push({ turn, message: error, raw: msg.content.slice(0, RAW_KEEP) });
+    const text = `Error: ${error}. Call one of: ${offered.join(', ')}.`;
+    if (parsed) {
+      this.messages.push({ role: 'tool', name: parsed.call.name.slice(0, 100), tool_call_id: parsed.callId, content: text });
+      this.ignoreExtra(msg, parsed.extra, turn);
+    } else if (msg.tool_calls) {
+      msg.tool_calls.forEach((_, i) => this.messages.push({ role: 'tool', tool_call_id: this.callId(msg, i, turn), content: text }));
+    } else this.messages.push({ role: 'user', content: text });
+    return { kind: 'rejected' };
+  }
+}

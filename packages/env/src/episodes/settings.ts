@@ -1,0 +1,42 @@
+/** Settings of episode protocols: turn budgets, tools offered, and the tools' own settings. */
+import { z } from 'zod';
+import { ToolSettingsSchema } from '../tools/settings';
+
+/** Hard cap on tool turns of any protocol (ThinkFL: D_max up to 20). */
+export const MAX_TOOL_TURNS = 20;
+
+export const EpisodeSettingsSchema = z
+  .object({
+    /** D_max of ThinkFL Algorithm 1 (`rot`): tool turns before the forced print_results turn. Default 10, at most 20. */
+    dMax: z.number().int().min(1).max(MAX_TOOL_TURNS).default(10),
+    /** Tools offered on exploration turns; print_results must be among them. */
+    tools: z
+      .array(z.string().min(1))
+      .min(1)
+      .default(['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results'])
+      .refine((t) => t.includes('print_results'), { message: 'tools must include print_results' }),
+    /** Phase budgets of `rclagent` (RCLAgent); their sum is at most 20. */
+    rclagent: z
+      .object({
+        /** Turns of the initial reasoning phase (no metrics tool). Default 4. */
+        initialTurns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(4),
+        /** Turns of the critical reflection phase, which must go deeper before answering. Default 6. */
+        reflectionTurns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(6),
+      })
+      .refine((r) => r.initialTurns + r.reflectionTurns <= MAX_TOOL_TURNS, {
+        message: `initialTurns + reflectionTurns must be at most ${MAX_TOOL_TURNS}`,
+      })
+      .default({ initialTurns: 4, reflectionTurns: 6 }),
+    /** Settings of the tools (thresholds, windows, observation bounds, span aliases). */
+    toolSettings: ToolSettingsSchema.default(ToolSettingsSchema.parse({})),
+  });
+
+export type EpisodeSettings = z.infer<typeof EpisodeSettingsSchema>;
+
+/** Parses episode settings; errors name the offending key under `path` (e.g. "env.episode"). */
+export function parseEpisodeSettings(input: unknown, path = 'episode'): EpisodeSettings {
+  const r = EpisodeSettingsSchema.safeParse(input ?? {});
+  if (r.success) return r.data;
+  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
+  throw new Error(`invalid episode settings: ${issues.join('; ')}`);
+}
