@@ -1,1 +1,2 @@
 // Public API of @thinkfl/rollout: each part appends one export line for its barrel.
+export * from './backends/index';

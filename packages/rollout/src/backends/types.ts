@@ -48,7 +48,7 @@ export interface Generation {
   logprobs: number[];
   /** Per generated token, the most likely alternatives (token id -> logprob), when asked for. */
   topLogprobs?: Map<number, number>[];
-  /** Decoded text, special tokens skipped, cut before a stop string. */
+  /** Decoded text without the end-of-sequence token, cut before a stop string. */
   text: string;
   /** 'stop': end-of-sequence token or stop string; 'length': maxTokens or the context length. */
   finishReason: 'stop' | 'length';
@@ -72,11 +72,14 @@ export interface GenerationBackend {
   close(): Promise<void>;
 }
 
+/** A request a backend cannot serve as given (bad settings, prompt too long): the caller's mistake. */
+export class GenerationInputError extends Error {}
+
 /** Validates sampling settings, naming the offending field. */
 export function resolveSampling(input: SamplingInput | undefined, where = 'sampling'): Sampling {
   const r = samplingSchema.safeParse(input ?? {});
   if (r.success) return r.data;
   const issue = r.error.issues[0];
   const path = [where, ...issue.path.map(String)].join('.');
-  throw new Error(`${path}: ${issue.message}`);
+  throw new GenerationInputError(`${path}: ${issue.message}`);
 }

@@ -26,8 +26,9 @@ export type OnnxSettings = z.input<typeof onnxSettingsSchema>;
 
 /** Turns generated token ids into text; the model directory's tokenizer provides it. */
 export interface Detokenizer {
-  /** Token ids -> text, special tokens skipped. */
   decode(ids: number[]): string;
+  /** End-of-sequence ids the tokenizer knows besides config.json's (e.g. its eos_token). */
+  eosIds?: number[];
 }
 
 interface Loaded {
@@ -60,8 +61,9 @@ export class OnnxBackend implements GenerationBackend {
     return { modelDir: c.modelDir, onnxPath: c.model.onnxPath, version: c.version, kvCache: c.model.cache.length > 0 };
   }
 
+  /** Ids that end generation: config.json / generation_config.json's and the tokenizer's. */
   get eosIds(): number[] {
-    return this.current.config.eosIds;
+    return [...new Set([...this.current.config.eosIds, ...(this.detokenizer.eosIds ?? [])])];
   }
 
   async generate(requests: GenerationRequest[]): Promise<Generation[]> {
@@ -73,7 +75,7 @@ export class OnnxBackend implements GenerationBackend {
     loaded.running++;
     try {
       const opts: DecodeOptions = {
-        eosIds: new Set(loaded.config.eosIds),
+        eosIds: new Set([...loaded.config.eosIds, ...(this.detokenizer.eosIds ?? [])]),
         padId: loaded.config.padId,
         decode: (ids) => this.detokenizer.decode(ids),
         useCache: this.settings.kvCache === 'auto',

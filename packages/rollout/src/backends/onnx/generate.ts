@@ -7,7 +7,7 @@ import * as ort from 'onnxruntime-node';
 import type { OnnxCausalLM } from './model';
 import { Rng } from '../rng';
 import { TokenSampler } from '../sampling';
-import type { Generation, Sampling } from '../types';
+import { GenerationInputError, type Generation, type Sampling } from '../types';
 
 export interface BatchRow {
   promptIds: number[];
@@ -18,7 +18,7 @@ export interface BatchRow {
 export interface DecodeOptions {
   eosIds: ReadonlySet<number>;
   padId: number;
-  /** Token ids -> text, special tokens skipped. */
+  /** Token ids -> text. */
   decode(ids: number[]): string;
   /** Use the export's KV cache when it has one; false recomputes the whole sequence each step. */
   useCache: boolean;
@@ -37,9 +37,11 @@ interface Row extends BatchRow {
 
 export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts: DecodeOptions): Promise<Generation[]> {
   const rows: Row[] = batch.map((b, i) => {
-    if (b.promptIds.length === 0) throw new Error(`request ${i}: the prompt is empty`);
+    if (b.promptIds.length === 0) throw new GenerationInputError(`requests[${i}].promptIds: the prompt is empty`);
+    const bad = b.promptIds.find((id) => !Number.isInteger(id) || id < 0 || id >= model.vocabSize);
+    if (bad !== undefined) throw new GenerationInputError(`requests[${i}].promptIds: token id ${bad} is outside the vocabulary [0, ${model.vocabSize})`);
     const room = model.maxPositions - b.promptIds.length;
-    if (room <= 0) throw new Error(`request ${i}: a prompt of ${b.promptIds.length} tokens fills the model's ${model.maxPositions} positions`);
+    if (room <= 0) throw new GenerationInputError(`requests[${i}].promptIds: a prompt of ${b.promptIds.length} tokens fills the model's ${model.maxPositions} positions`);
     return { ...b, rng: new Rng(b.seed), budget: Math.min(b.sampling.maxTokens, room), out: [], logprobs: [], top: [], done: false, finish: 'length' };
   });
   const width = Math.max(...rows.map((r) => r.promptIds.length));

@@ -20,6 +20,7 @@ export interface OnnxCausalLM {
   headDim: number;
   /** Most positions the model can attend to (prompt + generated). */
   maxPositions: number;
+  vocabSize: number;
   /** Past key/value inputs and the present outputs that feed them, in layer order; empty without a cache. */
   cache: CacheSlot[];
   hasPositionIds: boolean;
@@ -30,6 +31,7 @@ export interface ModelConfig {
   kvHeads: number;
   headDim: number;
   maxPositions: number;
+  vocabSize: number;
   eosIds: number[];
   padId: number;
 }
@@ -58,6 +60,7 @@ export function readModelConfig(modelDir: string): ModelConfig {
     kvHeads: int('num_key_value_heads', heads),
     headDim: int('head_dim', Math.floor(hidden / heads)),
     maxPositions: int('max_position_embeddings', 1 << 20),
+    vocabSize: int('vocab_size'),
     eosIds: eos,
     padId: ids(gen.pad_token_id ?? cfg.pad_token_id)[0] ?? eos[0] ?? 0,
   };
@@ -134,6 +137,7 @@ export async function loadOnnxCausalLM(onnxPath: string, cfg: ModelConfig, opts:
     kvHeads: cfg.kvHeads,
     headDim: cfg.headDim,
     maxPositions: cfg.maxPositions,
+    vocabSize: cfg.vocabSize,
     cache,
     hasPositionIds: inputs.has('position_ids'),
   };

@@ -1,0 +1,5 @@
+export * from './types';
+export * from './registry';
+export { Rng } from './rng';
+export * from './onnx/index';
+export * from './openai/index';

@@ -1,0 +1,35 @@
+/**
+ * Backends by name. A run config names one as `{ kind: <name>, ...settings }`; adding a
+ * backend is adding its file and its line in `kinds`.
+ */
+import type { z } from 'zod';
+import type { GenerationBackend } from './types';
+import { onnxKind } from './onnx/index';
+import { openaiKind } from './openai/index';
+
+export interface BackendKind {
+  name: string;
+  /** Settings schema (zod, strict); `open` receives them parsed. */
+  settings: z.ZodType;
+  open(settings: unknown): Promise<GenerationBackend>;
+}
+
+const kinds = new Map<string, BackendKind>([onnxKind, openaiKind].map((k) => [k.name, k]));
+
+export function backendNames(): string[] {
+  return [...kinds.keys()];
+}
+
+/** Validates a backend config and opens the backend; errors name the config path (`where`). */
+export async function openBackend(config: unknown, where = 'backend'): Promise<GenerationBackend> {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new Error(`${where}: must be an object with a 'kind'`);
+  const { kind, ...rest } = config as Record<string, unknown>;
+  const k = typeof kind === 'string' ? kinds.get(kind) : undefined;
+  if (!k) throw new Error(`${where}.kind: unknown backend ${JSON.stringify(kind)} (known: ${backendNames().join(', ')})`);
+  const r = k.settings.safeParse(rest);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new Error(`${[where, ...issue.path.map(String)].join('.')}: ${issue.message}`);
+  }
+  return k.open(r.data);
+}
