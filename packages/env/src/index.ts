@@ -2,3 +2,6 @@
 export * from './types';
 export * from './policies/index';
 export * from './eval/index';
+export * from './tools/index';
+export * from './parsing/index';
+export * from './episodes/index';
