@@ -1,2 +1,3 @@
 // Public API of @thinkfl/rollout: each part appends one export line for its barrel.
 export * from './backends/index';
+export * from './chat/index';
