@@ -8,7 +8,7 @@ import contextlib
 import copy
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import torch
 

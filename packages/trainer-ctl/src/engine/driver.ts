@@ -1,0 +1,164 @@
+/**
+ * Starts the Python train engine (`python3 -m thinkfl_engine`) and talks to it over stdio.
+ * Every request has an id and a timeout. If the process exits, every pending request is
+ * rejected with the tail of its stderr; a timed-out engine is killed, since its state is
+ * unknown and it may never answer (the caller restarts it, e.g. from a checkpoint).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { EngineOp, EngineOps, EngineRequest, EngineResponse } from './protocol';
+
+export const ENGINE_DIR = resolve(import.meta.dirname, '..', '..', '..', '..', 'engine');
+
+export interface EngineOptions {
+  /** Python interpreter; default $THINKFL_PYTHON or Debian's /usr/bin/python3 (has torch). */
+  python?: string;
+  /** Directory holding the thinkfl_engine package. Default: the repository's engine/. */
+  engineDir?: string;
+  /** Extra environment for the engine process. */
+  env?: Record<string, string>;
+  /** Timeout of a request that names none, in ms. Default 10 minutes. */
+  defaultTimeoutMs?: number;
+  /** Receives the engine's stderr (its logs) as it arrives. */
+  onStderr?: (text: string) => void;
+  /** Characters of stderr kept for error messages. Default 8000. */
+  stderrTailChars?: number;
+}
+
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly op: EngineOp,
+    readonly kind: 'failed' | 'timeout' | 'exited',
+    readonly traceback?: string,
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}
+
+interface Pending {
+  op: EngineOp;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class TrainEngine {
+  private readonly child: ChildProcess;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private stderrTail = '';
+  private deadReason: string | null = null;
+  private readonly closed: Promise<void>;
+
+  constructor(private readonly opts: EngineOptions = {}) {
+    const engineDir = opts.engineDir ?? ENGINE_DIR;
+    const pythonPath = [engineDir, process.env.PYTHONPATH].filter(Boolean).join(':');
+    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? '/usr/bin/python3', ['-m', 'thinkfl_engine'], {
+      env: { ...process.env, ...opts.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const keep = opts.stderrTailChars ?? 8000;
+    this.child.stderr!.setEncoding('utf8').on('data', (text: string) => {
+      this.stderrTail = (this.stderrTail + text).slice(-keep);
+      opts.onStderr?.(text);
+    });
+    createInterface({ input: this.child.stdout! }).on('line', (line) => this.onLine(line));
+    // A write to a dead engine is reported through 'close', not as an unhandled stream error.
+    this.child.stdin!.on('error', () => undefined);
+    this.closed = new Promise((done) => {
+      this.child.on('error', (e) => {
+        this.fail(`engine could not be started: ${e.message}`);
+        done();
+      });
+      this.child.on('close', (code, signal) => {
+        this.fail(this.deadReason ?? `engine exited (code ${code}, signal ${signal})`);
+        done();
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** True once the process has exited or been killed; every later request is rejected. */
+  get dead(): boolean {
+    return this.deadReason !== null;
+  }
+
+  request<K extends EngineOp>(op: K, args: EngineOps[K]['args'], timeoutMs?: number): Promise<EngineOps[K]['result']> {
+    if (this.deadReason !== null) {
+      return Promise.reject(new EngineError(`${op}: ${this.deadReason}${this.tail()}`, op, 'exited'));
+    }
+    const id = this.nextId++;
+    const ms = timeoutMs ?? this.opts.defaultTimeoutMs ?? 600_000;
+    return new Promise((resolvePromise, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new EngineError(`${op} timed out after ${ms} ms; engine killed${this.tail()}`, op, 'timeout'));
+        this.kill(`engine killed after ${op} timed out`);
+      }, ms);
+      this.pending.set(id, { op, resolve: resolvePromise as (v: unknown) => void, reject, timer });
+      const req: EngineRequest = { id, op, args };
+      this.child.stdin!.write(`${JSON.stringify(req)}\n`);
+    });
+  }
+
+  /** Asks the engine to exit and waits for it; kills it if it does not exit within timeoutMs. */
+  async shutdown(timeoutMs = 10_000): Promise<void> {
+    if (this.deadReason === null) {
+      await this.request('shutdown', {}, timeoutMs).catch(() => undefined);
+      this.child.stdin!.end();
+      const timer = setTimeout(() => this.kill('engine killed: it did not exit after shutdown'), timeoutMs);
+      await this.closed;
+      clearTimeout(timer);
+    }
+  }
+
+  /** Kills the process now; pending requests are rejected. */
+  async dispose(): Promise<void> {
+    this.kill('engine disposed');
+    await this.closed;
+  }
+
+  private kill(reason: string): void {
+    if (this.deadReason === null) this.deadReason = reason;
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+
+  private tail(): string {
+    const t = this.stderrTail.trim();
+    return t ? `\n--- engine stderr (tail) ---\n${t}` : '';
+  }
+
+  private fail(reason: string): void {
+    this.deadReason ??= reason;
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new EngineError(`${p.op}: ${reason}${this.tail()}`, p.op, 'exited'));
+      this.pending.delete(id);
+    }
+  }
+
+  private onLine(line: string): void {
+    let msg: EngineResponse;
+    try {
+      msg = JSON.parse(line) as EngineResponse;
+    } catch {
+      this.opts.onStderr?.(`[driver] engine wrote a non-protocol line: ${line.slice(0, 200)}\n`);
+      return;
+    }
+    const p = msg.id === null ? undefined : this.pending.get(msg.id);
+    if (!p) {
+      this.opts.onStderr?.(`[driver] response for no pending request: ${line.slice(0, 200)}\n`);
+      return;
+    }
+    this.pending.delete(msg.id as number);
+    clearTimeout(p.timer);
+    if (msg.ok) p.resolve(msg.result);
+    else p.reject(new EngineError(msg.error, p.op, 'failed', msg.traceback));
+  }
+}

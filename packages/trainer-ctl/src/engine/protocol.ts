@@ -1,0 +1,109 @@
+/**
+ * The engine's stdio line protocol: request {id, op, args} -> response {id, ok, result | error}.
+ * Per-token arrays are aligned with the token ids of their sequence; position 0 has no
+ * prediction (its log-probability is 0 and its mask must be 0). Non-finite numbers come back as null.
+ */
+import type { LossBatch, LossValues } from './loss-reference';
+import type { LossSettingsInput } from './loss-settings';
+import type { OptimizerSettings } from './optimizer-settings';
+import type { TinyModelConfig } from './tiny-model-config';
+
+export type Dtype = 'float32' | 'float64' | 'bfloat16' | 'float16';
+
+export interface LoadArgs {
+  /** A model dir: the tiny model, or (GPU path) a transformers backbone. */
+  model_dir: string;
+  /** torch device, e.g. 'cpu', 'cuda', 'cuda:1'. Default 'cpu'. */
+  device?: string;
+  /** Weight dtype. Default float32. */
+  dtype?: Dtype;
+  /** Mixed precision for forward passes (e.g. bfloat16 on CPU); null for none. */
+  autocast?: Dtype | null;
+  /** Keep a frozen copy as the KL reference. Default true. */
+  reference?: boolean;
+  /** Restore optimizer state and step from the dir's optimizer.pt when present. */
+  resume?: boolean;
+  seed?: number;
+  optimizer?: Partial<OptimizerSettings>;
+  /** A DeepSpeed config; when given, training runs under DeepSpeed. */
+  deepspeed?: Record<string, unknown> | null;
+}
+
+export interface LoadResult {
+  kind: 'tiny' | 'hf';
+  parameters: number;
+  device: string;
+  step: number;
+}
+
+export interface TokenBatch {
+  input_ids: number[][];
+  /** Sequences per forward/backward pass; the loss is normalised over the whole request. */
+  micro_batch_size?: number;
+}
+
+export interface SftStepArgs extends TokenBatch {
+  mask: number[][];
+  lr?: number;
+}
+
+export interface StepResult {
+  loss: number;
+  grad_norm: number | null;
+  /** Generated (masked-in) tokens in the request. */
+  tokens: number;
+  /** Optimizer steps taken since the model was created. */
+  step: number;
+}
+
+export interface GrpoStepArgs extends SftStepArgs {
+  advantages: number[];
+  /** Behaviour-policy log-probabilities; absent means on-policy (old = current policy). */
+  old?: number[][];
+  /** Reference log-probabilities; absent means the engine's frozen copy computes them. */
+  ref?: number[][];
+  loss?: LossSettingsInput;
+  /** Sampling temperature the rollouts used; logits are divided by it. Default 1. */
+  temperature?: number;
+}
+
+export type GrpoStepResult = StepResult & Omit<LossValues, 'loss'>;
+
+export interface LogprobsArgs extends TokenBatch {
+  temperature?: number;
+  model?: 'policy' | 'reference';
+}
+
+export interface GradcheckResult {
+  ok: boolean;
+  checks: { name: string; ok: boolean; error?: string }[];
+  model_parameters: number;
+}
+
+/** Every op: its args and result types. */
+export interface EngineOps {
+  info: { args: Record<string, never>; result: { python: string; torch: string; cuda: boolean; loaded: boolean } };
+  create_tiny: { args: { out_dir: string; config: TinyModelConfig; seed?: number }; result: { parameters: number } };
+  load: { args: LoadArgs; result: LoadResult };
+  logprobs: { args: LogprobsArgs; result: { logprobs: number[][] } };
+  logits: { args: { input_ids: number[][] }; result: { logits: number[][][] } };
+  sft_step: { args: SftStepArgs; result: StepResult };
+  grpo_step: { args: GrpoStepArgs; result: GrpoStepResult };
+  save: { args: { dir: string }; result: { dir: string; step: number } };
+  export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
+  loss: { args: LossBatch & { settings?: LossSettingsInput }; result: LossValues };
+  gradcheck: { args: { seed?: number }; result: GradcheckResult };
+  shutdown: { args: Record<string, never>; result: { bye: true } };
+}
+
+export type EngineOp = keyof EngineOps;
+
+export interface EngineRequest {
+  id: number;
+  op: EngineOp;
+  args: unknown;
+}
+
+export type EngineResponse =
+  | { id: number | null; ok: true; result: unknown }
+  | { id: number | null; ok: false; error: string; traceback?: string };

@@ -1,0 +1,75 @@
+/**
+ * The shared GRPO test vectors (engine/test-vectors/grpo.json, from a plain-Python formula
+ * script) against the TypeScript reference and against the real Python engine's `loss` op.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINE_DIR, TrainEngine, grpoLossReference, type LossBatch, type LossSettingsInput, type LossValues } from '../src/engine';
+
+interface Case {
+  name: string;
+  settings: LossSettingsInput;
+  inputs: LossBatch;
+  expected: LossValues;
+}
+const vectors = JSON.parse(readFileSync(join(ENGINE_DIR, 'test-vectors', 'grpo.json'), 'utf8')) as {
+  tolerance: number;
+  cases: Case[];
+};
+const KEYS: (keyof LossValues)[] = ['loss', 'pg_loss', 'kl_loss', 'kl', 'clip_fraction', 'dual_clip_fraction'];
+
+function expectClose(got: LossValues, want: LossValues): void {
+  for (const k of KEYS) expect(Math.abs(got[k] - want[k]), `${k}: got ${got[k]}, want ${want[k]}`).toBeLessThanOrEqual(vectors.tolerance);
+}
+
+describe('GRPO test vectors', () => {
+  it('are what the committed plain-Python formula script produces', () => {
+    execFileSync('/usr/bin/python3', [join(ENGINE_DIR, 'test-vectors', 'make_grpo_vectors.py'), '--check']);
+  });
+
+  it('cover every aggregation, estimator, dual clip and the GSPO ratio, with tolerance 1e-6', () => {
+    expect(vectors.tolerance).toBe(1e-6);
+    const s = vectors.cases.map((c) => c.settings);
+    for (const agg of ['seq-mean-token-mean', 'seq-mean-token-sum-norm'] as const) expect(s.some((x) => x.aggregation === agg)).toBe(true);
+    for (const est of ['k1', 'k2', 'k3'] as const) expect(s.some((x) => x.kl_estimator === est && (x.kl_coef ?? 0) > 0)).toBe(true);
+    expect(s.some((x) => x.ratio_level === 'sequence')).toBe(true);
+    expect(vectors.cases.some((c) => c.expected.dual_clip_fraction > 0)).toBe(true);
+    expect(vectors.cases.every((c) => c.expected.clip_fraction > 0)).toBe(true);
+  });
+
+  it.each(vectors.cases.map((c) => [c.name, c] as const))('TypeScript reference matches %s', (_name, c) => {
+    expectClose(grpoLossReference(c.inputs, c.settings), c.expected);
+  });
+
+  describe('Python engine (loss op over stdio)', () => {
+    let engine: TrainEngine;
+    beforeAll(() => {
+      engine = new TrainEngine();
+    });
+    afterAll(async () => {
+      await engine.shutdown();
+    });
+
+    it.each(vectors.cases.map((c) => [c.name, c] as const))('matches %s', async (_name, c) => {
+      expectClose(await engine.request('loss', { ...c.inputs, settings: c.settings }), c.expected);
+    });
+
+    it('rejects invalid settings with a clear error and keeps serving', async () => {
+      const c = vectors.cases[0];
+      await expect(engine.request('loss', { ...c.inputs, settings: { aggregation: 'seq-mean-token-sum-norm' } })).rejects.toThrow(
+        /norm_length/,
+      );
+      await expect(engine.request('loss', { ...c.inputs, settings: { kl_coef: 0.1 } })).rejects.toThrow(/reference log-probabilities/);
+      expectClose(await engine.request('loss', { ...c.inputs, settings: c.settings }), c.expected);
+    });
+  });
+
+  it('TypeScript reference rejects the same invalid settings', () => {
+    const c = vectors.cases[0];
+    expect(() => grpoLossReference(c.inputs, { aggregation: 'seq-mean-token-sum-norm' })).toThrow(/norm_length/);
+    expect(() => grpoLossReference(c.inputs, { kl_coef: 0.1 })).toThrow(/reference log-probabilities/);
+    expect(() => grpoLossReference({ ...c.inputs, mask: c.inputs.mask.slice(1) })).toThrow(/sequences/);
+  });
+});
