@@ -2,6 +2,7 @@
 export * from './types';
 export * from './policies/index';
 export * from './eval/index';
+export * from './datasets/index';
 export * from './tools/index';
 export * from './parsing/index';
 export * from './episodes/index';

@@ -1,0 +1,47 @@
+/**
+ * Baseline-relative rule, for data without status codes: a request is anomalous when its
+ * entry latency is far above the fault-free latency of the same endpoint, when a span of it
+ * has an error status, or (an exception or a wrong return value often slows nothing) when
+ * its call pattern differs from the fault-free one: below some operation, a call that the
+ * baseline always makes is missing, or a call the baseline never makes appears.
+ */
+import type { Span } from '../../types';
+import { endpointOf, signature } from '../stores/baseline';
+import { errorSpan, ms, type AnomalyContext, type AnomalyRule, type AnomalyVerdict } from './rule';
+
+function slowEntry(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
+  const ep = endpointOf(traces, entry.traceId);
+  const usual = ep === undefined ? undefined : baseline.endpoint(ep);
+  if (!usual || usual.count < settings.minBaselineCount || usual.meanUs <= 0) return undefined;
+  const limit = Math.max(settings.latencyFactor * usual.meanUs, usual.meanUs + settings.latencySigma * usual.stdUs);
+  if (entry.durationUs <= limit) return undefined;
+  const ratio = entry.durationUs / usual.meanUs;
+  return { reason: `entry ${ms(entry.durationUs)} vs usual ${ms(usual.meanUs)} of ${ep} (${ratio.toFixed(1)}x)`, score: ratio };
+}
+
+function changedCalls(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
+  const changes: string[] = [];
+  for (const span of traces.trace(entry.traceId)) {
+    const usual = baseline.childPresence(span);
+    if (!usual || usual.occurrences < settings.minBaselineCount) continue;
+    const actual = new Set(traces.children(span.spanId).map(signature));
+    for (const [sig, c] of usual.children) {
+      if (c.presence === 1 && !actual.has(sig)) changes.push(`missing ${sig} under ${signature(span)}`);
+    }
+    for (const sig of actual) {
+      if (!usual.children.has(sig)) changes.push(`unusual ${sig} under ${signature(span)}`);
+    }
+  }
+  if (changes.length === 0) return undefined;
+  const more = changes.length > 2 ? ` (+${changes.length - 2} more)` : '';
+  return { reason: `call pattern changed: ${changes.slice(0, 2).join('; ')}${more}`, score: changes.length };
+}
+
+export const baselineRule: AnomalyRule = {
+  name: 'baseline',
+  judge(entry, ctx) {
+    const failed = errorSpan(entry, ctx.traces);
+    if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: 1 };
+    return slowEntry(entry, ctx) ?? (ctx.settings.callPattern ? changedCalls(entry, ctx) : undefined);
+  },
+};

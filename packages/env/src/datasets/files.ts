@@ -1,0 +1,55 @@
+/**
+ * The on-disk dataset: one JSON file per part, spans in columnar form with string tables so
+ * that loading is a handful of JSON.parse calls. Times are Unix microseconds (metrics: seconds).
+ */
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Case, DatasetMeta, Fault } from '../types';
+import type { BaselineData } from './stores/baseline';
+import type { LogData } from './stores/log-store';
+import type { MetricSeriesData } from './stores/metric-store';
+import type { TopologyData } from './stores/topology';
+import type { TraceColumns } from './stores/trace-store';
+
+/** Bump when the layout or the meaning of a stored field changes. */
+export const FORMAT_VERSION = 1;
+
+export interface DatasetFiles {
+  meta: DatasetMeta;
+  topology: TopologyData;
+  traces: TraceColumns;
+  baseline: BaselineData;
+  metrics: MetricSeriesData[];
+  logs: LogData;
+  faults: Fault[];
+  cases: Case[];
+}
+
+const PARTS: (keyof DatasetFiles)[] = ['topology', 'traces', 'baseline', 'metrics', 'logs', 'faults', 'cases', 'meta'];
+
+/** Writes into a sibling temp dir and renames, so a reader never sees a half-written dataset. */
+export async function writeDatasetFiles(dir: string, files: DatasetFiles): Promise<void> {
+  const tmp = `${dir}.tmp-${process.pid}`;
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(tmp, { recursive: true });
+  for (const part of PARTS) await writeFile(join(tmp, `${part}.json`), JSON.stringify(files[part]));
+  await rm(dir, { recursive: true, force: true });
+  await rename(tmp, dir);
+}
+
+export async function readMeta(dir: string): Promise<DatasetMeta> {
+  return JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as DatasetMeta;
+}
+
+export async function readDatasetFiles(dir: string): Promise<DatasetFiles> {
+  const meta = await readMeta(dir).catch((e: Error) => {
+    throw new Error(`not a dataset directory: ${dir} (${e.message})`);
+  });
+  if (meta.formatVersion !== FORMAT_VERSION) {
+    throw new Error(`${dir}: dataset format ${meta.formatVersion}, this code reads ${FORMAT_VERSION}; re-import it`);
+  }
+  const parts = await Promise.all(
+    PARTS.filter((p) => p !== 'meta').map(async (p) => [p, JSON.parse(await readFile(join(dir, `${p}.json`), 'utf8'))] as const),
+  );
+  return { meta, ...Object.fromEntries(parts) } as DatasetFiles;
+}

@@ -1,0 +1,87 @@
+/**
+ * importDataset: runs an importer, derives the fault-free baseline and the cases, and writes
+ * the dataset directory.
+ */
+import { basename, resolve } from 'node:path';
+import type { Span } from '../types';
+import { deriveCases } from './cases';
+import { FORMAT_VERSION, writeDatasetFiles, type DatasetFiles } from './files';
+import { importer } from './importers/index';
+import { datasetFromFiles, type LoadedDataset } from './load';
+import { CaseSettings, parseSettings } from './settings';
+import { computeBaseline } from './stores/baseline';
+import { healthyRates } from './stores/log-store';
+import type { PodInfo } from './stores/topology';
+import { ColumnarTraceStore, toTraceColumns } from './stores/trace-store';
+import type { Progress, Telemetry } from './telemetry';
+
+export interface ImportOptions {
+  /** Importer name: nezha, aiops2022, otlp. */
+  format: string;
+  src: string;
+  out: string;
+  /** `{ importer: {...}, cases: {...} }`, validated by zod. */
+  settings?: { importer?: unknown; cases?: unknown };
+  onProgress?: Progress;
+}
+
+/** Spans of requests that start outside every fault window: the baseline when no fault-free data exists. */
+function outsideFaults(t: Telemetry): Span[] {
+  const entryStart = new Map<string, number>();
+  for (const s of t.spans) if (s.parentId === null) entryStart.set(s.traceId, s.startUs);
+  return t.spans.filter((s) => {
+    const at = entryStart.get(s.traceId);
+    return at !== undefined && !t.faults.some((f) => at >= f.startUs && at <= f.endUs);
+  });
+}
+
+function topologyOf(t: Telemetry) {
+  const pods = new Map<string, PodInfo>(t.pods.map((p) => [p.pod, p]));
+  for (const s of t.spans) if (!pods.has(s.pod)) pods.set(s.pod, { pod: s.pod, service: s.service, ...(s.node ? { node: s.node } : {}) });
+  const services = new Set([...pods.values()].map((p) => p.service));
+  const nodes = new Set<string>();
+  for (const p of pods.values()) if (p.node) nodes.add(p.node);
+  for (const m of t.metrics) (m.level === 'service' ? services : m.level === 'node' ? nodes : new Set()).add(m.component);
+  for (const f of t.faults) if (f.truth.node) nodes.add(f.truth.node);
+  const byName = (a: PodInfo, b: PodInfo) => (a.pod < b.pod ? -1 : 1);
+  return { services: [...services].sort(), pods: [...pods.values()].sort(byName), nodes: [...nodes].sort() };
+}
+
+export async function importDataset(opts: ImportOptions): Promise<LoadedDataset> {
+  const progress = opts.onProgress ?? (() => {});
+  const imp = importer(opts.format);
+  const importerSettings = parseSettings(imp.settings, opts.settings?.importer, 'importer');
+  const caseSettings = parseSettings(CaseSettings, opts.settings?.cases, 'cases');
+  const t = await imp.import(resolve(opts.src), importerSettings, progress);
+
+  progress(`indexing ${t.spans.length} spans`);
+  const topology = topologyOf(t);
+  const baselineSpans = t.baselineSpans.length ? t.baselineSpans : outsideFaults(t);
+  progress(`baseline from ${baselineSpans.length} fault-free spans`);
+  const windows = t.faults.map((f) => ({ startUs: f.startUs, endUs: f.endUs, service: f.truth.service }));
+  const files: DatasetFiles = {
+    meta: {
+      name: basename(resolve(opts.out)),
+      format: imp.name,
+      formatVersion: FORMAT_VERSION,
+      source: resolve(opts.src),
+      createdAt: new Date().toISOString(),
+      settings: { importer: importerSettings, cases: caseSettings },
+    },
+    topology,
+    traces: toTraceColumns(t.spans),
+    baseline: computeBaseline(new ColumnarTraceStore(toTraceColumns(baselineSpans)), caseSettings.anomaly.minBaselineCount),
+    metrics: t.metrics,
+    logs: { ...t.logs, rates: healthyRates(t.logs.records, windows, topology.services) },
+    faults: [],
+    cases: [],
+  };
+  const dataset = datasetFromFiles(files);
+  progress(`deriving cases for ${t.faults.length} faults`);
+  const { faults, cases } = deriveCases(t.faults, dataset.traces, dataset.baseline, caseSettings);
+  files.faults = dataset.faults = faults;
+  files.cases = dataset.cases = cases;
+  progress(`writing ${opts.out}`);
+  await writeDatasetFiles(resolve(opts.out), files);
+  return dataset;
+}

@@ -1,0 +1,143 @@
+/**
+ * AIOps Challenge 2022 / OpenRCA layout. CSV files anywhere under the source are recognised by
+ * their header: spans `timestamp,cmdb_id,span_id,trace_id,duration,type,status_code,
+ * operation_name,parent_span`; metrics `timestamp,cmdb_id,kpi_name,value`; ground truth
+ * `timestamp,level,cmdb_id,failure_type`. Timestamps are s or ms (detected per value),
+ * durations ms. A cmdb_id is a pod (`frontend-0`), a service (`frontend`), a node (`node-1`),
+ * or `node.pod` in container metrics (which also tells the pod's node).
+ */
+import { z } from 'zod';
+import type { Level, Span } from '../../types';
+import type { FaultDraft } from '../cases';
+import { columns, numberField, readCsv, textField, type CsvRecord } from '../csv';
+import { DataError } from '../errors';
+import { serviceOfOrdinalPod } from '../names';
+import { seriesData } from '../stores/metric-store';
+import type { Importer } from '../telemetry';
+import { epochToUs, isoUs } from '../time';
+import { walkFiles } from './walk';
+
+export const Aiops2022Settings = z
+  .object({
+    /** Length of a fault window after its ground-truth timestamp, in seconds. Default 600. */
+    faultWindowSec: z.number().positive().default(600),
+    /** Regular expression a cmdb_id matches when it names a node. Default ^node-\d+$. */
+    nodePattern: z.string().default('^node-\\d+$'),
+  })
+  .strict();
+
+const SPAN = ['timestamp', 'cmdb_id', 'span_id', 'trace_id', 'duration', 'status_code', 'operation_name', 'parent_span'] as const;
+const METRIC = ['timestamp', 'cmdb_id', 'kpi_name', 'value'] as const;
+const TRUTH = ['timestamp', 'level', 'cmdb_id', 'failure_type'] as const;
+
+/** 0, OK and HTTP 1xx-3xx are success; empty is unknown; anything else an error. */
+export function statusOf(code: string): Span['status'] {
+  const c = code.trim();
+  if (c === '') return 'unset';
+  if (/^(0|ok|status_code_ok|[123]\d\d)$/i.test(c)) return 'ok';
+  return 'error';
+}
+
+function timeUs(file: string, rec: CsvRecord, i: number): number {
+  const us = epochToUs(rec.fields[i] ?? '');
+  if (us === undefined) throw new DataError(file, rec.line, `timestamp is not a Unix time: '${rec.fields[i] ?? ''}'`);
+  return us;
+}
+
+export const aiops2022: Importer<typeof Aiops2022Settings> = {
+  name: 'aiops2022',
+  describe: 'AIOps Challenge 2022 / OpenRCA CSV layout (spans, metrics, ground truth)',
+  settings: Aiops2022Settings,
+  async import(src, s, progress) {
+    const isNode = new RegExp(s.nodePattern);
+    const spans: Span[] = [];
+    const points = new Map<string, { component: string; level: Level; name: string; points: [number, number][] }>();
+    const nodeOfPod = new Map<string, string>();
+    const truthRows: { file: string; rec: CsvRecord; c: Record<(typeof TRUTH)[number], number> }[] = [];
+    for (const file of walkFiles(src, (n) => n.endsWith('.csv'))) {
+      progress(`reading ${file}`);
+      let kind: 'span' | 'metric' | 'truth' | 'other' | undefined;
+      let c: Record<string, number> = {};
+      for await (const rec of readCsv(file)) {
+        if (!kind) {
+          const h = rec.header;
+          kind = h.includes('span_id') ? 'span' : h.includes('kpi_name') ? 'metric' : h.includes('failure_type') ? 'truth' : 'other';
+          if (kind === 'other') break;
+          c = columns(file, h, kind === 'span' ? SPAN : kind === 'metric' ? METRIC : TRUTH);
+        }
+        if (kind === 'span') {
+          const pod = textField(file, rec, c.cmdb_id, 'cmdb_id');
+          const parent = rec.fields[c.parent_span] ?? '';
+          const code = rec.fields[c.status_code] ?? '';
+          spans.push({
+            traceId: textField(file, rec, c.trace_id, 'trace_id'),
+            spanId: textField(file, rec, c.span_id, 'span_id'),
+            parentId: parent === '' || parent === 'root' ? null : parent,
+            service: serviceOfOrdinalPod(pod),
+            pod,
+            operation: rec.fields[c.operation_name] ?? '',
+            startUs: timeUs(file, rec, c.timestamp),
+            durationUs: Math.round(numberField(file, rec, c.duration, 'duration') * 1000),
+            status: statusOf(code),
+            ...(code ? { statusCode: code } : {}),
+          });
+        } else if (kind === 'metric') {
+          const id = textField(file, rec, c.cmdb_id, 'cmdb_id');
+          const dot = id.indexOf('.');
+          let component = id;
+          let level: Level = isNode.test(id) ? 'node' : /-\d+$/.test(id) ? 'pod' : 'service';
+          if (dot > 0) {
+            component = id.slice(dot + 1);
+            level = 'pod';
+            nodeOfPod.set(component, id.slice(0, dot));
+          }
+          const name = textField(file, rec, c.kpi_name, 'kpi_name');
+          const key = `${component}\u0000${name}`;
+          let series = points.get(key);
+          if (!series) points.set(key, (series = { component, level, name, points: [] }));
+          series.points.push([timeUs(file, rec, c.timestamp) / 1e6, numberField(file, rec, c.value, 'value')]);
+        } else {
+          truthRows.push({ file, rec, c: c as Record<(typeof TRUTH)[number], number> });
+        }
+      }
+    }
+    const faults: FaultDraft[] = truthRows.map(({ file, rec, c }) => {
+      const level = rec.fields[c.level];
+      if (level !== 'service' && level !== 'pod' && level !== 'node') {
+        throw new DataError(file, rec.line, `level must be service, pod or node, not '${level ?? ''}'`);
+      }
+      const id = textField(file, rec, c.cmdb_id, 'cmdb_id');
+      const startUs = timeUs(file, rec, c.timestamp);
+      const node = level === 'node' ? id : level === 'pod' ? nodeOfPod.get(id) : undefined;
+      return {
+        id: `aiops-${isoUs(startUs).replace(/[-:]/g, '').slice(0, 15)}-${id}`,
+        truth: {
+          level,
+          ...(level === 'service' ? { service: id } : level === 'pod' ? { pod: id, service: serviceOfOrdinalPod(id) } : {}),
+          ...(node ? { node } : {}),
+        },
+        type: textField(file, rec, c.failure_type, 'failure_type'),
+        startUs,
+        endUs: startUs + s.faultWindowSec * 1e6,
+        notes: [],
+      };
+    });
+    for (const sp of spans) {
+      const node = nodeOfPod.get(sp.pod);
+      if (node) sp.node = node;
+    }
+    const pods = [...new Set(spans.map((x) => x.pod))].map((pod) => ({
+      pod,
+      service: serviceOfOrdinalPod(pod),
+      ...(nodeOfPod.has(pod) ? { node: nodeOfPod.get(pod) } : {}),
+    }));
+    return {
+      spans,
+      baselineSpans: [],
+      metrics: [...points.values()].map((p) => seriesData(p.component, p.level, p.name, p.points)),
+      logs: { templates: [], records: [] },
+      pods,
+      faults,
+    };
+  },
+};

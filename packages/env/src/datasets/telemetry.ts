@@ -1,0 +1,27 @@
+/** What every importer produces: normalised telemetry of one source, before cases exist. */
+import type { z } from 'zod';
+import type { LogRecord, LogTemplate, Span } from '../types';
+import type { FaultDraft } from './cases';
+import type { MetricSeriesData } from './stores/metric-store';
+import type { PodInfo } from './stores/topology';
+
+export interface Telemetry {
+  spans: Span[];
+  /** Fault-free spans; when empty, the requests starting outside every fault window serve. */
+  baselineSpans: Span[];
+  metrics: MetricSeriesData[];
+  logs: { templates: LogTemplate[]; records: LogRecord[] };
+  pods: PodInfo[];
+  faults: FaultDraft[];
+}
+
+export type Progress = (message: string) => void;
+
+export interface Importer<S extends z.ZodType = z.ZodType> {
+  /** Registry name, the `--format` of the import command. */
+  name: string;
+  describe: string;
+  /** Settings of this importer (zod, a doc comment per knob). */
+  settings: S;
+  import(src: string, settings: z.infer<S>, progress: Progress): Promise<Telemetry>;
+}
