@@ -1,0 +1,47 @@
+/** POST /v1/completions: prompt text or token ids in; text, token ids and logprobs out (vLLM's shape). */
+import { randomUUID } from 'node:crypto';
+import type { Generation } from '../backends/types';
+import { BadRequest, completionBodySchema, parseBody, type CompletionBody } from './protocol';
+import type { ServedModel } from './served-model';
+import { samplingOf } from './sampling';
+
+export async function completions(model: ServedModel, raw: unknown): Promise<Record<string, unknown>> {
+  const body = parseBody(completionBodySchema, raw);
+  const prompt = Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] !== 'number' ? body.prompt[0] : body.prompt;
+  const promptIds = typeof prompt === 'string' ? model.encode(prompt) : (prompt as number[]);
+  if (promptIds.length === 0) throw new BadRequest('prompt: encodes to no tokens', 'prompt');
+  const sampling = samplingOf(body, body.max_tokens ?? 16, body.logprobs ?? 0);
+  const [gen] = await model.backend.generate([{ promptIds, sampling }]);
+  return {
+    id: `cmpl-${randomUUID()}`,
+    object: 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model: model.id,
+    choices: [
+      {
+        index: 0,
+        text: gen.text,
+        finish_reason: gen.finishReason,
+        logprobs: body.logprobs == null ? null : logprobsOf(model, gen, body),
+        ...(body.return_token_ids ? { token_ids: gen.tokenIds, prompt_token_ids: promptIds } : {}),
+      },
+    ],
+    usage: { prompt_tokens: promptIds.length, completion_tokens: gen.tokenIds.length, total_tokens: promptIds.length + gen.tokenIds.length },
+  };
+}
+
+function logprobsOf(model: ServedModel, gen: Generation, body: CompletionBody): Record<string, unknown> {
+  const name = (id: number) => (body.return_tokens_as_token_ids ? `token_id:${id}` : model.tokenText(id));
+  const offsets: number[] = [];
+  let at = 0;
+  for (const id of gen.tokenIds) {
+    offsets.push(at);
+    at += model.tokenText(id).length;
+  }
+  return {
+    tokens: gen.tokenIds.map(name),
+    token_logprobs: gen.logprobs,
+    top_logprobs: gen.topLogprobs ? gen.topLogprobs.map((m) => Object.fromEntries([...m].map(([id, lp]) => [name(id), lp]))) : null,
+    text_offset: offsets,
+  };
+}

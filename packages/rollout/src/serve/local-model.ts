@@ -1,0 +1,46 @@
+/**
+ * A model directory served locally: the `onnx` backend, the directory's tokenizer and chat
+ * template, and the environment's tool-call parser reading calls out of generated text.
+ */
+import { randomUUID } from 'node:crypto';
+import { basename, resolve } from 'node:path';
+import { parseToolCalls, type OpenAIToolCall } from '@thinkfl/env';
+import { ChatTemplate } from '../chat/template';
+import { loadModelDir } from '../chat/model-dir';
+import { Tokenizer } from '../chat/tokenizer';
+import { OnnxBackend, onnxSettingsSchema, type OnnxSettings } from '../backends/onnx/index';
+import type { ServedModel } from './served-model';
+
+export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
+  /** Name answered at /v1/models; default the directory's name. */
+  id?: string;
+}
+
+export async function openLocalModel(modelDir: string, opts: LocalModelOptions = {}): Promise<ServedModel & { backend: OnnxBackend }> {
+  const { id, ...backendOpts } = opts;
+  const dir = loadModelDir(modelDir);
+  const tokenizer = new Tokenizer(dir);
+  const template = ChatTemplate.fromModelDir(dir);
+  const eos = tokenizer.eosToken === undefined ? undefined : tokenizer.tokenId(tokenizer.eosToken);
+  const backend = await OnnxBackend.create(onnxSettingsSchema.parse({ ...backendOpts, modelDir }), {
+    decode: (ids) => tokenizer.decode(ids),
+    eosIds: eos === undefined ? [] : [eos],
+  });
+  return {
+    id: id ?? basename(resolve(modelDir)),
+    backend,
+    encode: (text) => tokenizer.encode(text),
+    tokenText: (tokenId) => tokenizer.decode([tokenId]),
+    chatPrompt: (messages, tools) => tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true })),
+    readToolCalls: (text) => {
+      const parsed = parseToolCalls({ content: text });
+      if (!parsed.ok) return { content: text, toolCalls: [] };
+      let content = text;
+      const toolCalls: OpenAIToolCall[] = parsed.calls.map((c) => {
+        content = content.replace(c.raw, '');
+        return { id: `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } };
+      });
+      return { content: content.trim(), toolCalls };
+    },
+  };
+}

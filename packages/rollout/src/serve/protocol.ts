@@ -1,0 +1,93 @@
+/**
+ * Request bodies the server accepts, in OpenAI's field names (with vLLM's token-id
+ * extensions). Unknown fields are ignored as OpenAI-compatible servers do; features this
+ * server does not have (streaming, n > 1, echo, forced tool choice) are refused with a 400.
+ */
+import { z } from 'zod';
+
+const stop = z.union([z.string(), z.array(z.string())]).nullish();
+const unsupported = (what: string) => ({ message: `${what} is not supported by this server` });
+
+const sampling = {
+  model: z.string().nullish(),
+  max_tokens: z.number().int().positive().nullish(),
+  temperature: z.number().min(0).max(100).nullish(),
+  top_p: z.number().gt(0).max(1).nullish(),
+  seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullish(),
+  stop,
+  n: z.literal(1, unsupported('n other than 1')).nullish(),
+  stream: z.literal(false, unsupported('stream')).nullish(),
+};
+
+export const completionBodySchema = z.object({
+  ...sampling,
+  prompt: z.union([
+    z.string(),
+    z.array(z.number().int().min(0)).min(1),
+    z.tuple([z.string()]),
+    z.tuple([z.array(z.number().int().min(0)).min(1)]),
+  ]),
+  /** OpenAI: how many alternatives per token to return; the sampled token's logprob always comes with it. */
+  logprobs: z.number().int().min(0).max(20).nullish(),
+  echo: z.literal(false, unsupported('echo')).nullish(),
+  /** vLLM: add token_ids and prompt_token_ids to each choice. */
+  return_token_ids: z.boolean().nullish(),
+  /** vLLM: logprob tokens as "token_id:N" instead of token text. */
+  return_tokens_as_token_ids: z.boolean().nullish(),
+});
+
+export type CompletionBody = z.infer<typeof completionBodySchema>;
+
+const text = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }))]).nullish();
+
+const toolCall = z.object({
+  id: z.string(),
+  type: z.literal('function'),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+
+export const chatBodySchema = z.object({
+  ...sampling,
+  max_completion_tokens: z.number().int().positive().nullish(),
+  messages: z
+    .array(
+      z.object({
+        role: z.enum(['system', 'user', 'assistant', 'tool']),
+        content: text,
+        tool_calls: z.array(toolCall).nullish(),
+        tool_call_id: z.string().nullish(),
+        name: z.string().nullish(),
+      }),
+    )
+    .min(1),
+  tools: z
+    .array(
+      z.object({
+        type: z.literal('function'),
+        function: z.object({ name: z.string().min(1), description: z.string().default(''), parameters: z.record(z.string(), z.unknown()).default({}) }),
+      }),
+    )
+    .nullish(),
+  tool_choice: z.enum(['auto', 'none'], unsupported('tool_choice other than "auto" or "none"')).nullish(),
+  return_token_ids: z.boolean().nullish(),
+});
+
+export type ChatBody = z.infer<typeof chatBodySchema>;
+
+/** A client error: answered with HTTP 400 and OpenAI's error body. */
+export class BadRequest extends Error {
+  constructor(
+    message: string,
+    readonly param?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const r = schema.safeParse(body);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const param = issue.path.map(String).join('.');
+  throw new BadRequest(`${param || 'body'}: ${issue.message}`, param || undefined);
+}
