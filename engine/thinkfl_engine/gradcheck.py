@@ -65,8 +65,10 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
         base = model_logp(*params)
     model_old = base + torch.randn((b, t), generator=g, dtype=d) * 0.1
     model_ref = base + torch.randn((b, t), generator=g, dtype=d) * 0.1
-    for name in ('token-mean', 'gspo', 'kl-k3'):
-        s = LossSettings.from_json(VARIANTS[name])
+    model_variants = {'token-mean-dual-clip-k3': {**VARIANTS['dual-clip'], **VARIANTS['kl-k3']},
+                      'gspo-k2': {**VARIANTS['gspo'], **VARIANTS['kl-k2']}}
+    for name, raw in model_variants.items():
+        s = LossSettings.from_json(raw)
         r = model_ref if s.kl_coef else None
         results.append(_check(f'model/grpo/{name}',
                               lambda *ps: grpo_loss(model_logp(*ps), model_old, r, mask, adv, s, n)['loss'], params))

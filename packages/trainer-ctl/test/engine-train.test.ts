@@ -1,0 +1,151 @@
+/**
+ * The real engine training a freshly created tiny model: log-probabilities, SFT, GRPO (with and
+ * without old/ref given, micro-batched), checkpoint + resume, input errors, and the gradient check.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TinyModelConfigSchema, TrainEngine, type LoadArgs } from '../src/engine';
+
+const VOCAB = 40;
+const CONFIG = TinyModelConfigSchema.parse({
+  vocab_size: VOCAB,
+  hidden_size: 32,
+  num_hidden_layers: 2,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  head_dim: 16,
+  intermediate_size: 64,
+});
+// Two "episodes": a prompt (mask 0) then generated tokens (mask 1), ragged lengths.
+const IDS = [
+  [1, 5, 6, 7, 8, 9, 10, 2],
+  [1, 5, 11, 12, 13, 2],
+  [1, 7, 6, 5, 14, 15, 16, 17, 2],
+];
+const MASK = IDS.map((row, i) => row.map((_, t) => (t >= (i === 2 ? 4 : 3) ? 1 : 0)));
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const seqLogp = (lp: number[], m: number[]) => sum(lp.map((v, t) => v * m[t]));
+
+describe('train engine on a tiny model', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-train-'));
+  const modelDir = join(dir, 'model');
+  const engine = new TrainEngine();
+  const load = (extra: Partial<LoadArgs> = {}) =>
+    engine.request('load', { model_dir: modelDir, seed: 0, optimizer: { lr: 3e-3 }, ...extra });
+
+  beforeAll(async () => {
+    const created = await engine.request('create_tiny', { out_dir: modelDir, config: CONFIG, seed: 1 });
+    expect(created.parameters).toBeGreaterThan(1000);
+  });
+  afterAll(async () => {
+    await engine.shutdown();
+  });
+
+  it('loads the model dir and returns per-token log-probabilities aligned with the ids', async () => {
+    const info = await load();
+    expect(info).toMatchObject({ kind: 'tiny', device: 'cpu', step: 0 });
+    const { logprobs } = await engine.request('logprobs', { input_ids: IDS });
+    expect(logprobs.map((r) => r.length)).toEqual(IDS.map((r) => r.length));
+    for (const row of logprobs) {
+      expect(row[0]).toBe(0);
+      for (const v of row.slice(1)) expect(v).toBeLessThan(0);
+    }
+    // Padding must not change a sequence's values: each alone equals its row in the batch.
+    const alone = await engine.request('logprobs', { input_ids: [IDS[1]] });
+    alone.logprobs[0].forEach((v, t) => expect(v).toBeCloseTo(logprobs[1][t], 5));
+    const ref = await engine.request('logprobs', { input_ids: IDS, model: 'reference' });
+    ref.logprobs[0].forEach((v, t) => expect(v).toBeCloseTo(logprobs[0][t], 6));
+  });
+
+  it('SFT steps lower the cross-entropy on generated tokens only', async () => {
+    await load();
+    const before = await engine.request('logprobs', { input_ids: IDS });
+    const first = await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    expect(first.tokens).toBe(sum(MASK.map(sum)));
+    const ce = -sum(before.logprobs.map((lp, i) => seqLogp(lp, MASK[i]))) / first.tokens;
+    expect(first.loss).toBeCloseTo(ce, 5);
+    let last = first;
+    for (let k = 0; k < 15; k++) last = await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    expect(last.step).toBe(16);
+    expect(last.loss).toBeLessThan(first.loss * 0.7);
+    expect(last.grad_norm).toBeGreaterThan(0);
+  });
+
+  it('a GRPO step raises the likelihood of the positively advantaged sequence and lowers the negative one', async () => {
+    await load();
+    const before = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
+    const out = await engine.request('grpo_step', {
+      input_ids: IDS,
+      mask: MASK,
+      advantages: [1, -1, 0],
+      loss: { kl_coef: 0.05, kl_estimator: 'k3' },
+    });
+    // On-policy: the ratio is 1, nothing is clipped, and the reference equals the policy.
+    expect(out.clip_fraction).toBe(0);
+    expect(out.kl).toBeCloseTo(0, 6);
+    expect(out.pg_loss).toBeCloseTo(-(MASK[0].filter(Boolean).length - MASK[1].filter(Boolean).length) / out.tokens, 6);
+    const after = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
+    expect(seqLogp(after[0], MASK[0])).toBeGreaterThan(seqLogp(before[0], MASK[0]));
+    expect(seqLogp(after[1], MASK[1])).toBeLessThan(seqLogp(before[1], MASK[1]));
+    const second = await engine.request('grpo_step', {
+      input_ids: IDS,
+      mask: MASK,
+      advantages: [1, -1, 0],
+      old: before,
+      loss: { kl_coef: 0.05, kl_estimator: 'k3', eps_low: 0.001, eps_high: 0.001 },
+    });
+    expect(second.kl).toBeGreaterThan(0);
+    expect(second.clip_fraction).toBeGreaterThan(0);
+  });
+
+  it('micro-batches give the same loss and gradient norm as the whole batch', async () => {
+    const settings = { aggregation: 'seq-mean-token-mean', ratio_level: 'sequence' } as const;
+    const args = { input_ids: IDS, mask: MASK, advantages: [0.5, -1, 1.5], loss: settings };
+    await load();
+    const whole = await engine.request('grpo_step', args);
+    await load();
+    const parts = await engine.request('grpo_step', { ...args, micro_batch_size: 1 });
+    expect(parts.loss).toBeCloseTo(whole.loss, 6);
+    expect(parts.grad_norm!).toBeCloseTo(whole.grad_norm!, 5);
+  });
+
+  it('saves a checkpoint and resumes from it with the same weights and step', async () => {
+    await load();
+    for (let k = 0; k < 3; k++) await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    const ckpt = join(dir, 'ckpt');
+    expect(await engine.request('save', { dir: ckpt })).toMatchObject({ step: 3 });
+    const trained = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
+    const next = await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    expect(await engine.request('load', { model_dir: ckpt, resume: true, optimizer: { lr: 3e-3 } })).toMatchObject({ step: 3 });
+    const restored = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
+    restored.forEach((row, i) => row.forEach((v, t) => expect(v).toBeCloseTo(trained[i][t], 6)));
+    const replay = await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    expect(replay.step).toBe(4);
+    expect(replay.loss).toBeCloseTo(next.loss, 5);
+    expect(replay.grad_norm!).toBeCloseTo(next.grad_norm!, 4);
+  });
+
+  it('rejects malformed batches with errors that say what is wrong', async () => {
+    await load();
+    const bad = (args: object) => engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, 0, -1], ...args });
+    await expect(bad({ mask: MASK.slice(1) })).rejects.toThrow(/mask: 2 sequences, expected 3/);
+    await expect(bad({ mask: MASK.map((r) => r.map(() => 1)) })).rejects.toThrow(/mask\[0\]\[0\] is 1/);
+    await expect(bad({ advantages: [1] })).rejects.toThrow(/advantages: need 3 finite values/);
+    await expect(bad({ old: IDS.map((r) => r.slice(1).map(() => -1)) })).rejects.toThrow(/old\[0\]: 7 values, expected 8/);
+    await expect(bad({ input_ids: [[1, VOCAB]], mask: [[0, 1]], advantages: [1] })).rejects.toThrow(/outside the model vocabulary/);
+    await expect(bad({ loss: { aggregation: 'sum' } })).rejects.toThrow(/aggregation must be one of/);
+  });
+
+  it('passes a float64 gradient check of the GRPO and SFT losses, on the loss and on a tiny model', async () => {
+    const r = await engine.request('gradcheck', { seed: 0 });
+    expect(r.checks.filter((c) => !c.ok)).toEqual([]);
+    expect(r.ok).toBe(true);
+    const names = r.checks.map((c) => c.name);
+    for (const v of ['token-mean', 'seq-mean-token-mean', 'dr-grpo', 'dual-clip', 'gspo', 'kl-k1', 'kl-k2', 'kl-k3']) {
+      expect(names).toContain(`loss/${v}`);
+    }
+    expect(names.filter((n) => n.startsWith('model/')).length).toBeGreaterThanOrEqual(3);
+  });
+});
