@@ -1,16 +1,38 @@
 /**
  * Where tests find the real Nezha 2023-01-29 data: the raw files under ../shared and the
- * environment's own imported dataset, built once into .cache/ by the real importer.
+ * environment's own imported dataset, built once into .cache/ by the real importer and reused
+ * while its format version and settings match.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { CaseSettings, FORMAT_VERSION, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
 export const NEZHA_RAW = resolve(REPO_ROOT, '..', 'shared', 'datasets', 'nezha-trainticket');
 export const NEZHA_DATASET = join(REPO_ROOT, '.cache', 'datasets', 'nezha-2023-01-29');
+export const NEZHA_DATE = '2023-01-29';
+
+/** The settings the cached dataset is imported with (all defaults for the day). */
+export function nezhaTestSettings() {
+  return {
+    importer: parseSettings(NezhaSettings, { date: NEZHA_DATE }, 'importer'),
+    cases: parseSettings(CaseSettings, {}, 'cases'),
+  };
+}
+
+async function upToDate(): Promise<boolean> {
+  if (!existsSync(join(NEZHA_DATASET, 'meta.json'))) return false;
+  const meta = await readMeta(NEZHA_DATASET).catch(() => undefined);
+  return (
+    meta?.formatVersion === FORMAT_VERSION &&
+    meta.format === 'nezha' &&
+    JSON.stringify(meta.settings) === JSON.stringify(nezhaTestSettings())
+  );
+}
 
 export async function ensureNezhaDataset(): Promise<string> {
   if (!existsSync(NEZHA_RAW)) throw new Error(`shared Nezha data not found at ${NEZHA_RAW}`);
-  // Implemented with the importer (packages/env/src/datasets).
+  if (await upToDate()) return NEZHA_DATASET;
+  await importDataset({ format: 'nezha', src: NEZHA_RAW, out: NEZHA_DATASET, settings: nezhaTestSettings() });
   return NEZHA_DATASET;
 }

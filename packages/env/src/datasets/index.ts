@@ -15,3 +15,4 @@ export { StaticTopology } from './stores/topology';
 export { truthName, touchesTruth } from './cases';
 export { maskLog } from './log-template';
 export { DataError, SettingsError } from './errors';
+export { formatImportSummary } from './summary';

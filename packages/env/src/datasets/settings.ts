@@ -15,6 +15,8 @@ export const AnomalySettings = z
     latencyFactor: z.number().positive().default(3),
     /** baseline: and above the fault-free mean plus this many standard deviations. Default 3 (n-sigma). */
     latencySigma: z.number().nonnegative().default(3),
+    /** baseline: also flag a request when one of its spans is slow against the fault-free duration of its context (same factor and sigma) by at least this many milliseconds; 0 turns the check off. Default 50. */
+    spanSlowdownMs: z.number().nonnegative().default(50),
     /** baseline: also flag a changed call pattern (a usual child call missing, or an unseen one added). Default true. */
     callPattern: z.boolean().default(true),
     /** Fault-free occurrences a context (endpoint, parent operation) needs before its statistics are trusted. Default 3. */

@@ -1,7 +1,8 @@
 /**
  * Baseline-relative rule, for data without status codes: a request is anomalous when its
- * entry latency is far above the fault-free latency of the same endpoint, when a span of it
- * has an error status, or (an exception or a wrong return value often slows nothing) when
+ * entry latency is far above the fault-free latency of the same endpoint, when one of its
+ * spans is far slower than the same call in the baseline, when a span of it has an error
+ * status, or (an exception or a wrong return value often slows nothing) when
  * its call pattern differs from the fault-free one: below some operation, a call that the
  * baseline always makes is missing, or a call the baseline never makes appears.
  */
@@ -17,6 +18,26 @@ function slowEntry(entry: Span, { traces, baseline, settings }: AnomalyContext):
   if (entry.durationUs <= limit) return undefined;
   const ratio = entry.durationUs / usual.meanUs;
   return { reason: `entry ${ms(entry.durationUs)} vs usual ${ms(usual.meanUs)} of ${ep} (${ratio.toFixed(1)}x)`, score: ratio };
+}
+
+function slowSpan(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
+  if (settings.spanSlowdownMs <= 0) return undefined;
+  let worst: { span: Span; meanUs: number } | undefined;
+  for (const span of traces.trace(entry.traceId)) {
+    if (span === entry) continue;
+    const usual = baseline.duration(span);
+    if (!usual || usual.count < settings.minBaselineCount) continue;
+    const limit = Math.max(settings.latencyFactor * usual.meanUs, usual.meanUs + settings.latencySigma * usual.stdUs);
+    const excess = span.durationUs - usual.meanUs;
+    if (span.durationUs <= limit || excess < settings.spanSlowdownMs * 1000) continue;
+    if (!worst || excess > worst.span.durationUs - worst.meanUs) worst = { span, meanUs: usual.meanUs };
+  }
+  if (!worst) return undefined;
+  const ratio = worst.span.durationUs / worst.meanUs;
+  return {
+    reason: `span ${signature(worst.span)} took ${ms(worst.span.durationUs)} vs usual ${ms(worst.meanUs)} (${ratio.toFixed(1)}x)`,
+    score: ratio,
+  };
 }
 
 function changedCalls(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
@@ -42,6 +63,6 @@ export const baselineRule: AnomalyRule = {
   judge(entry, ctx) {
     const failed = errorSpan(entry, ctx.traces);
     if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: 1 };
-    return slowEntry(entry, ctx) ?? (ctx.settings.callPattern ? changedCalls(entry, ctx) : undefined);
+    return slowEntry(entry, ctx) ?? slowSpan(entry, ctx) ?? (ctx.settings.callPattern ? changedCalls(entry, ctx) : undefined);
   },
 };
