@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import type { EpisodeRecord } from '@thinkfl/env';
+import { COMPOSITE_PRESETS, gradeGroup, MemoryDiversityCache, parseComposite, parseGraderSettings } from '../src/index';
+import { call, episode, pathWithTruthAt, POD, POD_TRUTH, SERVICE_OF, turn } from './fixtures/episodes';
+
+const SHOWN = [call(0, 'search_traces', [POD.contacts, POD.order]), call(3, 'print_results', [])];
+const TURNS = [turn(0), turn(1), turn(2), turn(3)];
+
+/** Four samples of one question, in sample order. */
+const GROUP: EpisodeRecord[] = [
+  // rank 0; path of 4 with the truth at step 2; all turns valid
+  episode({ answer: [{ pod: POD.contacts }], path: pathWithTruthAt(4, [2]), toolCalls: SHOWN, turns: TURNS }),
+  // rank 1; same path as sample 0; one turn not parsed
+  episode({ answer: [{ pod: POD.order }, { pod: POD.contacts }], path: pathWithTruthAt(4, [2]), toolCalls: SHOWN, turns: [turn(0), turn(1, { parsed: false }), turn(2), turn(3)] }),
+  // no answer; path of 5 without the truth; last turn not parsed
+  episode({ answer: null, path: pathWithTruthAt(5, []), toolCalls: SHOWN.slice(0, 1), turns: [turn(0), turn(1), turn(2), turn(3, { parsed: false })], stopReason: 'no_answer' }),
+  // rank 0 with an invented second pod; path of 6 with the truth at step 3
+  episode({ answer: [{ pod: POD.contacts }, { pod: 'ts-invented-service-0-x' }], path: pathWithTruthAt(6, [3]), toolCalls: SHOWN, turns: TURNS }),
+];
+
+describe('gradeGroup', () => {
+  const base = { truth: POD_TRUTH, podToService: SERVICE_OF };
+
+  it('stage 1: recall + format, per sample in order', async () => {
+    const g = await gradeGroup(GROUP, base, 'stage1');
+    // recall 1, 0.9, 0, 1; format 4/4, 3/4, 3/4, 4/4
+    expect(g.totals.map((t) => +t.toFixed(12))).toEqual([2, 1.65, 0.75, 2]);
+    expect(g.samples[1].graders.recall).toEqual({ score: 0.9, weight: 1, parts: { found: 1, rank: 1 } });
+    expect(g.samples[2].graders.format.score).toBe(0.75);
+  });
+
+  it('stage 2: recall 1.0 + diversity 0.8, novelty in sample order and across steps', async () => {
+    const cache = new MemoryDiversityCache();
+    const g = await gradeGroup(GROUP, { ...base, diversity: cache }, 'stage2');
+    // diversity: new+solved A=1; same path C=0; new unsolved B=0.3; new+solved A=1
+    // totals: 1 + 0.8; 0.9 + 0; 0 + 0.24; 1 + 0.8
+    expect(g.totals.map((t) => +t.toFixed(12))).toEqual([1.8, 0.9, 0.24, 1.8]);
+    // The next step repeats the question: every path is known now, so diversity adds C = 0.
+    const again = await gradeGroup(GROUP, { ...base, diversity: cache }, 'stage2');
+    expect(again.totals.map((t) => +t.toFixed(12))).toEqual([1, 0.9, 0, 1]);
+  });
+
+  it('stage 3: multi-factor', async () => {
+    const g = await gradeGroup(GROUP, base, 'stage3');
+    // 0: R 1, P min(2/2,1) = 1, H 0 -> 1.2
+    // 1: R 0.9, P 1, H 0 -> 1.1
+    // 2: R 0, P 5/10, H 0 -> 0.1
+    // 3: R 1, P min(3/4,1) = 0.75, H 0.5*1/2 = 0.25 -> 1 + 0.15 - 0.05 = 1.1
+    expect(g.totals.map((t) => +t.toFixed(12))).toEqual([1.2, 1.1, 0.1, 1.1]);
+    expect(g.samples[3].graders.multi_factor.parts).toEqual({ R: 1, P: 0.75, H: 0.25 });
+  });
+
+  it('ORACL preset sums its graders', async () => {
+    const g = await gradeGroup(GROUP, base, 'oracl');
+    // 0: match 1 + F1 1 + tp 0.5 + fn 0 + tag 0 + length 0 = 2.5
+    // 1: 0 + 2/3 + 0.5 + 0 + 0 + 0
+    // 2: 0 + 0 + 0 - 0.5 (missed) - 0.5 (no answer) + 0 = -1
+    // 3: 0 + 2/3 + 0.5 + 0 + 0 + 0
+    expect(g.totals.map((t) => +t.toFixed(12))).toEqual([2.5, +(2 / 3 + 0.5).toFixed(12), -1, +(2 / 3 + 0.5).toFixed(12)]);
+  });
+
+  it('takes an explicit composite with custom settings', async () => {
+    const spec = { terms: [{ grader: 'recall', weight: 2 }, { grader: 'hallucination', weight: -1 }] };
+    const g = await gradeGroup(GROUP, { ...base, settings: { recall: { rMax: 5 } } }, spec);
+    // 2*1 - 0; 2*(1 - 1/5) - 0; 2*0 - 0; 2*1 - 0.25
+    expect(g.totals.map((t) => +t.toFixed(12))).toEqual([2, 1.6, 0, 1.75]);
+    expect(Object.keys(g.samples[0].graders)).toEqual(['recall', 'hallucination']);
+  });
+
+  it('refuses a group mixing questions, unless the question id is given', async () => {
+    const mixed = [GROUP[0], { ...GROUP[1], caseId: 'q2' }];
+    await expect(gradeGroup(mixed, base, 'stage1')).rejects.toThrow(/case ids q1, q2/);
+    const g = await gradeGroup(mixed, { ...base, questionId: 'q1' }, 'stage1');
+    expect(g.totals).toHaveLength(2);
+  });
+
+  it('an empty group grades to nothing', async () => {
+    expect(await gradeGroup([], base, 'stage3')).toEqual({ totals: [], samples: [] });
+  });
+});
+
+describe('composite and settings parsing', () => {
+  it('presets are data over registered graders', () => {
+    for (const [name, spec] of Object.entries(COMPOSITE_PRESETS)) expect(parseComposite(spec, name)).toEqual(spec);
+    expect(parseComposite('stage2').terms).toEqual([{ grader: 'recall', weight: 1 }, { grader: 'diversity', weight: 0.8 }]);
+  });
+
+  const bad: { name: string; input: unknown; error: RegExp }[] = [
+    { name: 'unknown preset', input: 'stage9', error: /^stages\.0\.reward: unknown composite 'stage9'/ },
+    { name: 'unknown grader', input: { terms: [{ grader: 'recal', weight: 1 }] }, error: /stages\.0\.reward\.terms\.0\.grader: unknown grader 'recal'/ },
+    { name: 'missing weight', input: { terms: [{ grader: 'recall' }] }, error: /stages\.0\.reward\.terms\.0\.weight/ },
+    { name: 'no terms', input: { terms: [] }, error: /stages\.0\.reward\.terms: a composite needs at least one term/ },
+    { name: 'stray key', input: { terms: [{ grader: 'recall', weight: 1, wieght: 2 }] }, error: /stages\.0\.reward\.terms\.0: .*wieght/ },
+  ];
+  it.each(bad)('composite: $name', ({ input, error }) => {
+    expect(() => parseComposite(input, 'stages.0.reward')).toThrow(error);
+  });
+
+  it('settings: defaults are the papers', () => {
+    const s = parseGraderSettings(undefined);
+    expect([s.recall.rMax, s.recall.missingScore, s.route.mu, s.route.dMax]).toEqual([10, 0, 2, 10]);
+    expect([s.hallucination.l1, s.hallucination.l2]).toEqual([0.5, 0.5]);
+    expect([s.multiFactor.alpha, s.multiFactor.beta, s.multiFactor.gamma]).toEqual([1, 0.2, 0.2]);
+    expect([s.diversity.a, s.diversity.b, s.diversity.c]).toEqual([1, 0.3, 0]);
+  });
+
+  it('settings: a bad knob names its YAML path', () => {
+    expect(() => parseGraderSettings({ route: { mu: -1 } }, 'graders')).toThrow(/graders\.route\.mu:/);
+    expect(() => parseGraderSettings({ recall: { rmax: 5 } }, 'graders')).toThrow(/graders\.recall: .*rmax/);
+  });
+});
