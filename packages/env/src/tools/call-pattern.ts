@@ -1,10 +1,6 @@
 /** Compares the calls below a span with the usual child pattern of spans like it. */
+import { signature } from '../datasets/stores/baseline';
 import type { Baseline, Span } from '../types';
-
-/** Signature of a call as the baseline's child patterns key it (datasets/stores/baseline.ts). */
-export function callSignature(span: Pick<Span, 'service' | 'operation'>): string {
-  return `${span.service} ${span.operation}`;
-}
 
 export interface PatternDiff {
   /** Usual calls (service operation, made at least `minRate` times per occurrence) absent this time. */
@@ -18,7 +14,7 @@ export interface PatternDiff {
 export function diffCalls(baseline: Baseline, parent: Span, children: Span[], minRate: number): PatternDiff {
   const usual = baseline.childPattern(parent);
   if (!usual) return { missing: [], added: [], known: false };
-  const seen = new Set(children.map(callSignature));
+  const seen = new Set(children.map(signature));
   const missing = [...usual].filter(([k, rate]) => rate >= minRate && !seen.has(k)).map(([k]) => k).sort();
   const added = [...seen].filter((k) => !usual.has(k)).sort();
   return { missing, added, known: true };

@@ -64,8 +64,11 @@ registerTool({
       minBaselinePoints: settings.minBaselinePoints,
       stdFloorRatio: settings.stdFloorRatio,
     };
-    const measured = [target.name, ...target.related]
-      .flatMap((c) => dataset.metrics.series(c))
+    // A service's series may include its pods' series: judge each series once.
+    const series = new Map(
+      [target.name, ...target.related].flatMap((c) => dataset.metrics.series(c)).map((s) => [`${s.component}|${s.name}`, s]),
+    );
+    const measured = [...series.values()]
       .map((s) => measureFluctuation(s, w))
       .filter((f): f is Fluctuation => f !== undefined);
     const breaking = measured

@@ -1,0 +1,254 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureNezhaDataset, NEZHA_RAW } from '../../../testkit/nezha';
+import { loadDataset, signature } from '../src/datasets/index';
+import {
+  Toolbox, type PrintResultsData, type SearchLogsData, type SearchMetricsData, type SearchTracesData,
+} from '../src/tools/index';
+import type { Case, Dataset, Span } from '../src/types';
+
+let ds: Dataset;
+const unbounded = { maxItems: 1_000_000, maxObservationChars: 10_000_000 };
+const traces = (o: { data?: unknown }) => o.data as SearchTracesData;
+
+beforeAll(async () => {
+  ds = await loadDataset(await ensureNezhaDataset());
+});
+
+/** Rows of one raw Nezha trace file, read from the shared archive. */
+function rawTraceFile(name: string): { spanId: string; parentId: string; pod: string; operation: string; durationUs: number }[] {
+  const csv = execFileSync('tar', ['-xzOf', join(NEZHA_RAW, 'trainticket-2023-01-29.tgz'), `rca_data/2023-01-29/trace/${name}`], {
+    maxBuffer: 1 << 28,
+  }).toString('utf8');
+  const lines = csv.split('\n').filter((l) => l.trim());
+  expect(lines[0]).toBe('TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration');
+  return lines.slice(1).map((l, i) => {
+    const f = l.split(',');
+    if (f.length !== 8) throw new Error(`${name}:${i + 2}: expected 8 fields, got ${f.length}`);
+    return { spanId: f[1], parentId: f[2], pod: f[3], operation: f[4], durationUs: Number(f[7]) };
+  });
+}
+
+describe('search_traces', () => {
+  it('agrees with a brute-force scan on every span of a real trace file', () => {
+    const rows = rawTraceFile('08_45_trace.csv');
+    expect(rows.length).toBeGreaterThan(1000);
+    const byParent = new Map<string, string[]>();
+    for (const tid of ds.traces.traceIds()) {
+      for (const s of ds.traces.trace(tid)) {
+        if (s.parentId === null) continue;
+        const list = byParent.get(s.parentId) ?? [];
+        list.push(s.spanId);
+        byParent.set(s.parentId, list);
+      }
+    }
+    const inFile = new Map<string, string[]>();
+    for (const r of rows) inFile.set(r.parentId, [...(inFile.get(r.parentId) ?? []), r.spanId]);
+    const tb = new Toolbox(ds, unbounded);
+    let withChildren = 0;
+    for (const r of rows) {
+      const o = tb.call('search_traces', { parent_span_id: r.spanId });
+      expect(o.ok).toBe(true);
+      const d = traces(o);
+      expect(d.parent).toMatchObject({ spanId: r.spanId, pod: r.pod, operation: r.operation, durationUs: r.durationUs });
+      const got = d.children.map((c) => c.spanId);
+      expect([...got].sort()).toEqual([...(byParent.get(r.spanId) ?? [])].sort());
+      for (const id of inFile.get(r.spanId) ?? []) expect(got).toContain(id);
+      for (let i = 1; i < d.children.length; i++) expect(d.children[i].startUs).toBeGreaterThanOrEqual(d.children[i - 1].startUs);
+      expect(o.text.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(got.length);
+      if (got.length) withChildren++;
+    }
+    expect(withChildren).toBeGreaterThan(100);
+  });
+
+  it('distils each child against its usual duration and child count', () => {
+    const c = ds.cases[0];
+    const tb = new Toolbox(ds);
+    const d = traces(tb.call('search_traces', { parent_span_id: c.entrySpanId }));
+    expect(d.children.length).toBeGreaterThan(0);
+    for (const child of d.children) {
+      const span = ds.traces.span(child.spanId) as Span;
+      const usual = ds.baseline.duration(span);
+      expect(child.usualMeanUs).toBe(usual?.meanUs);
+      if (usual) expect(child.ratio).toBeCloseTo(span.durationUs / usual.meanUs, 9);
+      expect(child.slow).toBe((child.ratio ?? 0) >= 2);
+      expect(child.childCount).toBe(ds.traces.children(child.spanId).length);
+      expect(child.service).toBe(span.service);
+    }
+  });
+
+  it('reports calls added or missing against the usual child pattern', () => {
+    let found: { span: Span; added: string } | undefined;
+    for (const c of ds.cases) {
+      for (const span of ds.traces.trace(c.traceId)) {
+        const usual = ds.baseline.childPattern(span);
+        const added = usual && ds.traces.children(span.spanId).map(signature).find((s) => !usual.has(s));
+        if (added) found = { span, added };
+        if (found) break;
+      }
+      if (found) break;
+    }
+    expect(found).toBeDefined();
+    const o = new Toolbox(ds).call('search_traces', { parent_span_id: found!.span.spanId });
+    expect(traces(o).parent.calls.added).toContain(found!.added);
+    expect(o.text).toContain(`added calls=[`);
+  });
+
+  it('answers an unknown span with a readable error observation', () => {
+    const tb = new Toolbox(ds);
+    const o = tb.call('search_traces', { parent_span_id: 'deadbeefdeadbeef' });
+    expect(o).toMatchObject({ ok: false, truncated: false });
+    expect(o.text).toMatch(/unknown span id "deadbeefdeadbeef"/);
+    expect(tb.call('search_traces', { parent_span_id: 42 }).text).toMatch(/invalid arguments for search_traces: parent_span_id/);
+    expect(tb.call('search_traces', {}).ok).toBe(false);
+  });
+
+  it('shows short span aliases and accepts them when aliases are on', () => {
+    const c = ds.cases[0];
+    const tb = new Toolbox(ds, { spanAliases: true });
+    expect(tb.spanRef(c.entrySpanId)).toBe('s1');
+    const o = tb.call('search_traces', { parent_span_id: 's1' });
+    const d = traces(o);
+    expect(d.parent.spanId).toBe(c.entrySpanId);
+    expect(d.children.map((x) => x.ref)).toEqual(d.children.map((_, i) => `s${i + 2}`));
+    expect(o.text).not.toContain(d.children[0].spanId);
+    const viaAlias = traces(tb.call('search_traces', { parent_span_id: d.children[0].ref }));
+    expect(viaAlias.parent.spanId).toBe(d.children[0].spanId);
+  });
+
+  it('bounds the observation and says what was cut', () => {
+    const parent = ds.cases.map((c) => ds.traces.span(c.entrySpanId) as Span).find((s) => ds.traces.children(s.spanId).length >= 2)!;
+    const n = ds.traces.children(parent.spanId).length;
+    const o = new Toolbox(ds, { maxItems: 1 }).call('search_traces', { parent_span_id: parent.spanId });
+    expect(traces(o).children).toHaveLength(1);
+    expect(traces(o).omitted).toBe(n - 1);
+    expect(o.truncated).toBe(true);
+    expect(o.text).toContain(`[${n - 1} more child spans not shown (limit 1)]`);
+    const small = new Toolbox(ds, { maxObservationChars: 200 }).call('search_traces', { parent_span_id: parent.spanId });
+    expect(small.text.length).toBeLessThanOrEqual(200);
+    expect(small.truncated).toBe(true);
+    expect(small.text).toMatch(/\[cut: /);
+  });
+});
+
+/** Naive oracle of Eq. 6-7: mean/std over the baseline window outside [t-d, t+d]. */
+function oracleBreaks(series: { component: string; name: string; ts: Float64Array; values: Float64Array }[], tS: number): string[] {
+  const out: string[] = [];
+  for (const s of series) {
+    const base: number[] = [];
+    const win: number[] = [];
+    s.ts.forEach((x, i) => {
+      if (Math.abs(x - tS) <= 600) win.push(s.values[i]);
+      else if (Math.abs(x - tS) <= 1200) base.push(s.values[i]);
+    });
+    if (win.length === 0 || base.length < 3) continue;
+    const mu = base.reduce((a, b) => a + b, 0) / base.length;
+    const sd = Math.sqrt(base.reduce((a, b) => a + (b - mu) ** 2, 0) / base.length);
+    const sigma = Math.max(sd, 0.01 * Math.abs(mu), 1e-12);
+    if (win.some((v) => Math.abs(v - mu) > 3 * sigma)) out.push(`${s.component}|${s.name}`);
+  }
+  return [...new Set(out)].sort();
+}
+
+describe('search_fluctuating_metrics', () => {
+  const cpuCase = () => ds.cases.find((c) => ds.faults.find((f) => f.id === c.faultId)?.type === 'cpu_contention') as Case;
+
+  it('returns exactly the series that break the n-sigma band, the CPU of a cpu_contention pod among them', () => {
+    const c = cpuCase();
+    const pod = c.truth.pod as string;
+    const o = new Toolbox(ds, unbounded).call('search_fluctuating_metrics', { service_name: pod, timestamp: c.timestampUs });
+    const d = o.data as SearchMetricsData;
+    const node = ds.topology.pods.find((p) => p.pod === pod)?.node;
+    const series = [...ds.metrics.series(pod), ...(node ? ds.metrics.series(node) : [])];
+    const got = d.fluctuating.map((f) => `${f.component}|${f.metric}`).sort();
+    expect(got).toEqual(oracleBreaks(series, c.timestampUs / 1e6));
+    expect(got).toContain(`${pod}|CpuUsage(m)`);
+    for (const f of d.fluctuating) expect(Math.abs(f.maxDeviationSigma)).toBeGreaterThan(3);
+    expect(o.components).toContain(pod);
+  });
+
+  it('covers a service with its pods and node, each series once', () => {
+    const c = cpuCase();
+    const service = c.truth.service as string;
+    const d = new Toolbox(ds, unbounded).call('search_fluctuating_metrics', { service_name: service, timestamp: c.timestampUs })
+      .data as SearchMetricsData;
+    const keys = d.fluctuating.map((f) => `${f.component}|${f.metric}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(d.fluctuating.some((f) => f.level === 'pod')).toBe(true);
+  });
+
+  it('reads the same instant in any accepted timestamp form', () => {
+    const c = cpuCase();
+    const tb = new Toolbox(ds);
+    const sec = Math.floor(c.timestampUs / 1e6);
+    const forms = [sec, sec * 1000, String(sec), new Date(sec * 1000).toISOString()];
+    const texts = forms.map((t) => tb.call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: t }).text);
+    for (const t of texts) expect(t).toBe(texts[0]);
+  });
+
+  it('flags nothing with a huge n, and errors readably on bad names and times', () => {
+    const c = cpuCase();
+    const o = new Toolbox(ds, { nSigma: 1e9 }).call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: c.timestampUs });
+    expect((o.data as SearchMetricsData).fluctuating).toEqual([]);
+    expect(o.text).toMatch(/None of \d+ metric series broke the band/);
+    const tb = new Toolbox(ds);
+    const unknown = tb.call('search_fluctuating_metrics', { service_name: 'ts-nonexistent-service', timestamp: c.timestampUs });
+    expect(unknown.ok).toBe(false);
+    expect(unknown.text).toMatch(/unknown service, pod or node "ts-nonexistent-service"; known services: .*ts-/);
+    const badTime = tb.call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: 'last tuesday' });
+    expect(badTime.ok).toBe(false);
+    expect(badTime.text).toMatch(/cannot read timestamp/);
+  });
+});
+
+describe('search_logs', () => {
+  it('groups error and warning lines into templates whose counts add up, with their usual rate', () => {
+    const c = ds.cases.find((x) => ds.logs.query(x.truth.service as string, x.timestampUs - 3e8, x.timestampUs + 3e8, ['error', 'warn']).length > 0)!;
+    const service = c.truth.service as string;
+    const o = new Toolbox(ds, unbounded).call('search_logs', { service_name: service, timestamp: c.timestampUs });
+    const d = o.data as SearchLogsData;
+    const lines = ds.logs.query(service, c.timestampUs - 3e8, c.timestampUs + 3e8, ['error', 'warn']);
+    expect(d.templates.reduce((a, t) => a + t.count, 0)).toBe(lines.length);
+    for (const t of d.templates) {
+      expect(t.baselineRatePerMin).toBe(ds.logs.baselineRate(service, t.templateId));
+      expect(t.ratePerMin).toBeCloseTo(t.count / 10, 9);
+      expect(t.template).toBe(ds.logs.template(t.templateId)?.template);
+    }
+    expect(o.text.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(d.templates.length);
+  });
+});
+
+describe('print_results', () => {
+  it('records a ranked answer and the components it names', () => {
+    const tb = new Toolbox(ds);
+    const pod = ds.topology.pods[0];
+    const o = tb.call('print_results', { root_causes: [{ pod: pod.pod, reason: 'cpu' }, { service: 'ts-made-up-service' }] });
+    expect((o.data as PrintResultsData).answer).toEqual([{ pod: pod.pod, reason: 'cpu' }, { service: 'ts-made-up-service' }]);
+    expect(o.components).toContain(pod.pod);
+    expect(o.components).not.toContain('ts-made-up-service');
+    expect(tb.isTerminal('print_results')).toBe(true);
+  });
+  it('refuses an empty list, an entry without a component and a wrong type', () => {
+    const tb = new Toolbox(ds);
+    expect(tb.validate('print_results', { root_causes: [] })).toMatchObject({ ok: false });
+    expect(tb.validate('print_results', { root_causes: [{ reason: 'x' }] })).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/at least one of node, service, pod/),
+    });
+    expect(tb.validate('print_results', { root_causes: 'ts-order-service' })).toMatchObject({ ok: false });
+  });
+});
+
+describe('tool specs', () => {
+  it('render each tool as an OpenAI function spec with required arguments', () => {
+    const specs = new Toolbox(ds).specs(['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results']);
+    expect(specs.map((s) => (s.parameters as { required: string[] }).required)).toEqual([
+      ['parent_span_id'],
+      ['service_name', 'timestamp'],
+      ['service_name', 'timestamp'],
+      ['root_causes'],
+    ]);
+    expect(() => new Toolbox(ds).specs(['no_such_tool'])).toThrow(/unknown tool "no_such_tool"/);
+  });
+});
