@@ -1,0 +1,184 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { loadDataset } from '../src/datasets/index';
+import { ReplayPolicy, runEpisode } from '../src/episodes/index';
+import type { AssistantMessage, Case, Dataset, Policy, PolicyContext } from '../src/types';
+
+let ds: Dataset;
+let kase: Case;
+
+beforeAll(async () => {
+  ds = await loadDataset(await ensureNezhaDataset());
+  kase = ds.cases[0];
+});
+
+const hermes = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+const traces = (id: string) => hermes('search_traces', { parent_span_id: id });
+const answer = (pod: string) => hermes('print_results', { root_causes: [{ pod }] });
+
+/** Replays messages and remembers what each turn offered. */
+class Recording implements Policy {
+  readonly name = 'recording';
+  readonly seen: { tools: string[]; final: boolean; turn: number }[] = [];
+  private readonly replay: ReplayPolicy;
+  constructor(messages: (AssistantMessage | string)[]) {
+    this.replay = new ReplayPolicy(messages);
+  }
+  next(ctx: PolicyContext): Promise<AssistantMessage> {
+    this.seen.push({ tools: ctx.tools.map((t) => t.name), final: ctx.final, turn: ctx.turn });
+    return this.replay.next(ctx);
+  }
+}
+
+describe('rot', () => {
+  it('plays a search then an answer, recording calls, turns, path and messages', async () => {
+    const pod = kase.truth.pod as string;
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId), answer(pod)]) });
+    expect(ep).toMatchObject({ caseId: kase.id, protocol: 'rot', stopReason: 'answered', answer: [{ pod }], parseErrors: [] });
+    expect(ep.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(ep.messages[0].content).toMatch(/search_traces:.*\n- search_fluctuating_metrics:/s);
+    expect(ep.messages[1].content).toContain(`Entry span: ${kase.entrySpanId}`);
+    expect(ep.turns).toEqual([0, 1].map((turn) => expect.objectContaining({ turn, parsed: true, offeredTool: true, argsValid: true })));
+    expect(ep.toolCalls.map((c) => c.name)).toEqual(['search_traces', 'print_results']);
+    const entry = ds.traces.span(kase.entrySpanId)!;
+    expect(ep.path).toEqual([
+      { tool: 'search_traces', args: JSON.stringify({ parent_span_id: kase.entrySpanId }), components: expect.arrayContaining([entry.service, entry.pod]) },
+    ]);
+    expect(ep.messages[3].content).toBe(ep.toolCalls[0].observation.text);
+  });
+
+  it('forces a final print_results turn after D_max turns, offering only that tool', async () => {
+    const p = new Recording(['hmm', 'let me think', 'no call here', answer('ts-order-service')]);
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 3 } });
+    expect(ep.stopReason).toBe('forced_answer');
+    expect(ep.answer).toEqual([{ pod: 'ts-order-service' }]);
+    expect(p.seen.map((s) => s.final)).toEqual([false, false, false, true]);
+    expect(p.seen[3].tools).toEqual(['print_results']);
+    expect(p.seen[0].tools).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results']);
+    expect(ep.parseErrors.map((e) => e.turn)).toEqual([0, 1, 2]);
+    expect(ep.turns.map((t) => t.parsed)).toEqual([false, false, false, true]);
+    expect(ep.messages.filter((m) => m.role === 'user' && m.content.startsWith('Error: no tool call found'))).toHaveLength(3);
+  });
+
+  it('ends with no answer when the forced turn is not a valid print_results', async () => {
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]), settings: { dMax: 1 } });
+    expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
+    expect(ep.turns[1]).toMatchObject({ parsed: true, offeredTool: false, argsValid: false, error: expect.stringMatching(/not offered/) });
+    expect(ep.path).toEqual([]);
+  });
+
+  it('records tools not offered, invalid arguments and unknown spans as readable errors', async () => {
+    const msgs = [hermes('search_everything', {}), hermes('search_traces', { parent_span_id: 5 }), traces('0000000000000000'), answer('p')];
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs) });
+    expect(ep.turns.map((t) => [t.parsed, t.offeredTool, t.argsValid])).toEqual([
+      [true, false, false],
+      [true, true, false],
+      [true, true, true],
+      [true, true, true],
+    ]);
+    expect(ep.parseErrors.map((e) => e.turn)).toEqual([0, 1]);
+    const toolMsgs = ep.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(toolMsgs[0]).toMatch(/^Error: tool "search_everything" is not offered/);
+    expect(toolMsgs[1]).toMatch(/^Error: invalid arguments for search_traces: parent_span_id/);
+    expect(toolMsgs[2]).toMatch(/^Error: unknown span id "0000000000000000"/);
+    expect(ep.toolCalls[0].observation.ok).toBe(false);
+    expect(ep.stopReason).toBe('answered');
+  });
+
+  it('stops with policy_error when the policy throws, keeping what happened so far', async () => {
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId)]) });
+    expect(ep).toMatchObject({ stopReason: 'policy_error', answer: null });
+    expect(ep.toolCalls).toHaveLength(1);
+    const broken: Policy = { name: 'broken', next: async () => { throw new TypeError('boom'); } };
+    expect((await runEpisode({ dataset: ds, case: kase, policy: broken })).stopReason).toBe('policy_error');
+    const weird: Policy = { name: 'weird', next: async () => null as never };
+    const ep2 = await runEpisode({ dataset: ds, case: kase, policy: weird, settings: { dMax: 1 } });
+    expect(ep2).toMatchObject({ stopReason: 'no_answer' });
+  });
+
+  it('answers OpenAI tool calls by id and ignores extra calls in one turn', async () => {
+    const tc = (id: string, name: string, args: unknown) => ({ id, type: 'function' as const, function: { name, arguments: JSON.stringify(args) } });
+    const msg: AssistantMessage = {
+      content: '',
+      tool_calls: [tc('call_a', 'search_traces', { parent_span_id: kase.entrySpanId }), tc('call_b', 'search_logs', {})],
+    };
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([msg, answer('p')]) });
+    const tools = ep.messages.filter((m) => m.role === 'tool');
+    expect(tools[0]).toMatchObject({ tool_call_id: 'call_a', name: 'search_traces' });
+    expect(tools[0].content).toMatch(/1 more call\(s\) in this message ignored/);
+    expect(tools[1]).toMatchObject({ tool_call_id: 'call_b', content: 'Ignored: one tool call per turn.' });
+    expect(ep.messages[2].tool_calls).toHaveLength(2);
+    expect(ep.toolCalls).toHaveLength(2);
+  });
+
+  it('runs with span aliases: the prompt names s1 and the tools accept it', async () => {
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      policy: new ReplayPolicy([traces('s1'), answer('p')]),
+      settings: { toolSettings: { spanAliases: true } },
+    });
+    expect(ep.messages[1].content).toContain('Entry span: s1');
+    expect(ep.toolCalls[0].observation.ok).toBe(true);
+    expect(ep.messages[3].content).not.toContain(kase.entrySpanId);
+  });
+
+  it('caps D_max at 20 and names the bad setting', async () => {
+    const p = new Recording(Array.from({ length: 21 }, () => 'nothing'));
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 20 } });
+    expect(ep.turns).toHaveLength(21);
+    expect(ep.stopReason).toBe('no_answer');
+    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 21 } })).rejects.toThrow(/episode\.dMax/);
+    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_traces'] } })).rejects.toThrow(/print_results/);
+    await expect(runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'nope' })).rejects.toThrow(/unknown protocol "nope"/);
+  });
+});
+
+describe('rclagent', () => {
+  const metrics = (name: string) => hermes('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
+
+  it('runs initial reasoning without metrics, reflection that must go deeper, and a final review', async () => {
+    const pod = kase.truth.pod as string;
+    const p = new Recording([
+      traces(kase.entrySpanId), // phase 1
+      answer('first-guess'), // phase 1 hypothesis
+      traces(kase.entrySpanId), // phase 2: repeats a call, not deeper
+      metrics(pod), // phase 2: deeper
+      answer('second-guess'), // phase 2 answer, now offered
+      answer(pod), // phase 3
+    ]);
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
+    expect(ep).toMatchObject({ protocol: 'rclagent', stopReason: 'answered', answer: [{ pod }] });
+    const offered = p.seen.map((s) => s.tools);
+    expect(offered[0]).toEqual(['search_traces', 'search_logs', 'print_results']);
+    expect(offered[2]).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs']);
+    expect(offered[3]).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs']);
+    expect(offered[4]).toContain('print_results');
+    expect(offered[5]).toEqual(['print_results']);
+    expect(p.seen.map((s) => s.final)).toEqual([false, false, false, false, false, true]);
+    expect(ep.messages.some((m) => m.role === 'user' && m.content.includes('first-guess'))).toBe(true);
+    expect(ep.path.map((s) => s.tool)).toEqual(['search_traces', 'search_traces', 'search_fluctuating_metrics']);
+    expect(ep.parseErrors).toEqual([]);
+  });
+
+  it('rejects the metrics tool in phase 1 and print_results before going deeper', async () => {
+    const p = new Recording([metrics(kase.truth.pod as string), answer('a'), answer('b'), 'x', 'y', 'z', 'w', 'v', 'u']);
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
+    expect(ep.turns[0]).toMatchObject({ offeredTool: false });
+    expect(ep.turns[2]).toMatchObject({ offeredTool: false });
+    expect(ep.turns).toHaveLength(1 + 1 + 6 + 1);
+    expect(ep.stopReason).toBe('no_answer');
+  });
+
+  it('has no answer when the final review is not a valid print_results', async () => {
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      policy: new ReplayPolicy(['a', 'b', 'c']),
+      protocol: 'rclagent',
+      settings: { rclagent: { initialTurns: 1, reflectionTurns: 1 } },
+    });
+    expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
+    expect(ep.turns).toHaveLength(3);
+  });
+});
