@@ -74,6 +74,22 @@ describe('gradeGroup', () => {
     expect(g.totals).toHaveLength(2);
   });
 
+  it('grades malformed answer items instead of crashing', async () => {
+    // Items a lax parser might let through: not objects, or names that are not strings.
+    const answer = [null, 42, { pod: 7 }, { service: ['x'] }, { pod: POD.contacts }] as unknown as EpisodeRecord['answer'];
+    const messages = [{ role: 'assistant', content: null }] as unknown as EpisodeRecord['messages'];
+    const ep = episode({ answer, messages, toolCalls: SHOWN, turns: TURNS });
+    for (const preset of Object.keys(COMPOSITE_PRESETS)) {
+      const g = await gradeGroup([ep], { ...base, diversity: new MemoryDiversityCache() }, preset);
+      expect(Number.isFinite(g.totals[0])).toBe(true);
+    }
+    // The true pod is the first item naming a pod: recall 1. Four of five items name nothing
+    // (invalid), and those four are one empty answer repeated (3 duplicates): 0.5*4/5 + 0.5*3/5.
+    const g = await gradeGroup([ep], base, 'stage3');
+    expect(g.samples[0].graders.multi_factor.parts.H).toBeCloseTo(0.7, 12);
+    expect(g.samples[0].graders.multi_factor.parts.R).toBe(1);
+  });
+
   it('an empty group grades to nothing', async () => {
     expect(await gradeGroup([], base, 'stage3')).toEqual({ totals: [], samples: [] });
   });

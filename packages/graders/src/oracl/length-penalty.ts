@@ -12,7 +12,8 @@ export function assistantChars(episode: EpisodeRecord): number {
   let n = 0;
   for (const m of episode.messages) {
     if (m.role !== 'assistant') continue;
-    n += m.content.length;
+    // OpenAI-style assistant messages may carry null content beside their tool calls.
+    n += (m.content ?? '').length;
     for (const c of m.tool_calls ?? []) n += c.function.arguments.length;
   }
   return n;

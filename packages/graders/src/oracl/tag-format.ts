@@ -18,7 +18,7 @@ export function hasTagOnce(text: string, tag: string): boolean {
 
 function finalAssistantText(episode: EpisodeRecord): string {
   for (let i = episode.messages.length - 1; i >= 0; i--) {
-    if (episode.messages[i].role === 'assistant') return episode.messages[i].content;
+    if (episode.messages[i].role === 'assistant') return episode.messages[i].content ?? '';
   }
   return '';
 }
