@@ -1,9 +1,10 @@
 /**
  * Where tests find the real Nezha 2023-01-29 data: the raw files under ../shared and the
  * environment's own imported dataset, built once into .cache/ by the real importer and reused
- * while its format version and settings match.
+ * while its format version, settings and the importer's code are unchanged.
  */
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CaseSettings, FORMAT_VERSION, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
 
@@ -20,8 +21,21 @@ export function nezhaTestSettings() {
   };
 }
 
+/** Hash of the importer's code, so that a change to it re-imports the cached dataset. */
+function codeFingerprint(dir = join(REPO_ROOT, 'packages', 'env', 'src', 'datasets')): string {
+  const h = createHash('sha1');
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    h.update(name);
+    h.update(statSync(p).isDirectory() ? codeFingerprint(p) : readFileSync(p));
+  }
+  return h.digest('hex');
+}
+
+const FINGERPRINT = join(NEZHA_DATASET, 'code-fingerprint.txt');
+
 async function upToDate(): Promise<boolean> {
-  if (!existsSync(join(NEZHA_DATASET, 'meta.json'))) return false;
+  if (!existsSync(FINGERPRINT) || readFileSync(FINGERPRINT, 'utf8') !== codeFingerprint()) return false;
   const meta = await readMeta(NEZHA_DATASET).catch(() => undefined);
   return (
     meta?.formatVersion === FORMAT_VERSION &&
@@ -34,5 +48,6 @@ export async function ensureNezhaDataset(): Promise<string> {
   if (!existsSync(NEZHA_RAW)) throw new Error(`shared Nezha data not found at ${NEZHA_RAW}`);
   if (await upToDate()) return NEZHA_DATASET;
   await importDataset({ format: 'nezha', src: NEZHA_RAW, out: NEZHA_DATASET, settings: nezhaTestSettings() });
+  writeFileSync(FINGERPRINT, codeFingerprint());
   return NEZHA_DATASET;
 }

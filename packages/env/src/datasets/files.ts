@@ -2,6 +2,7 @@
  * The on-disk dataset: one JSON file per part, spans in columnar form with string tables so
  * that loading is a handful of JSON.parse calls. Times are Unix microseconds (metrics: seconds).
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Case, DatasetMeta, Fault } from '../types';
@@ -34,7 +35,13 @@ export async function writeDatasetFiles(dir: string, files: DatasetFiles): Promi
   await mkdir(tmp, { recursive: true });
   for (const part of PARTS) await writeFile(join(tmp, `${part}.json`), JSON.stringify(files[part]));
   await rm(dir, { recursive: true, force: true });
-  await rename(tmp, dir);
+  try {
+    await rename(tmp, dir);
+  } catch (e) {
+    // A concurrent import of the same dataset renamed its copy first: keep that one.
+    await rm(tmp, { recursive: true, force: true });
+    if (!existsSync(join(dir, 'meta.json'))) throw e;
+  }
 }
 
 export async function readMeta(dir: string): Promise<DatasetMeta> {

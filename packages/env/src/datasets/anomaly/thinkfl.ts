@@ -1,16 +1,16 @@
 /**
  * ThinkFL's rule: the entry latency exceeds `thinkflFactor` (100) times the normal mean of
- * its endpoint, or the entry span has a non-OK status.
+ * its endpoint, or the request has a non-OK status (on its entry or any span below it, since
+ * a callee's failure is often not propagated into the entry's status code).
  */
-import { endpointOf } from '../stores/baseline';
-import { ms, type AnomalyRule } from './rule';
+import { endpointOf, signature } from '../stores/baseline';
+import { errorSpan, ms, type AnomalyRule } from './rule';
 
 export const thinkfl: AnomalyRule = {
   name: 'thinkfl',
   judge(entry, { traces, baseline, settings }) {
-    if (entry.status === 'error') {
-      return { reason: `entry status ${entry.statusCode ?? 'error'}`, score: settings.thinkflFactor };
-    }
+    const failed = errorSpan(entry, traces);
+    if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: settings.thinkflFactor };
     const ep = endpointOf(traces, entry.traceId);
     const usual = ep === undefined ? undefined : baseline.endpoint(ep);
     if (!usual || usual.count < settings.minBaselineCount || usual.meanUs <= 0) return undefined;
