@@ -1,1 +1,2 @@
 export { main } from './cli';
+export * from './engine/index';
