@@ -5,9 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { basename, resolve } from 'node:path';
 import { parseToolCalls, type OpenAIToolCall } from '@thinkfl/env';
-import { ChatTemplate } from '../chat/template';
-import { loadModelDir } from '../chat/model-dir';
-import { Tokenizer } from '../chat/tokenizer';
+import { loadChatModel } from '../chat/chat-model';
 import { OnnxBackend, onnxSettingsSchema, type OnnxSettings } from '../backends/onnx/index';
 import type { ServedModel } from './served-model';
 
@@ -18,9 +16,7 @@ export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
 
 export async function openLocalModel(modelDir: string, opts: LocalModelOptions = {}): Promise<ServedModel & { backend: OnnxBackend }> {
   const { id, ...backendOpts } = opts;
-  const dir = loadModelDir(modelDir);
-  const tokenizer = new Tokenizer(dir);
-  const template = ChatTemplate.fromModelDir(dir);
+  const { tokenizer, template } = loadChatModel(modelDir);
   const eos = tokenizer.eosToken === undefined ? undefined : tokenizer.tokenId(tokenizer.eosToken);
   const backend = await OnnxBackend.create(onnxSettingsSchema.parse({ ...backendOpts, modelDir }), {
     decode: (ids) => tokenizer.decode(ids),

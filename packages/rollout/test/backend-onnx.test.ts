@@ -1,0 +1,156 @@
+/**
+ * The `onnx` backend on a real tiny model exported by the train engine: seeded sampling,
+ * KV cache against full recomputation, left-padded batches, raw-distribution logprobs checked
+ * against the PyTorch engine, stop rules, hot reload, and input errors.
+ */
+import { symlinkSync, writeFileSync, cpSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GenerationInputError, OnnxBackend, modelDetokenizer, openBackend, openOnnxBackend, type Generation } from '../src/backends/index';
+import { loadTokenizer } from '../src/chat/tokenizer';
+import { TrainEngine } from '../../trainer-ctl/src/engine';
+import { createTinyModel, scratchDir } from './backend-fixtures';
+
+const dir = scratchDir('onnx');
+let modelA: string;
+let modelB: string;
+let backend: OnnxBackend;
+const prompts: number[][] = [];
+
+const expectSame = (a: Generation[], b: Generation[]) => {
+  expect(a.map((g) => g.tokenIds)).toEqual(b.map((g) => g.tokenIds));
+  a.forEach((g, i) => g.logprobs.forEach((lp, t) => expect(lp).toBeCloseTo(b[i].logprobs[t], 4)));
+};
+
+beforeAll(async () => {
+  modelA = await createTinyModel(join(dir, 'a'), 1);
+  modelB = await createTinyModel(join(dir, 'b'), 2);
+  backend = await openOnnxBackend({ modelDir: modelA });
+  const tok = loadTokenizer(modelA);
+  for (const text of ['search_traces(parent_span_id)', 'ts-order-service returned 500 after 3021 ms', 'ok']) prompts.push(tok.encode(text));
+});
+afterAll(async () => {
+  await backend.close();
+});
+
+describe('onnx backend', () => {
+  it('reads the KV-cache layout from the export', () => {
+    expect(backend.info).toMatchObject({ modelDir: modelA, version: 1, kvCache: true });
+  });
+
+  it('gives the same tokens for the same seed and other tokens for another seed', async () => {
+    const req = (seed: number) => [{ promptIds: prompts[0], sampling: { seed, maxTokens: 24 } }];
+    const [a] = await backend.generate(req(7));
+    const [b] = await backend.generate(req(7));
+    const [c] = await backend.generate(req(8));
+    expect(a.tokenIds).toHaveLength(24);
+    expect(b).toEqual(a);
+    expect(c.tokenIds).not.toEqual(a.tokenIds);
+    expect(a.finishReason).toBe('length');
+    expect(a.text).toBe(modelDetokenizer(modelA).decode(a.tokenIds));
+  });
+
+  it('generates the same with the KV cache as recomputing the whole sequence each step', async () => {
+    const off = await openOnnxBackend({ modelDir: modelA, kvCache: 'off' });
+    // Greedy: sampling from a near-uniform 150k-token distribution would turn float rounding into other tokens.
+    const reqs = prompts.map((p) => ({ promptIds: p, sampling: { temperature: 0, maxTokens: 16 } }));
+    expectSame(await backend.generate(reqs), await off.generate(reqs));
+    await off.close();
+  });
+
+  it('gives each row of a left-padded batch what it gives alone', async () => {
+    const reqs = prompts.map((p, i) => ({ promptIds: p, sampling: { temperature: 0, maxTokens: 12 + i } }));
+    const batch = await backend.generate(reqs);
+    const alone = [];
+    for (const r of reqs) alone.push(...(await backend.generate([r])));
+    expectSame(batch, alone);
+  });
+
+  it("reports logprobs of the model's raw distribution, equal to the PyTorch engine's", async () => {
+    const [g] = await backend.generate([{ promptIds: prompts[1], sampling: { seed: 3, maxTokens: 10, temperature: 0.7 } }]);
+    const engine = new TrainEngine();
+    try {
+      await engine.request('load', { model_dir: modelA, reference: false });
+      const seq = [...prompts[1], ...g.tokenIds];
+      const { logprobs } = await engine.request('logprobs', { input_ids: [seq], temperature: 1 });
+      const torch = logprobs[0].slice(prompts[1].length);
+      g.logprobs.forEach((lp, t) => expect(lp).toBeCloseTo(torch[t], 4));
+    } finally {
+      await engine.shutdown();
+    }
+  });
+
+  it('decodes greedily at temperature 0 and when top-p keeps one token', async () => {
+    const [greedy] = await backend.generate([{ promptIds: prompts[2], sampling: { temperature: 0, maxTokens: 12, topLogprobs: 3 } }]);
+    greedy.tokenIds.forEach((id, t) => {
+      const top = [...greedy.topLogprobs![t]];
+      expect(top).toHaveLength(3);
+      expect(top[0][0]).toBe(id);
+      expect(top[0][1]).toBeCloseTo(greedy.logprobs[t], 10);
+    });
+    const [nucleus] = await backend.generate([{ promptIds: prompts[2], sampling: { seed: 9, topP: 1e-6, maxTokens: 12 } }]);
+    expect(nucleus.tokenIds).toEqual(greedy.tokenIds);
+  });
+
+  it('stops at a stop string, cutting the text before it', async () => {
+    const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20 } }]);
+    const det = modelDetokenizer(modelA);
+    const stop = det.decode(free.tokenIds.slice(6, 8));
+    const full = det.decode(free.tokenIds);
+    const [cut] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20, stop: [stop] } }]);
+    expect(cut.finishReason).toBe('stop');
+    expect(cut.text).toBe(full.slice(0, full.indexOf(stop)));
+    expect(cut.tokenIds).toEqual(free.tokenIds.slice(0, cut.tokenIds.length));
+    expect(cut.tokenIds.length).toBeLessThanOrEqual(8);
+  });
+
+  it("stops at an end-of-sequence id from generation_config.json and keeps it in the ids but not the text", async () => {
+    const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20 } }]);
+    const eos = free.tokenIds[4];
+    const copy = join(dir, 'eos');
+    cpSync(modelA, copy, { recursive: true, filter: (src) => !src.endsWith('.onnx') && !src.endsWith('.bin') });
+    symlinkSync(join(modelA, 'onnx', 'model.onnx'), join(copy, 'onnx', 'model.onnx'));
+    writeFileSync(join(copy, 'generation_config.json'), JSON.stringify({ eos_token_id: [eos] }));
+    const b = await openOnnxBackend({ modelDir: copy });
+    const [g] = await b.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20 } }]);
+    const first = free.tokenIds.indexOf(eos);
+    expect(g.finishReason).toBe('stop');
+    expect(g.tokenIds).toEqual(free.tokenIds.slice(0, first + 1));
+    expect(g.text).toBe(modelDetokenizer(modelA).decode(free.tokenIds.slice(0, first)));
+    await b.close();
+  });
+
+  it('reloads a new policy between requests; a request already running finishes on the old one', async () => {
+    const req = [{ promptIds: prompts[1], sampling: { seed: 21, maxTokens: 32 } }];
+    const fresh = async (m: string) => {
+      const b = await openOnnxBackend({ modelDir: m });
+      const out = await b.generate(req);
+      await b.close();
+      return out;
+    };
+    const expectA = await fresh(modelA);
+    const expectB = await fresh(modelB);
+    expect(expectB[0].tokenIds).not.toEqual(expectA[0].tokenIds);
+    const live = await openOnnxBackend({ modelDir: modelA });
+    const running = live.generate(req);
+    await live.reload(modelB);
+    expectSame(await running, expectA);
+    expectSame(await live.generate(req), expectB);
+    expect(live.info).toMatchObject({ modelDir: modelB, version: 2 });
+    await live.reload(join(modelA, 'onnx', 'model.onnx'));
+    expectSame(await live.generate(req), expectA);
+    expect(live.info.version).toBe(3);
+    await live.close();
+  });
+
+  it('refuses bad input with errors naming the field', async () => {
+    const bad = (promptIds: number[], sampling = {}) => backend.generate([{ promptIds, sampling }]);
+    await expect(bad([])).rejects.toThrow(/requests\[0\]\.promptIds: the prompt is empty/);
+    await expect(bad([1, 151669])).rejects.toThrow(/token id 151669 is outside the vocabulary \[0, 151669\)/);
+    await expect(bad([1], { topP: 0 })).rejects.toThrow(GenerationInputError);
+    await expect(bad([1], { topP: 0 })).rejects.toThrow(/requests\[0\]\.sampling\.topP/);
+    await expect(openBackend({ kind: 'onnx', modelDir: modelA, threds: 2 }, 'rollout.backend')).rejects.toThrow(/rollout\.backend: .*threds/);
+    await expect(openBackend({ kind: 'vllm' }, 'rollout.backend')).rejects.toThrow(/rollout\.backend\.kind: unknown backend "vllm" \(known: onnx, openai\)/);
+    await expect(openOnnxBackend({ modelDir: join(dir, 'missing') })).rejects.toThrow(/missing/);
+  });
+});
