@@ -3,3 +3,5 @@ export * from './tokenizer';
 export * from './template';
 export * from './episode-tokens';
 export * from './chat-model';
+export * from './tiny-vocab';
+export * from './tiny-tokenizer';
