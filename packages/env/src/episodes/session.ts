@@ -7,8 +7,8 @@ import { parseToolCalls } from '../parsing/parse';
 import type { PrintResultsData } from '../tools/print-results';
 import type { Toolbox } from '../tools/toolbox';
 import type {
-  AssistantMessage, Case, ChatMessage, EpisodeRecord, ParsedToolCall, PathStep, Policy, RootCause,
-  ToolCallRecord, TurnRecord,
+  AssistantMessage, Case, ChatMessage, EpisodeRecord, OpenAIToolCall, ParsedToolCall, PathStep, Policy,
+  RootCause, ToolCallRecord, TurnRecord,
 } from '../types';
 import { canonicalJson } from './canonical';
 
@@ -20,12 +20,35 @@ export type TurnOutcome =
 
 const RAW_KEEP = 2000;
 
-/** A policy's reply made safe: always an object with string content. */
-function sanitize(m: unknown): AssistantMessage {
+function jsonText(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** An OpenAI tool call in the contract's shape whatever the policy returned (graders read it). */
+function toolCall(tc: unknown, turn: number, i: number): OpenAIToolCall {
+  const o = (typeof tc === 'object' && tc !== null ? tc : {}) as Record<string, unknown>;
+  const fn = (typeof o.function === 'object' && o.function !== null ? o.function : {}) as Record<string, unknown>;
+  const args = fn.arguments;
+  return {
+    id: typeof o.id === 'string' && o.id ? o.id : `call_${turn}_${i}`,
+    type: 'function',
+    function: {
+      name: typeof fn.name === 'string' ? fn.name : '',
+      arguments: typeof args === 'string' ? args : args === undefined ? '' : jsonText(args),
+    },
+  };
+}
+
+/** A policy's reply made safe: an object with string content and well-formed tool calls. */
+function sanitize(m: unknown, turn: number): AssistantMessage {
   if (typeof m !== 'object' || m === null) return { content: typeof m === 'string' ? m : '' };
-  const o = m as AssistantMessage;
+  const o = m as { content?: unknown; tool_calls?: unknown };
   const out: AssistantMessage = { content: typeof o.content === 'string' ? o.content : '' };
-  if (Array.isArray(o.tool_calls) && o.tool_calls.length) out.tool_calls = o.tool_calls;
+  if (Array.isArray(o.tool_calls) && o.tool_calls.length) out.tool_calls = o.tool_calls.map((tc, i) => toolCall(tc, turn, i));
   return out;
 }
 
@@ -62,6 +85,7 @@ export class EpisodeSession {
           turn,
           final,
         }),
+        turn,
       );
     } catch (e) {
       const error = e instanceof Error ? e.message : String(e);
@@ -119,8 +143,7 @@ export class EpisodeSession {
   }
 
   private callId(msg: AssistantMessage, i: number, turn: number): string {
-    const id = msg.tool_calls?.[i]?.id;
-    return typeof id === 'string' && id ? id : `call_${turn}_${i}`;
+    return msg.tool_calls?.[i]?.id ?? `call_${turn}_${i}`;
   }
 
   /** OpenAI clients need an answer to every tool_call id, even the ignored ones. */
