@@ -1,0 +1,53 @@
+/** The run config: one YAML file per run, validated by this schema; types are inferred from it. */
+import { z } from 'zod';
+import { DatasetSection } from './sections/dataset';
+import { EpisodeSection } from './sections/episode';
+import { GenerationSection } from './sections/generation';
+import { GradersSection } from './sections/graders';
+import { GrpoSection } from './sections/grpo';
+import { CheckpointsSection, LoggingSection, QueueSection, WorkersSection } from './sections/infra';
+import { ModelSection, TokenizerSection } from './sections/model';
+import { RunSection } from './sections/run';
+import { StagesSection } from './sections/stages';
+import { deepStrict } from './strict';
+
+export { STAGE_NAMES, type StageName } from './sections/stages';
+
+export const RunConfigSchema = deepStrict(
+  z.strictObject({
+    run: RunSection,
+    model: ModelSection,
+    tokenizer: TokenizerSection.prefault({}),
+    dataset: DatasetSection,
+    episode: EpisodeSection.prefault({}),
+    generation: GenerationSection.prefault({}),
+    grpo: GrpoSection.prefault({}),
+    graders: GradersSection.prefault({}),
+    stages: StagesSection.prefault({}),
+    queue: QueueSection,
+    workers: WorkersSection,
+    checkpoints: CheckpointsSection,
+    logging: LoggingSection,
+  }),
+).superRefine((c, ctx) => {
+  if (c.grpo.group_size === 1 && c.grpo.advantage.skip_equal_groups) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['grpo', 'group_size'],
+      message: 'a group of 1 has no group-relative signal and every group would be skipped; use 2 or more',
+    });
+  }
+  // The route score (Eq. 10) is measured against the same D_max the episodes are played with.
+  if (c.graders.route.dMax !== c.episode.dMax) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['graders', 'route', 'dMax'],
+      message: `must equal episode.dMax: expected ${c.episode.dMax}, got ${c.graders.route.dMax}`,
+    });
+  }
+});
+
+/** A run config as written (defaults not yet applied). */
+export type RunConfigInput = z.input<typeof RunConfigSchema>;
+/** A validated run config with every default applied and every path absolute. */
+export type RunConfig = z.output<typeof RunConfigSchema>;

@@ -1,0 +1,39 @@
+/** dataset: an imported dataset directory and how its cases split into train and eval. */
+import { z } from 'zod';
+
+export const DatasetSection = z
+  .strictObject({
+    path: z
+      .string()
+      .min(1)
+      .describe(
+        'Directory of a dataset imported with `trainer-ctl import` (e.g. .cache/datasets/nezha-2023-01-29). ' +
+          'Checked to exist before any work. Required.',
+      ),
+    split: z
+      .strictObject({
+        by: z
+          .enum(['fault', 'case'])
+          .default('fault')
+          .describe(
+            'Unit of the split. fault: all cases of a fault fall on one side, so evaluation never sees a fault ' +
+              'trained on; case: cases split independently. Default fault.',
+          ),
+        eval_fraction: z
+          .number()
+          .min(0)
+          .lt(1)
+          .default(0.3)
+          .describe('Share of faults (or cases) held out for evaluation, 0 to <1. Default 0.3.'),
+        seed: z.number().int().min(0).optional().describe('Seed of the split. Default run.seed.'),
+      })
+      .prefault({})
+      .describe('Train/eval split of the cases.'),
+    max_cases_per_fault: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Use at most this many cases of each fault (so that faults with many anomalous requests do not dominate). Default all.'),
+  })
+  .describe('The failure cases episodes are played on.');

@@ -1,0 +1,16 @@
+/** episode: the protocol and its settings (turn budget D_max, tools and their settings) from @thinkfl/env. */
+import { EpisodeSettingsSchema, protocolNames } from '@thinkfl/env';
+import { z } from 'zod';
+
+export const EpisodeSection = EpisodeSettingsSchema.extend({
+  protocol: z
+    .string()
+    .default('rot')
+    .refine((p) => protocolNames().includes(p), {
+      error: (iss) => `unknown protocol ${JSON.stringify(iss.input)} (known: ${protocolNames().join(', ')})`,
+    })
+    .describe('Episode protocol by registry name: rot (ThinkFL recursion of thought, Algorithm 1) or rclagent. Default rot.'),
+}).describe(
+  'How an episode is played: protocol, D_max (dMax), tools offered, tool settings (packages/env EpisodeSettingsSchema; ' +
+    'its keys are camelCase as that package defines them).',
+);

@@ -1,0 +1,38 @@
+/** generation: the backend that plays the policy, sampling settings, temperature per stage. */
+import { onnxSettingsSchema, openaiSettingsSchema, samplingSchema } from '@thinkfl/rollout';
+import { z } from 'zod';
+
+const temperature = (def: number, why: string) =>
+  z.number().min(0).max(100).default(def).describe(`Sampling temperature of the stage; ${why} Default ${def}.`);
+
+export const GenerationSection = z
+  .strictObject({
+    backend: z
+      .discriminatedUnion('kind', [
+        onnxSettingsSchema.partial({ modelDir: true }).extend({
+          kind: z.literal('onnx').describe('onnxruntime-node in process: tiny models on CPU, exported models locally.'),
+        }),
+        openaiSettingsSchema.extend({
+          kind: z.literal('openai').describe('An OpenAI-compatible HTTP server (vLLM in deployment).'),
+        }),
+      ])
+      .prefault({ kind: 'onnx' })
+      .describe(
+        'Generation backend as { kind, ...its settings } (packages/rollout/src/backends; camelCase keys as that ' +
+          'package defines them). For onnx, modelDir defaults to the policy the trainer exports. Default { kind: onnx }.',
+      ),
+    sampling: samplingSchema
+      .omit({ temperature: true, seed: true })
+      .prefault({})
+      .describe('Sampling settings of every request (topP, maxTokens per assistant turn, stop, topLogprobs); seeds derive from run.seed.'),
+    temperature: z
+      .strictObject({
+        priming: temperature(1.0, 'higher in stage 1 so that format-aware priming explores (ThinkFL).'),
+        exploration: temperature(0.9, 'between the two.'),
+        refinement: temperature(0.7, 'lower while ranking is refined.'),
+        eval: temperature(0, '0 is greedy decoding for evaluation.'),
+      })
+      .prefault({})
+      .describe('Sampling temperature per stage and for evaluation.'),
+  })
+  .describe('How the policy generates.');

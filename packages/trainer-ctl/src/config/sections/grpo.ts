@@ -1,0 +1,43 @@
+/** grpo: group size, advantages, the policy loss and the optimizer. */
+import { z } from 'zod';
+import { LossSettingsSchema } from '../../engine/loss-settings';
+import { AdvantageSettingsSchema } from '../../grpo/advantages';
+
+export const GrpoSection = z
+  .strictObject({
+    group_size: z
+      .number()
+      .int()
+      .min(1)
+      .default(8)
+      .describe('G: samples per case; advantages are relative within these G (DeepSeekMath GRPO; 8 as in TRL num_generations). Default 8.'),
+    cases_per_step: z
+      .number()
+      .int()
+      .positive()
+      .default(4)
+      .describe('Distinct cases per GRPO step; a step trains on cases_per_step x group_size episodes. Default 4.'),
+    advantage: AdvantageSettingsSchema.prefault({}),
+    loss: LossSettingsSchema.prefault({}).describe(
+      'Policy loss of the engine (clip eps_low/eps_high, KL kl_coef/kl_estimator, aggregation); ' +
+        'packages/trainer-ctl/src/engine/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO).',
+    ),
+    learning_rate: z
+      .number()
+      .positive()
+      .default(1e-6)
+      .describe('AdamW learning rate of GRPO updates. Default 1e-6 (DeepSeekMath GRPO).'),
+    weight_decay: z.number().min(0).default(0).describe('AdamW weight decay. Default 0.'),
+    max_grad_norm: z
+      .number()
+      .positive()
+      .default(1)
+      .describe('Gradients are clipped to this global L2 norm. Default 1.'),
+    updates_per_batch: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe('mu of GRPO: optimizer passes over one batch of episodes; the clip only acts when mu > 1. Default 1.'),
+  })
+  .describe('GRPO (Shao et al. 2024, DeepSeekMath).');

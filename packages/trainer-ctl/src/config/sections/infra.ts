@@ -1,0 +1,88 @@
+/** queue, workers, checkpoints, logging: how the run executes and what it keeps. */
+import { z } from 'zod';
+
+export const QueueSection = z
+  .strictObject({
+    redis_url: z
+      .url({ protocol: /^rediss?$/ })
+      .nullable()
+      .default(null)
+      .describe(
+        'Redis holding the rollout and train queues (BullMQ), e.g. redis://10.0.0.5:6379. null: trainer-ctl starts ' +
+          'its own redis-server on a free loopback port with data in <run dir>/redis (append-only file on, so the run ' +
+          'can be resumed) and stops it at the end. --redis on the command line overrides. Default null.',
+      ),
+    prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+$/)
+      .default('thinkfl')
+      .describe('Key prefix of the queues; a run\'s queues are <prefix>:<run.name>:<queue>. Default thinkfl.'),
+    redis_server: z
+      .string()
+      .default('redis-server')
+      .describe('Executable of the embedded Redis. Default redis-server (from PATH).'),
+    ready_timeout_s: z.number().positive().default(10).describe('Wait at most this long for the embedded Redis to start, seconds. Default 10.'),
+  })
+  .prefault({})
+  .describe('The job transport.');
+
+export const WorkersSection = z
+  .strictObject({
+    rollout: z
+      .strictObject({
+        count: z.number().int().min(0).default(1).describe('Rollout workers trainer-ctl starts itself (0: only external ones join). Default 1.'),
+        concurrency: z.number().int().positive().default(1).describe('Episodes one rollout worker plays at once. Default 1.'),
+        job_timeout_s: z.number().positive().default(600).describe('An episode job failing to finish in this time is retried, seconds. Default 600.'),
+      })
+      .prefault({})
+      .describe('Rollout workers: queue consumers that play episodes with the generation backend.'),
+    train: z
+      .strictObject({
+        python: z.string().default('/usr/bin/python3').describe('Python interpreter of the train engine. Default /usr/bin/python3 (Debian\'s, with torch).'),
+        device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
+        deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO) for GPU runs; none on CPU. Default none.'),
+        micro_batch_size: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe('Episodes per forward/backward pass; gradients accumulate to the whole batch. Default 1.'),
+      })
+      .prefault({})
+      .describe('The train worker and its engine (a Python process driven over stdio).'),
+    max_staleness: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe('Policy versions a rollout may lag behind the trainer (0: strictly on-policy). Default 0.'),
+    sync_timeout_s: z.number().positive().default(300).describe('Hard limit of one weight sync to the rollout side, seconds. Default 300.'),
+  })
+  .prefault({})
+  .describe('Rollout and train workers.');
+
+export const CheckpointsSection = z
+  .strictObject({
+    every_steps: z.number().int().positive().default(10).describe('Save a checkpoint every this many GRPO steps (and at each stage end). Default 10.'),
+    keep_last: z.number().int().positive().default(3).describe('Checkpoints kept; older ones are deleted (stage-end ones are kept). Default 3.'),
+    resume: z
+      .enum(['auto', 'never', 'require'])
+      .default('auto')
+      .describe('auto: continue from the run directory\'s latest checkpoint if any; never: refuse a run directory that has one; require: fail without one. Default auto.'),
+  })
+  .prefault({})
+  .describe('Checkpoints and resume.');
+
+export const LoggingSection = z
+  .strictObject({
+    level: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('Least severe log level printed. Default info.'),
+    metrics_every_steps: z.number().int().positive().default(1).describe('Write step metrics to <run dir>/metrics.jsonl every this many steps. Default 1.'),
+    episodes_per_step: z
+      .number()
+      .int()
+      .min(0)
+      .default(1)
+      .describe('Full episodes per step written to <run dir>/episodes.jsonl for inspection. Default 1.'),
+  })
+  .prefault({})
+  .describe('What the run records.');

@@ -1,0 +1,60 @@
+/** model and tokenizer: which backbone, from a local directory or a Hugging Face hub id. */
+import { z } from 'zod';
+
+const HUB_ID = /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/;
+
+export const ModelSection = z
+  .strictObject({
+    hub_id: z
+      .string()
+      .regex(HUB_ID, 'a hub id is "<org>/<name>"')
+      .optional()
+      .describe(
+        'Hugging Face hub id of the backbone (e.g. Qwen/Qwen2.5-3B-Instruct). Without dir the model lives in ' +
+          '<cache_dir>/<org>--<name>, downloaded there when missing. Swapping the backbone is changing this line.',
+      ),
+    dir: z
+      .string()
+      .optional()
+      .describe(
+        'Local model directory (config.json, tokenizer.json, tokenizer_config.json, weights or onnx/model.onnx). ' +
+          'Must exist when no hub_id is given. Default <cache_dir>/<org>--<name> of hub_id.',
+      ),
+    revision: z.string().min(1).default('main').describe('Hub revision (branch, tag or commit) of hub_id. Default main.'),
+    cache_dir: z
+      .string()
+      .default('.cache/models')
+      .describe('Where hub models are kept, one directory per model. Default .cache/models.'),
+    dtype: z
+      .enum(['float32', 'bfloat16', 'float16'])
+      .default('bfloat16')
+      .describe('Precision of the weights in training and generation. Default bfloat16 (ThinkFL backbones; 3x faster than float32 on CPU too).'),
+    max_context_tokens: z
+      .number()
+      .int()
+      .positive()
+      .default(8192)
+      .describe('Longest episode (prompt, tool outputs and generated tokens), tokens; longer episodes end as no_answer. Default 8192.'),
+  })
+  .refine((m) => m.hub_id !== undefined || m.dir !== undefined, {
+    message: 'give dir (a local model directory) or hub_id (a Hugging Face hub id)',
+  })
+  .transform((m) => ({ ...m, dir: m.dir ?? `${m.cache_dir}/${(m.hub_id as string).replace('/', '--')}` }))
+  .describe('The backbone to fine-tune.');
+
+export const TokenizerSection = z
+  .strictObject({
+    dir: z
+      .string()
+      .optional()
+      .describe('Directory with tokenizer.json and tokenizer_config.json. Default the model directory.'),
+    chat_template: z
+      .string()
+      .min(1)
+      .default('auto')
+      .describe(
+        'Chat template: auto (the one in tokenizer_config.json), a built-in name of packages/rollout/src/chat, ' +
+          'or a path to a .jinja file. Default auto.',
+      ),
+  })
+  .describe('Tokenizer and chat template; text becomes tokens once, on the rollout side.');

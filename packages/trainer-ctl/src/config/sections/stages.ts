@@ -1,0 +1,63 @@
+/** stages: the three ThinkFL training stages, in order, each with its own length and extras. */
+import { ExpertSettingsSchema } from '@thinkfl/env';
+import { z } from 'zod';
+
+/** The ThinkFL stages in the order they run. */
+export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
+export type StageName = (typeof STAGE_NAMES)[number];
+
+const enabled = z.boolean().default(true).describe('Run this stage. Default true.');
+const steps = (def: number) =>
+  z
+    .number()
+    .int()
+    .min(0)
+    .default(def)
+    .describe(`GRPO steps of the stage; each step plays grpo.cases_per_step cases x grpo.group_size samples. Default ${def}.`);
+
+export const StagesSection = z
+  .strictObject({
+    priming: z
+      .strictObject({
+        enabled,
+        sft: z
+          .strictObject({
+            enabled: z.boolean().default(true).describe('Run SFT before the stage\'s GRPO steps. Default true.'),
+            conversations: z
+              .number()
+              .int()
+              .positive()
+              .default(300)
+              .describe('Teacher conversations to fine-tune on, only ones whose answer is correct ("a few hundred", ThinkFL stage 1). Default 300.'),
+            teacher: ExpertSettingsSchema.omit({ dMax: true })
+              .prefault({})
+              .describe('Settings of the scripted expert that plays the teacher conversations; its turn budget is episode.dMax.'),
+            epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
+            learning_rate: z.number().positive().default(1e-5).describe('SFT learning rate (AdamW). Default 1e-5.'),
+            batch_size: z.number().int().positive().default(8).describe('Conversations per SFT optimizer step. Default 8.'),
+          })
+          .prefault({})
+          .describe('Supervised fine-tuning on teacher conversations before GRPO (ThinkFL stage 1).'),
+        steps: steps(100),
+      })
+      .prefault({})
+      .describe('Stage 1, format-aware policy priming: SFT, then GRPO with recall + format rewards at a higher temperature.'),
+    exploration: z
+      .strictObject({
+        enabled,
+        steps: steps(100),
+        repeats: z
+          .number()
+          .int()
+          .min(1)
+          .default(4)
+          .describe('How many times each question is played across the stage\'s steps (ThinkFL guided exploration augmentation). Default 4.'),
+      })
+      .prefault({})
+      .describe('Stage 2, guided exploration augmentation: recall + diversity rewards, questions repeated across steps.'),
+    refinement: z
+      .strictObject({ enabled, steps: steps(100) })
+      .prefault({})
+      .describe('Stage 3, rank-oriented refinement: the multi-factor reward S = alpha*R + beta*P - gamma*H.'),
+  })
+  .describe('The three training stages, run in this order. Step counts are not published by ThinkFL; the defaults are this project\'s.');
