@@ -111,6 +111,17 @@ describe('rot', () => {
     expect(ep.toolCalls).toHaveLength(2);
   });
 
+  it('stores malformed tool_calls in the contract shape and grades them as format errors', async () => {
+    const bad = { content: '', tool_calls: [null, { id: 3, function: { name: 'search_logs', arguments: { a: 1 } } }] } as never;
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([bad, answer('p')]) });
+    expect(ep.messages[2].tool_calls).toEqual([
+      { id: 'call_0_0', type: 'function', function: { name: '', arguments: '' } },
+      { id: 'call_0_1', type: 'function', function: { name: 'search_logs', arguments: '{"a":1}' } },
+    ]);
+    expect(ep.turns[0]).toMatchObject({ parsed: false });
+    expect(ep.messages.filter((m) => m.role === 'tool' && m.content.startsWith('Error:')).map((m) => m.tool_call_id)).toEqual(['call_0_0', 'call_0_1']);
+  });
+
   it('runs with span aliases: the prompt names s1 and the tools accept it', async () => {
     const ep = await runEpisode({
       dataset: ds,

@@ -13,6 +13,8 @@ export type ArgsCheck = { ok: true; args: unknown } | { ok: false; error: string
 
 export class Toolbox {
   readonly ctx: ToolContext;
+  /** Specs are asked for on every turn; rendering the JSON Schema once is enough. */
+  private readonly specCache = new Map<string, ToolSpec>();
 
   constructor(dataset: Dataset, settings: ToolSettings | Record<string, unknown> = {}) {
     const s = parseToolSettings(settings);
@@ -35,9 +37,13 @@ export class Toolbox {
   /** Specs of the named tools, in the given order; unknown names are an error of the caller. */
   specs(names: readonly string[]): ToolSpec[] {
     return names.map((n) => {
+      const cached = this.specCache.get(n);
+      if (cached) return cached;
       const def = getTool(n);
       if (!def) throw new Error(`unknown tool "${n}" (known: ${toolNames().join(', ')})`);
-      return toolSpec(def);
+      const spec = toolSpec(def);
+      this.specCache.set(n, spec);
+      return spec;
     });
   }
 
