@@ -3,8 +3,10 @@
  * environment's own imported dataset, built once into .cache/ by the real importer and reused
  * while its format version, settings and the importer's code are unchanged.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CaseSettings, FORMAT_VERSION, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
 
@@ -50,4 +52,18 @@ export async function ensureNezhaDataset(): Promise<string> {
   await importDataset({ format: 'nezha', src: NEZHA_RAW, out: NEZHA_DATASET, settings: nezhaTestSettings() });
   writeFileSync(FINGERPRINT, codeFingerprint());
   return NEZHA_DATASET;
+}
+
+/**
+ * Extracts the named members (paths inside the archives, e.g. `rca_data/2023-01-29/trace/08_43_trace.csv`)
+ * of the shared Nezha tgz files into a fresh temp dir, so tests can compare against raw rows.
+ */
+export function extractNezhaRaw(members: string[]): string {
+  const out = mkdtempSync(join(tmpdir(), 'nezha-raw-'));
+  const logs = members.filter((m) => m.includes('/log/'));
+  const data = members.filter((m) => !m.includes('/log/'));
+  const archive = (suffix: string) => join(NEZHA_RAW, `trainticket-${NEZHA_DATE}${suffix}.tgz`);
+  if (data.length) execFileSync('tar', ['-xzf', archive(''), '-C', out, ...data]);
+  if (logs.length) execFileSync('tar', ['-xzf', archive('-logs'), '-C', out, ...logs]);
+  return out;
 }
