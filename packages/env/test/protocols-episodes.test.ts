@@ -141,6 +141,9 @@ describe('rot', () => {
     expect(ep.stopReason).toBe('no_answer');
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 21 } })).rejects.toThrow(/episode\.dMax/);
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_traces'] } })).rejects.toThrow(/print_results/);
+    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_tracez', 'print_results'] } })).rejects.toThrow(
+      /episode\.tools: unknown tool; known tools: search_traces/,
+    );
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'nope' })).rejects.toThrow(/unknown protocol "nope"/);
   });
 });

@@ -1,5 +1,7 @@
 /** Settings of episode protocols: turn budgets, tools offered, and the tools' own settings. */
 import { z } from 'zod';
+import '../tools/builtin';
+import { getTool, toolNames } from '../tools/registry';
 import { ToolSettingsSchema } from '../tools/settings';
 
 /** Hard cap on tool turns of any protocol (ThinkFL: D_max up to 20). */
@@ -14,6 +16,7 @@ export const EpisodeSettingsSchema = z
       .array(z.string().min(1))
       .min(1)
       .default(['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results'])
+      .refine((t) => t.every((n) => getTool(n)), { message: `unknown tool; known tools: ${toolNames().join(', ')}` })
       .refine((t) => t.includes('print_results'), { message: 'tools must include print_results' }),
     /** Phase budgets of `rclagent` (RCLAgent); their sum is at most 20. */
     rclagent: z
