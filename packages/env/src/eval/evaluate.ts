@@ -56,14 +56,24 @@ export interface EvaluateOptions {
 
 const ALL_LEVELS: Level[] = ['service', 'pod', 'node'];
 
-/** Levels at which at least one of the cases' truths names a component. */
+/**
+ * Whether a truth is scored at a level: service and pod when it names one; node only for
+ * faults labelled at node level (a pod fault's host is not what the label blames).
+ */
+function scoredAt(dataset: Dataset, truth: GroundTruth, level: Level): boolean {
+  if (level === 'node' && truth.level !== 'node') return false;
+  return rankOfTruth([], truth, level, dataset.topology) !== undefined;
+}
+
+/** Levels at which at least one of the cases' truths is scored. */
 export function applicableLevels(dataset: Dataset, cases: Case[]): Level[] {
-  return ALL_LEVELS.filter((l) => cases.some((c) => rankOfTruth([], c.truth, l, dataset.topology) !== undefined));
+  return ALL_LEVELS.filter((l) => cases.some((c) => scoredAt(dataset, c.truth, l)));
 }
 
 function ranksOf(dataset: Dataset, c: Case, answer: RootCause[] | null, levels: Level[]): RequestResult['ranks'] {
   const ranks: RequestResult['ranks'] = {};
   for (const l of levels) {
+    if (!scoredAt(dataset, c.truth, l)) continue;
     const r = rankOfTruth(answer, c.truth, l, dataset.topology);
     if (r !== undefined) ranks[l] = r;
   }

@@ -1,13 +1,17 @@
-/** Turns a registered policy into a Solve for evaluation. */
+/** Turns a registered policy into a Solve for evaluation: rankers answer directly, agents play a protocol. */
+import { runEpisode } from '../episodes/run-episode';
+import { parseEpisodeSettings } from '../episodes/settings';
 import { getPolicy, parsePolicySettings } from '../policies';
 import type { Dataset } from '../types';
 import type { Solve } from './evaluate';
 
 export interface SolverOptions {
-  /** Settings of the policy (validated by its schema). */
-  settings?: unknown;
+  /** Settings of the policy (validated by its schema). An agent's dMax defaults to the episode's. */
+  settings?: Record<string, unknown>;
   /** Episode protocol an agent policy plays. Default 'rot'. */
   protocol?: string;
+  /** Episode settings (D_max, tools, tool settings) for agent policies. */
+  episode?: Record<string, unknown>;
 }
 
 export function solverFor(dataset: Dataset, policy: string, opts: SolverOptions = {}): Solve {
@@ -16,5 +20,10 @@ export function solverFor(dataset: Dataset, policy: string, opts: SolverOptions 
     const ranker = def.create(dataset, parsePolicySettings(def, opts.settings));
     return async (c) => ({ answer: ranker.rank(c) });
   }
-  throw new Error(`policy ${policy} is an agent: it needs an episode protocol`);
+  const episode = parseEpisodeSettings(opts.episode ?? {});
+  const agent = def.create(dataset, parsePolicySettings(def, { dMax: episode.dMax, ...opts.settings }));
+  return async (c) => {
+    const record = await runEpisode({ dataset, case: c, policy: agent, protocol: opts.protocol ?? 'rot', settings: episode });
+    return { answer: record.answer, episode: record };
+  };
 }

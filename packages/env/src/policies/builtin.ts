@@ -1,3 +1,4 @@
 // Every built-in policy registers itself on import.
 import './selftime';
 import './microrank';
+import './expert/expert';

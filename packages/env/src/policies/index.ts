@@ -5,3 +5,4 @@ export * from './trace-math';
 export * from './pagerank';
 export { createSelfTimeRanker, SelfTimeSettingsSchema, type SelfTimeSettings } from './selftime';
 export { createMicroRankRanker, MicroRankSettingsSchema, type MicroRankSettings } from './microrank';
+export { createExpert, ExpertSettingsSchema, type ExpertSettings } from './expert/expert';

@@ -9,14 +9,15 @@ import { z } from 'zod';
 import type { Case, Dataset, RootCause, Span } from '../types';
 import { personalizedPageRank, type TraceGraph } from './pagerank';
 import { registerPolicy, type Ranker } from './registry';
-import { TraceTimeIndex } from './trace-math';
+import { endpointSpan, TraceTimeIndex } from './trace-math';
 
 export const MicroRankSettingsSchema = z.object({
   /** Requests whose entry starts within this many seconds of the case's entry are compared. Default 60. */
   windowS: z.number().positive().default(60),
   /**
-   * A request is anomalous when its entry span lasts more than k standard deviations above the
-   * usual duration of such entries in the fault-free baseline (the case's own request always is). Default 3.
+   * A request is anomalous when its endpoint span (see endpointSpan) lasts more than k standard
+   * deviations above its usual duration in the fault-free baseline (the case's own request
+   * always is). Default 3.
    */
   anomalySigma: z.number().positive().default(3),
   /** Damping factor of PageRank. Default 0.85 (MicroRank). */
@@ -59,7 +60,7 @@ function graphOf(dataset: Dataset, traceIds: string[], opIndex: Map<string, numb
 export function createMicroRankRanker(dataset: Dataset, settings: MicroRankSettings): Ranker {
   let index: TraceTimeIndex | undefined;
   const isAnomalous = (traceId: string): boolean => {
-    const e = dataset.traces.entry(traceId);
+    const e = endpointSpan(dataset.traces, traceId);
     const usual = e && dataset.baseline.duration(e);
     return !!e && !!usual && e.durationUs > usual.meanUs + settings.anomalySigma * usual.stdUs;
   };

@@ -57,3 +57,19 @@ export class TraceTimeIndex {
     return this.ids.slice(this.lowerBound(fromUs), this.lowerBound(toUs + 1));
   }
 }
+
+/**
+ * The span of the endpoint a request called: the first span (by start) outside the entry's
+ * service whose parent runs in the entry's service; the entry itself when there is none.
+ * Its duration is the request's latency without the gateway, and its baseline context is
+ * specific to the endpoint (the entry span's context is shared by every request).
+ */
+export function endpointSpan(store: TraceStore, traceId: string): Span | undefined {
+  const entry = store.entry(traceId);
+  if (!entry) return undefined;
+  for (const s of store.trace(traceId)) {
+    if (s.parentId === null || s.service === entry.service) continue;
+    if (store.span(s.parentId)?.service === entry.service) return s;
+  }
+  return entry;
+}

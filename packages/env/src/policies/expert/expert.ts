@@ -1,0 +1,159 @@
+/**
+ * Scripted expert for the `rot` protocol, played the way an SRE reads a trace: open the
+ * entry span, keep opening the child that carries the excess latency, the changed call
+ * pattern or the error, then check the suspects' metrics and logs, and print a ranked list.
+ * It reads only the structured data of its own observations, never the ground truth; its
+ * correct conversations are the SFT data of stage 1.
+ */
+import { z } from 'zod';
+import type { AssistantMessage, Dataset, Policy, PolicyContext, RootCause } from '../../types';
+import { registerPolicy } from '../registry';
+import { type Evidence, gatherEvidence, isFast, isSlow, type KnownSpan, otherChanges, raisedError } from './evidence';
+import { hermes, spanName, vsUsual } from './messages';
+import { interest, rankSuspects, type Suspect } from './suspects';
+
+export const ExpertSettingsSchema = z.object({
+  /** Tool turns of the protocol (D_max); the expert answers within them. Default 10 (ThinkFL). */
+  dMax: z.number().int().min(1).max(20).default(10),
+  /** Turns kept for metric and log checks of the top suspects, unless a strong lead is still open (then 1). Default 3. */
+  confirmations: z.number().int().min(0).default(3),
+  /** Besides the tool's SLOW mark, a span is slow when this many usual standard deviations above its usual duration. Default 3. */
+  slowZ: z.number().positive().default(3),
+  /** A span is cut short when it lasts at most this fraction of its usual duration. Default 0.5. */
+  fastRatio: z.number().gt(0).lt(1).default(0.5),
+  /** Interest of a span (see suspects.ts) from which it is followed even into the turns kept for checks. Default 1. */
+  strongLead: z.number().positive().default(1),
+  /** An error log template supports a suspect when new or at least this many times its usual rate. Default 3. */
+  logRatio: z.number().positive().default(3),
+  /** Most root causes in the final answer. Default 5. */
+  maxAnswers: z.number().int().min(1).default(5),
+});
+export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
+
+type Check = { tool: 'search_fluctuating_metrics' | 'search_logs'; target: string; suspect: Suspect };
+
+/** The unopened span most worth opening; when nothing points anywhere, the latest call deepest down. */
+function nextSpan(ev: Evidence, s: ExpertSettings): { span: KnownSpan; why: 'evidence' | 'follow'; value: number } | undefined {
+  let best: KnownSpan | undefined;
+  let bestV = 0;
+  for (const k of ev.spans.values()) {
+    const v = interest(ev, k, s);
+    if (v > bestV) {
+      best = k;
+      bestV = v;
+    }
+  }
+  if (best) return { span: best, why: 'evidence', value: bestV };
+  const onward = [...ev.spans.values()]
+    .filter((k) => k.children === undefined && k.summary.childCount > 0)
+    .sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs);
+  return onward[0] && { span: onward[0], why: 'follow', value: 0 };
+}
+
+function openReason(k: KnownSpan, why: 'evidence' | 'follow', s: ExpertSettings): string {
+  const sum = k.summary;
+  if (why === 'follow') return `Nothing stands out yet, so I follow the call path below ${spanName(sum)}.`;
+  if (raisedError(sum)) return `${spanName(sum)} ran its error handler this time; I open it to find the call that failed.`;
+  const other = otherChanges(sum);
+  if (other.missing.length) {
+    return `${spanName(sum)} did not make its usual calls (${other.missing.slice(0, 2).join('; ')}); I open it to see what it called before it stopped.`;
+  }
+  if (isSlow(sum, s.slowZ)) return `${spanName(sum)} ${vsUsual(sum)}; the delay continues below it, so I open its children.`;
+  if (isFast(sum, s.fastRatio)) return `${spanName(sum)} ${vsUsual(sum)}, as if cut short; I open it to see where it stopped.`;
+  return `Its caller looks abnormal, and ${spanName(sum)} is among the calls it made last; I open it.`;
+}
+
+function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>): Check[] {
+  const out: Check[] = [];
+  suspects.slice(0, 2).forEach((sus, i) => {
+    const plan: Check[] = [
+      { tool: 'search_logs', target: sus.service, suspect: sus },
+      { tool: 'search_fluctuating_metrics', target: sus.pod, suspect: sus },
+    ];
+    // The second suspect gets its logs checked only: exceptions show there first.
+    for (const c of i === 0 ? plan : plan.slice(0, 1)) {
+      const done = c.tool === 'search_logs' ? ev.logs.has(c.target) : ev.metrics.has(c.target);
+      if (!done && offered.has(c.tool)) out.push(c);
+    }
+  });
+  return out;
+}
+
+function checkReason(c: Check, first: boolean): string {
+  const why = c.suspect.reasons[0] ?? 'it is on the path of the request';
+  if (c.tool === 'search_logs') {
+    return `${first ? 'My main suspect' : 'Another suspect'} is ${c.suspect.service} (${why}); I compare its error logs around the request with their usual rate.`;
+  }
+  return `I check whether the metrics of ${c.suspect.pod} left their usual band around the request time.`;
+}
+
+/** The entry span as the prompt names it (an alias when aliases are on), else its id. */
+function entryRef(ctx: PolicyContext): string {
+  for (const m of ctx.messages) {
+    const found = m.role === 'user' ? /Entry span: (\S+)/.exec(m.content) : null;
+    if (found) return found[1];
+  }
+  return ctx.case.entrySpanId;
+}
+
+function answer(ev: Evidence, suspects: Suspect[], max: number): RootCause[] {
+  const out: RootCause[] = suspects.map((s) => ({ service: s.service, pod: s.pod, reason: s.reasons.slice(0, 2).join('; ') }));
+  // Fill with the other pods on the opened path, deepest first: the fault is rarely above the evidence.
+  const rest = [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs);
+  for (const k of rest) {
+    if (!out.some((r) => r.pod === k.summary.pod)) out.push({ service: k.summary.service, pod: k.summary.pod, reason: 'on the path of the request' });
+  }
+  return out.slice(0, max);
+}
+
+export function createExpert(_dataset: Dataset, settings: ExpertSettings): Policy {
+  return {
+    name: 'expert',
+    async next(ctx: PolicyContext): Promise<AssistantMessage> {
+      const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name !== 'print_results'));
+      const offered = new Set(ctx.tools.map((t) => t.name));
+      const used = [...ev.calls.values()].reduce((a, b) => a + b, 0);
+      // The last of the D_max turns is kept for print_results, so the expert answers on its own.
+      const left = settings.dMax - 1 - used;
+      const suspects = rankSuspects(ev, settings);
+      const print = (): AssistantMessage => {
+        const root_causes = answer(ev, suspects, settings.maxAnswers);
+        const top = suspects[0];
+        const lead = top
+          ? `The evidence points to ${top.pod} first: ${top.reasons.slice(0, 3).join('; ')}.`
+          : 'No span stood out clearly, so I list the components on the path of the request, deepest first.';
+        return hermes(`${lead} I list the suspects, most likely first.`, 'print_results', { root_causes });
+      };
+      if (ctx.final || left <= 0 || !offered.has('search_traces')) return print();
+      if (!ev.calls.get('search_traces')) {
+        const c = ctx.case;
+        return hermes(
+          `The request took ${(c.entryDurationUs / 1000).toFixed(1)} ms end to end; I start by listing the spans below its entry span.`,
+          'search_traces',
+          { parent_span_id: entryRef(ctx) },
+        );
+      }
+      const todo = checks(suspects, ev, offered);
+      const next = nextSpan(ev, settings);
+      const reserve = Math.min(next && next.value >= settings.strongLead ? 1 : settings.confirmations, todo.length);
+      if (next && left > reserve) {
+        return hermes(openReason(next.span, next.why, settings), 'search_traces', { parent_span_id: next.span.summary.ref });
+      }
+      const check = todo[0];
+      if (check) {
+        const ts = Math.round(ctx.case.timestampUs / 1e6);
+        const first = check.suspect === suspects[0];
+        return hermes(checkReason(check, first), check.tool, { service_name: check.target, timestamp: ts });
+      }
+      return print();
+    },
+  };
+}
+
+registerPolicy({
+  name: 'expert',
+  kind: 'agent',
+  description: 'scripted SRE expert playing the rot protocol (teacher of the SFT data)',
+  settings: ExpertSettingsSchema,
+  create: createExpert,
+});

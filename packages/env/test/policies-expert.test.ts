@@ -1,0 +1,86 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { loadDataset, type LoadedDataset } from '../src/datasets';
+import { runEpisode } from '../src/episodes';
+import { spreadCases } from '../src/eval';
+import { createExpert, ExpertSettingsSchema } from '../src/policies';
+import type { SearchTracesData } from '../src/tools';
+import type { Case, EpisodeRecord } from '../src/types';
+
+let ds: LoadedDataset;
+let cases: Case[];
+
+beforeAll(async () => {
+  ds = await loadDataset(await ensureNezhaDataset());
+  cases = spreadCases(ds.cases, 6);
+});
+
+async function play(c: Case, settings: Record<string, unknown> = {}, dMax = 10): Promise<EpisodeRecord> {
+  const expert = createExpert(ds, ExpertSettingsSchema.parse({ dMax, ...settings }));
+  return runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { dMax, toolSettings: settings.toolSettings ?? {} } });
+}
+
+describe('scripted expert on real cases', () => {
+  it('answers within D_max with well-formed Hermes calls and a ranked list of known pods', async () => {
+    for (const c of cases) {
+      const ep = await play(c);
+      expect(ep.stopReason).toBe('answered');
+      expect(ep.parseErrors).toEqual([]);
+      expect(ep.turns.every((t) => t.parsed && t.offeredTool && t.argsValid)).toBe(true);
+      expect(ep.path.length).toBeLessThanOrEqual(10);
+      expect(ep.answer!.length).toBeGreaterThan(1);
+      expect(ep.answer!.length).toBeLessThanOrEqual(5);
+      for (const r of ep.answer!) expect(ds.topology.serviceOfPod(r.pod!)).toBe(r.service);
+      for (const m of ep.messages.filter((x) => x.role === 'assistant')) {
+        // A reasoning sentence, then exactly one call.
+        expect(m.content).toMatch(/^[^<]{20,}\n<tool_call>\n\{.*\}\n<\/tool_call>$/s);
+      }
+    }
+  });
+
+  it('starts at the entry span and only opens spans it has been shown', async () => {
+    const ep = await play(cases[0]);
+    const first = ep.toolCalls[0];
+    expect(first.name).toBe('search_traces');
+    expect(first.arguments).toEqual({ parent_span_id: cases[0].entrySpanId });
+    const seen = new Set<string>([cases[0].entrySpanId]);
+    for (const call of ep.toolCalls.filter((t) => t.name === 'search_traces')) {
+      expect(seen.has((call.arguments as { parent_span_id: string }).parent_span_id)).toBe(true);
+      expect(call.observation.ok).toBe(true);
+      for (const child of (call.observation.data as SearchTracesData).children) seen.add(child.spanId);
+    }
+  });
+
+  it('descends into the trace and checks logs or metrics of a suspect before answering', async () => {
+    const ep = await play(cases[1]);
+    const names = ep.toolCalls.map((t) => t.name);
+    expect(names.filter((n) => n === 'search_traces').length).toBeGreaterThanOrEqual(3);
+    expect(names.some((n) => n === 'search_logs' || n === 'search_fluctuating_metrics')).toBe(true);
+    const checked = ep.toolCalls.find((t) => t.name === 'search_logs' || t.name === 'search_fluctuating_metrics')!;
+    const target = (checked.arguments as { service_name: string }).service_name;
+    // What it checked is something it suspects, and the answer leads with a suspect it examined in the trace.
+    expect(ep.answer!.some((r) => r.service === target || r.pod === target)).toBe(true);
+  });
+
+  it('never reads the ground truth: a different truth gives the same conversation', async () => {
+    for (const c of cases.slice(0, 3)) {
+      const a = await play(c);
+      const b = await play({ ...c, truth: { level: 'service', service: 'ts-not-a-service' } });
+      expect(b.messages.map((m) => m.content)).toEqual(a.messages.map((m) => m.content));
+    }
+  });
+
+  it('respects a small D_max and still answers on its own', async () => {
+    const ep = await play(cases[2], {}, 3);
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.path.length).toBeLessThanOrEqual(2);
+  });
+
+  it('uses the span aliases the prompt shows when aliases are on', async () => {
+    const ep = await play(cases[3], { toolSettings: { spanAliases: true } });
+    expect(ep.stopReason).toBe('answered');
+    const ids = ep.toolCalls.filter((t) => t.name === 'search_traces').map((t) => (t.arguments as { parent_span_id: string }).parent_span_id);
+    expect(ids[0]).toBe('s1');
+    for (const id of ids) expect(id).toMatch(/^s\d+$/);
+  });
+});
