@@ -1,7 +1,23 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { ChatMessage, OpenAIToolCall, ToolSpec } from '@thinkfl/env';
+import {
+  createExpert,
+  ExpertSettingsSchema,
+  loadDataset,
+  runEpisode,
+  type ChatMessage,
+  type OpenAIToolCall,
+  type ToolSpec,
+} from '@thinkfl/env';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { fixtureModelDir, npmQwen3Dir, type FixtureModel } from '../fixtures/chat-models/assemble';
-import { EpisodeTokens, loadChatModel, TemplatePrefixError, tokenizeEpisode, type ChatModel } from '../src/chat/index';
+import {
+  allToolSpecs,
+  EpisodeTokens,
+  loadChatModel,
+  TemplatePrefixError,
+  tokenizeEpisode,
+  type ChatModel,
+} from '../src/chat/index';
 
 const tools: ToolSpec[] = [
   {
@@ -149,5 +165,24 @@ describe('templates that rewrite history', () => {
     const run = () => tokenizeEpisode(episode, template, tokenizer, { tools });
     expect(run).toThrow(TemplatePrefixError);
     expect(run).toThrow(/not prefix-stable: rendering \d+ messages changes earlier text at character \d+/);
+  });
+});
+
+describe('real scripted-expert episodes on Nezha cases', () => {
+  it.each(models)('%s: decode(generated ids) is the assistant turns; decode(all ids) is the render', async (name) => {
+    const ds = await loadDataset(await ensureNezhaDataset());
+    const { tokenizer, template } = loaded.get(name)!;
+    const eos = tokenizer.eosToken!;
+    const trim = name.startsWith('llama');
+    for (const c of [ds.cases[0], ds.cases[Math.floor(ds.cases.length / 2)]]) {
+      const rec = await runEpisode({ dataset: ds, case: c, policy: createExpert(ds, ExpertSettingsSchema.parse({})) });
+      const { ids, mask } = tokenizeEpisode(rec.messages, template, tokenizer, { tools: allToolSpecs() });
+      const turns = rec.messages.filter((m) => m.role === 'assistant').map((m) => (trim ? m.content.trim() : m.content) + eos);
+      expect(generatedRuns(ids, mask).map((r) => tokenizer.decode(r))).toEqual(turns);
+      // Episodes end with print_results' tool result: the ids then end with a generation prompt.
+      const open = rec.messages[rec.messages.length - 1].role !== 'assistant';
+      const full = template.render(rec.messages, { tools: allToolSpecs(), addGenerationPrompt: open });
+      expect(tokenizer.decode(ids)).toBe(open ? full : full.replace(/\n$/, ''));
+    }
   });
 });
