@@ -87,7 +87,8 @@ function distance(a: string, b: string): number {
 
 function unknownKey(key: string, known: string[] | undefined): string {
   if (!known) return 'unknown key';
-  const close = known.filter((k) => distance(k.toLowerCase(), key.toLowerCase()) <= Math.max(1, Math.floor(key.length / 3)));
+  const limit = key.length >= 4 ? Math.max(2, Math.floor(key.length / 3)) : 1;
+  const close = known.filter((k) => distance(k.toLowerCase(), key.toLowerCase()) <= limit);
   const hint = close.length ? ` (did you mean ${close.join(' or ')}?)` : '';
   return `unknown key${hint}; expected one of: ${known.join(', ')}`;
 }

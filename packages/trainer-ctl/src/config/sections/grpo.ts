@@ -1,6 +1,7 @@
 /** grpo: group size, advantages, the policy loss and the optimizer. */
 import { z } from 'zod';
 import { LossSettingsSchema } from '../../engine/loss-settings';
+import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
 import { AdvantageSettingsSchema } from '../../grpo/advantages';
 
 export const GrpoSection = z
@@ -22,17 +23,11 @@ export const GrpoSection = z
       'Policy loss of the engine (clip eps_low/eps_high, KL kl_coef/kl_estimator, aggregation); ' +
         'packages/trainer-ctl/src/engine/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO).',
     ),
-    learning_rate: z
-      .number()
-      .positive()
-      .default(1e-6)
-      .describe('AdamW learning rate of GRPO updates. Default 1e-6 (DeepSeekMath GRPO).'),
-    weight_decay: z.number().min(0).default(0).describe('AdamW weight decay. Default 0.'),
-    max_grad_norm: z
-      .number()
-      .positive()
-      .default(1)
-      .describe('Gradients are clipped to this global L2 norm. Default 1.'),
+    optimizer: OptimizerSettingsSchema.extend({
+      lr: z.number().positive().default(1e-6).describe('AdamW learning rate of GRPO updates. Default 1e-6 (DeepSeekMath GRPO).'),
+    })
+      .prefault({})
+      .describe('AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm); packages/trainer-ctl/src/engine/optimizer-settings.ts.'),
     updates_per_batch: z
       .number()
       .int()

@@ -1,6 +1,7 @@
 /** stages: the three ThinkFL training stages, in order, each with its own length and extras. */
 import { ExpertSettingsSchema } from '@thinkfl/env';
 import { z } from 'zod';
+import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
 
 /** The ThinkFL stages in the order they run. */
 export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
@@ -33,7 +34,7 @@ export const StagesSection = z
               .prefault({})
               .describe('Settings of the scripted expert that plays the teacher conversations; its turn budget is episode.dMax.'),
             epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
-            learning_rate: z.number().positive().default(1e-5).describe('SFT learning rate (AdamW). Default 1e-5.'),
+            optimizer: OptimizerSettingsSchema.prefault({}).describe('AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.'),
             batch_size: z.number().int().positive().default(8).describe('Conversations per SFT optimizer step. Default 8.'),
           })
           .prefault({})

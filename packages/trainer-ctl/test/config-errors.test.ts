@@ -1,0 +1,164 @@
+/**
+ * A bad run config fails before any work, with messages naming file, line and YAML path:
+ * wrong types, unknown keys (at any depth, including other packages' sections), missing
+ * sections, and input paths (the dataset, the model) that do not exist.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadRunConfig, parseRunConfig } from '../src/config';
+import { NEZHA_DATASET } from '../../../testkit/nezha';
+
+const tmp = mkdtempSync(join(tmpdir(), 'thinkfl-config-'));
+const modelDir = join(tmp, 'model');
+mkdirSync(modelDir);
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** A valid config on the real imported Nezha dataset; `extra` lines are appended. */
+function yaml(extra = '', dataset = NEZHA_DATASET): string {
+  return [
+    'run:',
+    '  name: t1',
+    `  output_dir: ${join(tmp, 'runs')}`,
+    'model:',
+    `  dir: ${modelDir}`,
+    'dataset:',
+    `  path: ${dataset}`,
+    extra,
+  ].join('\n');
+}
+
+function issuesOf(text: string): string[] {
+  try {
+    parseRunConfig(text, 'bad.yaml');
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as ConfigError).message.split('\n');
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+describe('a valid config', () => {
+  it('loads with defaults applied and absolute paths', () => {
+    const { config, runDir } = parseRunConfig(yaml(), join(tmp, 'ok.yaml'));
+    expect(config.grpo.group_size).toBe(8);
+    expect(config.grpo.advantage.estimator).toBe('grpo');
+    expect(config.episode.protocol).toBe('rot');
+    expect(config.graders.stage_rewards.exploration).toBe('stage2');
+    expect(config.dataset.path).toBe(NEZHA_DATASET);
+    expect(runDir).toBe(join(tmp, 'runs', 't1'));
+    // Loading does no work: not even the run directory is created.
+    expect(existsSync(runDir)).toBe(false);
+  });
+
+  it('resolves relative paths against base_dir, relative to the YAML file', () => {
+    const text = ['run: { name: r, base_dir: .. }', 'model: { hub_id: Qwen/Qwen2.5-0.5B-Instruct }', 'dataset: { path: data/x }'].join('\n');
+    const { config } = parseRunConfig(text, join(tmp, 'configs', 'r.yaml'), { checkPaths: false });
+    expect(config.dataset.path).toBe(join(tmp, 'data', 'x'));
+    expect(config.model.dir).toBe(join(tmp, '.cache', 'models', 'Qwen--Qwen2.5-0.5B-Instruct'));
+    expect(config.run.output_dir).toBe(join(tmp, 'runs'));
+  });
+});
+
+describe('wrong types', () => {
+  it('names file, line, YAML path, the expected type and the value found', () => {
+    expect(issuesOf(yaml('grpo:\n  group_size: eight'))).toEqual([
+      'bad.yaml:9: grpo.group_size: expected number, got string "eight"',
+    ]);
+  });
+
+  it('names the accepted values of an enum', () => {
+    expect(issuesOf(yaml('grpo:\n  advantage:\n    estimator: ppo'))).toEqual([
+      'bad.yaml:10: grpo.advantage.estimator: expected one of "grpo", "drgrpo", "rloo", "thinkfl", got string "ppo"',
+    ]);
+  });
+
+  it('names the backend kinds when the kind is unknown', () => {
+    expect(issuesOf(yaml('generation:\n  backend: { kind: vllm }'))).toEqual([
+      'bad.yaml:9: generation.backend.kind: expected one of "onnx", "openai", got string "vllm"',
+    ]);
+  });
+
+  it('reports a range violation with the value', () => {
+    expect(issuesOf(yaml('episode:\n  dMax: 50\ngraders:\n  route: { dMax: 50 }'))).toEqual([
+      'bad.yaml:9: episode.dMax: Too big: expected number to be <=20, got number 50',
+    ]);
+  });
+});
+
+describe('unknown keys', () => {
+  it('rejects a misspelt key with the line of the key and a suggestion', () => {
+    const [msg] = issuesOf(yaml('grpo:\n  group_sise: 4'));
+    expect(msg).toMatch(/^bad\.yaml:9: grpo\.group_sise: unknown key \(did you mean group_size\?\); expected one of: group_size, /);
+  });
+
+  it('rejects an unknown top-level section', () => {
+    const [msg] = issuesOf(yaml('trainer:\n  steps: 3'));
+    expect(msg).toMatch(/^bad\.yaml:8: trainer: unknown key; expected one of: run, model, tokenizer, dataset, episode, /);
+  });
+
+  it('rejects unknown keys inside sections other packages define', () => {
+    const lines = issuesOf(yaml('episode:\n  toolSettings:\n    nSgma: 2\ngraders:\n  multiFactor: { alfa: 1 }'));
+    expect(lines[0]).toMatch(/^bad\.yaml:10: episode\.toolSettings\.nSgma: unknown key \(did you mean nSigma\?\)/);
+    expect(lines[1]).toMatch(/^bad\.yaml:12: graders\.multiFactor\.alfa: unknown key \(did you mean alpha\?\)/);
+    expect(lines).toHaveLength(2);
+  });
+});
+
+describe('missing and inconsistent settings', () => {
+  it('requires the dataset section', () => {
+    expect(issuesOf('run: { name: a }\nmodel: { dir: /x }\n')).toEqual(['bad.yaml:1: dataset: required: expected object']);
+  });
+
+  it('requires a model dir or hub id', () => {
+    expect(issuesOf('run: { name: a }\nmodel: {}\ndataset: { path: /x }\n')).toEqual([
+      'bad.yaml:2: model: give dir (a local model directory) or hub_id (a Hugging Face hub id)',
+    ]);
+  });
+
+  it('rejects a group of one when equal groups are skipped', () => {
+    expect(issuesOf(yaml('grpo: { group_size: 1 }'))).toEqual([
+      'bad.yaml:8: grpo.group_size: a group of 1 has no group-relative signal and every group would be skipped; use 2 or more',
+    ]);
+  });
+
+  it('keeps the route grader\'s D_max equal to the episode\'s', () => {
+    expect(issuesOf(yaml('episode: { dMax: 6 }'))).toEqual(['bad.yaml:1: graders.route.dMax: must equal episode.dMax: expected 6, got 10']);
+  });
+
+  it('reports every problem at once, in line order', () => {
+    const lines = issuesOf(yaml('grpo: { group_size: x, cases: 2 }\nlogging: { level: loud }'));
+    expect(lines.map((l) => l.split(': ')[1])).toEqual(['grpo.group_size', 'grpo.cases', 'logging.level']);
+  });
+
+  it('reports YAML syntax errors with their line', () => {
+    expect(issuesOf('run:\n  name: [a\nmodel: 1\n')[0]).toMatch(/^bad\.yaml:\d+: \(top level\): YAML syntax: /);
+  });
+});
+
+describe('input paths, checked after the schema and before any work', () => {
+  it('names dataset.path and its line when the dataset directory is missing', () => {
+    const missing = join(tmp, 'no-such-dataset');
+    expect(issuesOf(yaml('', missing))).toEqual([
+      `bad.yaml:7: dataset.path: no such directory: ${missing} (import one with \`trainer-ctl import\`)`,
+    ]);
+  });
+
+  it('rejects a directory that is not an imported dataset', () => {
+    expect(issuesOf(yaml('', modelDir))).toEqual([
+      `bad.yaml:7: dataset.path: not an imported dataset (no meta.json in ${modelDir}; import it with \`trainer-ctl import\`)`,
+    ]);
+  });
+
+  it('names model.dir when a local-only model is missing, but lets a hub model be downloaded later', () => {
+    const text = yaml().replace(`dir: ${modelDir}`, `dir: ${join(tmp, 'no-model')}`);
+    expect(issuesOf(text)).toEqual([`bad.yaml:5: model.dir: no such directory: ${join(tmp, 'no-model')}`]);
+    const hub = yaml().replace(`dir: ${modelDir}`, 'hub_id: Qwen/Qwen2.5-3B-Instruct');
+    expect(parseRunConfig(hub, join(tmp, 'hub.yaml')).config.model.hub_id).toBe('Qwen/Qwen2.5-3B-Instruct');
+  });
+
+  it('names a file it cannot read', () => {
+    expect(() => loadRunConfig(join(tmp, 'absent.yaml'))).toThrow(/absent\.yaml: \(top level\): cannot read the run config: ENOENT/);
+  });
+});
