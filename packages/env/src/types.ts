@@ -262,6 +262,8 @@ export interface EpisodeRecord {
   /** Tool steps in order (print_results excluded). */
   path: PathStep[];
   stopReason: 'answered' | 'forced_answer' | 'no_answer' | 'policy_error';
+  /** The policy's error message when stopReason is 'policy_error'. */
+  error?: string;
   timing: { startedAt: number; wallMs: number };
 }
 

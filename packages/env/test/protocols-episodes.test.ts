@@ -90,7 +90,8 @@ describe('rot', () => {
     expect(ep).toMatchObject({ stopReason: 'policy_error', answer: null });
     expect(ep.toolCalls).toHaveLength(1);
     const broken: Policy = { name: 'broken', next: async () => { throw new TypeError('boom'); } };
-    expect((await runEpisode({ dataset: ds, case: kase, policy: broken })).stopReason).toBe('policy_error');
+    expect(await runEpisode({ dataset: ds, case: kase, policy: broken })).toMatchObject({ stopReason: 'policy_error', error: 'boom' });
+    expect(ep.error).toBe('replay exhausted after 1 messages');
     const weird: Policy = { name: 'weird', next: async () => null as never };
     const ep2 = await runEpisode({ dataset: ds, case: kase, policy: weird, settings: { dMax: 1 } });
     expect(ep2).toMatchObject({ stopReason: 'no_answer' });
@@ -132,6 +133,9 @@ describe('rot', () => {
     expect(ep.messages[1].content).toContain('Entry span: s1');
     expect(ep.toolCalls[0].observation.ok).toBe(true);
     expect(ep.messages[3].content).not.toContain(kase.entrySpanId);
+    // Records hold real span ids: aliases mean different spans in different episodes.
+    expect(ep.toolCalls[0].arguments).toEqual({ parent_span_id: kase.entrySpanId });
+    expect(ep.path[0].args).toBe(JSON.stringify({ parent_span_id: kase.entrySpanId }));
   });
 
   it('caps D_max at 20 and names the bad setting', async () => {

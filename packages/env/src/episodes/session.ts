@@ -88,8 +88,8 @@ export class EpisodeSession {
         turn,
       );
     } catch (e) {
-      const error = e instanceof Error ? e.message : String(e);
-      return { kind: 'policy_error', error };
+      this.policyError = e instanceof Error ? e.message : String(e);
+      return { kind: 'policy_error', error: this.policyError };
     }
     this.messages.push({ role: 'assistant', content: msg.content, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) });
     const parsed = parseToolCalls(msg);
@@ -127,8 +127,12 @@ export class EpisodeSession {
     return { kind: 'called', call: record, newStep };
   }
 
+  /** The policy's error, once a turn ended with 'policy_error'. */
+  private policyError?: string;
+
   finish(protocol: string, stopReason: EpisodeRecord['stopReason'], answer: RootCause[] | null): EpisodeRecord {
     return {
+      ...(this.policyError !== undefined ? { error: this.policyError } : {}),
       caseId: this.kase.id,
       protocol,
       messages: this.messages,

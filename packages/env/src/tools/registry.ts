@@ -21,6 +21,8 @@ export interface ToolDefinition<A = unknown> {
   args: z.ZodType<A>;
   /** A successful call ends the episode (print_results). */
   terminal: boolean;
+  /** Arguments as recorded: per-episode span aliases replaced by the span ids they stand for. */
+  canonical?(ctx: ToolContext, args: A): A;
   /** Components named by the arguments (for the episode path). */
   argComponents(ctx: ToolContext, args: A): string[];
   /** Must not throw on any valid arguments; the toolbox still guards it. */

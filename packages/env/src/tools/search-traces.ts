@@ -95,6 +95,7 @@ registerTool({
     'List the direct child spans of a span: time, span id, service, pod, operation, duration compared with its usual duration, status, number of children, and calls missing or added compared with the usual call pattern.',
   args,
   terminal: false,
+  canonical: (ctx, a) => ({ parent_span_id: ctx.aliases.resolve(a.parent_span_id) }),
   argComponents: () => [],
   run(ctx, a) {
     const id = ctx.aliases.resolve(a.parent_span_id);
