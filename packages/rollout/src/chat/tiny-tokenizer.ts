@@ -71,13 +71,13 @@ export interface TinyTokenizerFiles {
 }
 
 export function buildTinyTokenizer(v: TinyVocabulary): TinyTokenizerFiles {
-  const vocab: Record<string, number> = {};
-  const add = (t: string) => {
-    if (!(t in vocab)) vocab[t] = Object.keys(vocab).length;
-  };
-  for (const s of SPECIALS) add(s.content);
+  // A Map, not an object: harvested words such as "constructor" must not hit Object.prototype.
+  const ids = new Map<string, number>();
   const pieces = [...TEMPLATE_WORDS, ...JSON_CHUNKS, ...v.names, ...v.words, ...v.symbols];
-  for (const t of [...BYTES, ...ASCII, ...digitChunks(), ...pieces]) add(t);
+  for (const t of [...SPECIALS.map((s) => s.content), ...BYTES, ...ASCII, ...digitChunks(), ...pieces]) {
+    if (!ids.has(t)) ids.set(t, ids.size);
+  }
+  const vocab = Object.fromEntries(ids);
   // First alternative that matches wins: longer pieces before their prefixes.
   const whole = [...new Set(pieces)].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
   const pattern = [...whole.map(escapeRegex), '\\d{1,3}', '[A-Za-z_]+'].join('|');
@@ -112,7 +112,7 @@ export function buildTinyTokenizer(v: TinyVocabulary): TinyTokenizerFiles {
     model_max_length: 8192,
     tokenizer_class: 'PreTrainedTokenizerFast',
   };
-  return { tokenizerJSON, tokenizerConfig, vocabSize: Object.keys(vocab).length, eosTokenId: vocab['<|im_end|>'], padTokenId: vocab['<|endoftext|>'] };
+  return { tokenizerJSON, tokenizerConfig, vocabSize: ids.size, eosTokenId: ids.get('<|im_end|>')!, padTokenId: ids.get('<|endoftext|>')! };
 }
 
 /** Specs of every registered tool, as episodes offer them. */
