@@ -1,0 +1,101 @@
+/**
+ * The presets in configs/: all valid, the backbone ones differing only in the backbone line
+ * and carrying the ThinkFL paper's settings; the committed JSON Schema is the generated one.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { COMPOSITE_PRESETS, type CompositeSpec } from '@thinkfl/graders';
+import { describe, expect, it } from 'vitest';
+import { loadRunConfig, runConfigJsonSchema, STAGE_NAMES, type RunConfig } from '../src/config';
+import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+
+const CONFIGS = join(REPO_ROOT, 'configs');
+const BACKBONES = ['llama-3.2-3b', 'qwen2.5-3b', 'qwen2.5-0.5b', 'llama-3-8b'];
+
+function load(name: string): RunConfig {
+  // Input paths are checked where they exist here: hub models download later, the tiny model
+  // is made by scripts/create-tiny-model.ts, so only the schema and the dataset path are asserted.
+  return loadRunConfig(join(CONFIGS, `${name}.yaml`), { checkPaths: false }).config;
+}
+
+function weight(spec: string | CompositeSpec, grader: string): number {
+  const s = typeof spec === 'string' ? COMPOSITE_PRESETS[spec] : spec;
+  return s.terms.filter((t) => t.grader === grader).reduce((a, t) => a + t.weight, 0);
+}
+
+describe('presets', () => {
+  it('has tiny-cpu and one preset per backbone, all valid', () => {
+    const names = readdirSync(CONFIGS).filter((f) => f.endsWith('.yaml')).map((f) => f.replace(/\.yaml$/, '')).sort();
+    expect(names).toEqual([...BACKBONES, 'tiny-cpu'].sort());
+    for (const n of names) expect(load(n).run.name).toBe(n);
+  });
+
+  it('points every preset at the imported Nezha dataset of the repository', () => {
+    for (const n of [...BACKBONES, 'tiny-cpu']) expect(load(n).dataset.path).toBe(NEZHA_DATASET);
+  });
+
+  it('makes swapping the backbone a one-line change', () => {
+    const body = (n: string) =>
+      readFileSync(join(CONFIGS, `${n}.yaml`), 'utf8')
+        .split('\n')
+        .filter((l) => !l.startsWith('#') && !l.startsWith('  name: '));
+    const base = body(BACKBONES[0]);
+    for (const n of BACKBONES.slice(1)) {
+      const other = body(n);
+      expect(other).toHaveLength(base.length);
+      const differing = other.filter((l, i) => l !== base[i]);
+      expect(differing).toHaveLength(1);
+      expect(differing[0]).toMatch(/^ {2}hub_id: /);
+    }
+  });
+
+  it.each(BACKBONES)('%s carries the ThinkFL settings', (n) => {
+    const c = load(n);
+    expect(c.model.hub_id).toMatch(/\//);
+    expect(c.episode.dMax).toBe(10);
+    expect(c.graders.recall.rMax).toBe(10);
+    expect(c.graders.multiFactor).toEqual({ alpha: 1, beta: 0.2, gamma: 0.2 });
+    expect(c.generation.temperature.priming).toBeGreaterThan(c.generation.temperature.exploration);
+    expect(c.generation.temperature.priming).toBeGreaterThan(c.generation.temperature.refinement);
+    const stage2 = c.graders.stage_rewards.exploration;
+    expect(weight(stage2, 'recall')).toBeGreaterThan(weight(stage2, 'diversity'));
+    expect(weight(stage2, 'diversity')).toBeGreaterThan(0);
+    expect(weight(c.graders.stage_rewards.refinement, 'multi_factor')).toBe(1);
+    expect(c.grpo.group_size).toBe(8);
+    expect(c.grpo.optimizer.lr).toBe(1e-6);
+    expect(c.grpo.loss).toMatchObject({ kl_coef: 0.001, kl_estimator: 'k3', eps_low: 0.2, eps_high: 0.2 });
+    expect(c.generation.backend.kind).toBe('openai');
+  });
+
+  it('keeps tiny-cpu small enough for 2 CPU cores', () => {
+    const c = load('tiny-cpu');
+    expect(c.model.hub_id).toBeUndefined();
+    expect(c.model.dir).toBe(join(REPO_ROOT, '.cache', 'models', 'tiny'));
+    expect(c.generation.backend.kind).toBe('onnx');
+    expect(c.workers.train.device).toBe('cpu');
+    expect(c.grpo.group_size).toBeLessThanOrEqual(4);
+    for (const s of STAGE_NAMES) {
+      expect(c.stages[s].enabled).toBe(true);
+      expect(c.stages[s].steps).toBeLessThanOrEqual(5);
+    }
+    expect(c.queue.redis_url).toBeNull();
+  });
+});
+
+describe('JSON Schema', () => {
+  it('is committed as configs/run.schema.json, in sync with the zod schema', () => {
+    const committed = JSON.parse(readFileSync(join(CONFIGS, 'run.schema.json'), 'utf8'));
+    expect(committed).toEqual(runConfigJsonSchema());
+  });
+
+  it('rejects unknown keys and documents the knobs', () => {
+    const s = runConfigJsonSchema() as { additionalProperties: boolean; required: string[]; properties: Record<string, any> };
+    expect(s.additionalProperties).toBe(false);
+    expect(s.required).toEqual(expect.arrayContaining(['run', 'model', 'dataset']));
+    const grpo = s.properties.grpo.properties;
+    expect(grpo.group_size.default).toBe(8);
+    expect(grpo.group_size.description).toMatch(/samples per case/);
+    expect(grpo.advantage.properties.estimator.enum).toEqual(['grpo', 'drgrpo', 'rloo', 'thinkfl']);
+    expect(s.properties.queue.properties.redis_url.description).toMatch(/append-only/);
+  });
+});
