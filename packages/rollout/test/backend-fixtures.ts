@@ -3,7 +3,7 @@
  * optionally fine-tuned on one conversation, exported to ONNX with its KV-cache signature).
  * The engine lives in trainer-ctl; only these tests reach up to it, to get a real policy.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,4 +38,35 @@ export async function memorize(modelDir: string, ids: number[], mask: number[], 
   } finally {
     await engine.shutdown();
   }
+}
+
+export interface ServeProcess {
+  url: string;
+  stop(): Promise<number | null>;
+}
+
+/** `trainer-ctl serve` as its own process on a free loopback port. */
+export async function startServeProcess(modelDir: string): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', '0', '--threads', '1'], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (b) => {
+      out += b;
+      const m = /serving \S+ at (\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.stderr.on('data', (b) => (out += b));
+    void exited.then((code) => reject(new Error(`trainer-ctl serve exited with ${code}:\n${out}`)));
+  });
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
 }

@@ -31,12 +31,15 @@ export async function openLocalModel(modelDir: string, opts: LocalModelOptions =
     readToolCalls: (text) => {
       const parsed = parseToolCalls({ content: text });
       if (!parsed.ok) return { content: text, toolCalls: [] };
-      let content = text;
-      const toolCalls: OpenAIToolCall[] = parsed.calls.map((c) => {
-        content = content.replace(c.raw, '');
-        return { id: `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } };
-      });
-      return { content: content.trim(), toolCalls };
+      // As vLLM's tool parsers do: the content is what the model wrote before its first call.
+      const first = parsed.calls[0];
+      const cut = first.format === 'hermes' ? text.indexOf('<tool_call>') : text.indexOf(first.raw);
+      const toolCalls: OpenAIToolCall[] = parsed.calls.map((c) => ({
+        id: `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+        type: 'function',
+        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+      }));
+      return { content: cut >= 0 ? text.slice(0, cut).trim() : '', toolCalls };
     },
   };
 }
