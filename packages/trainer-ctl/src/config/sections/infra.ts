@@ -4,7 +4,7 @@ import { z } from 'zod';
 export const QueueSection = z
   .strictObject({
     redis_url: z
-      .url({ protocol: /^rediss?$/ })
+      .url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' })
       .nullable()
       .default(null)
       .describe(
