@@ -217,6 +217,17 @@ describe('search_logs', () => {
     }
     expect(o.text.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(d.templates.length);
   });
+
+  it('reads the logs of every pod on a node when given a node', () => {
+    const c = ds.cases[0];
+    const node = c.truth.node as string;
+    const onNode = new Set(ds.topology.pods.filter((p) => p.node === node).map((p) => p.pod));
+    const d = new Toolbox(ds, unbounded).call('search_logs', { service_name: node, timestamp: c.timestampUs }).data as SearchLogsData;
+    expect(d.level).toBe('node');
+    const expected = [...onNode].flatMap((p) => ds.logs.query(p, c.timestampUs - 3e8, c.timestampUs + 3e8, ['error', 'warn'])).length;
+    expect(d.templates.reduce((a, t) => a + t.count, 0)).toBe(expected);
+    for (const t of d.templates) for (const p of t.pods) expect(onNode.has(p)).toBe(true);
+  });
 });
 
 describe('print_results', () => {

@@ -117,7 +117,7 @@ export class EpisodeSession {
     }
     const step: PathStep = {
       tool: call.name,
-      args: canonicalJson(args.args),
+      args: canonicalJson(this.toolbox.canonical(call.name, args.args)),
       components: [...new Set([...this.toolbox.argComponents(call.name, args.args), ...observation.components])].sort(),
     };
     this.path.push(step);

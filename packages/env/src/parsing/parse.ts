@@ -5,8 +5,8 @@ import './formats';
 import { stripThinking } from './json-scan';
 import { callFormats } from './registry';
 
-export const NO_CALL_ERROR =
-  'no tool call found: write exactly one call, e.g. <tool_call>{"name": "search_traces", "arguments": {"parent_span_id": "..."}}</tool_call>';
+/** Format-neutral: the chat template, not this text, teaches each model its call syntax. */
+export const NO_CALL_ERROR = 'no tool call found in the message';
 
 export function parseToolCalls(msg: AssistantMessage): ParseResult {
   try {

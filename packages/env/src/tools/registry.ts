@@ -21,7 +21,7 @@ export interface ToolDefinition<A = unknown> {
   args: z.ZodType<A>;
   /** A successful call ends the episode (print_results). */
   terminal: boolean;
-  /** Arguments as recorded: per-episode span aliases replaced by the span ids they stand for. */
+  /** Arguments in the episode path: per-episode span aliases replaced by the span ids they stand for. */
   canonical?(ctx: ToolContext, args: A): A;
   /** Components named by the arguments (for the episode path). */
   argComponents(ctx: ToolContext, args: A): string[];

@@ -51,19 +51,22 @@ export class Toolbox {
     return getTool(name)?.terminal ?? false;
   }
 
-  /**
-   * Checks a model's arguments against the tool's schema (the error says which field is wrong)
-   * and returns them in canonical form (span aliases resolved), as episodes record them.
-   */
+  /** Checks a model's arguments against the tool's schema; the error says which field is wrong. */
   validate(name: string, args: unknown): ArgsCheck {
     const def = getTool(name);
     if (!def) return { ok: false, error: `unknown tool "${name}"` };
     const r = def.args.safeParse(args);
-    if (r.success) return { ok: true, args: def.canonical ? def.canonical(this.ctx, r.data) : r.data };
+    if (r.success) return { ok: true, args: r.data };
     const issues = r.error.issues
       .slice(0, 5)
       .map((i) => `${i.path.length ? i.path.join('.') : '(arguments)'}: ${i.message}`);
     return { ok: false, error: `invalid arguments for ${name}: ${issues.join('; ')}` };
+  }
+
+  /** Valid arguments in canonical form (span aliases resolved), for the episode path. */
+  canonical(name: string, validArgs: unknown): unknown {
+    const def = getTool(name);
+    return def?.canonical ? def.canonical(this.ctx, validArgs) : validArgs;
   }
 
   /** Components named by valid arguments. */
