@@ -1,0 +1,112 @@
+/**
+ * The OpenAI-compatible server over the tiny model, in process and as `trainer-ctl serve`:
+ * what each endpoint returns, and the 400s that name the bad field.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getTool, toolSpec } from '@thinkfl/env';
+import { loadChatModel, type ChatModel } from '../src/chat/chat-model';
+import { openLocalModel, startServer, type RunningServer } from '../src/serve/index';
+import { REPO_ROOT } from '../../../testkit/nezha';
+import { createTinyModel, scratchDir } from './backend-fixtures';
+
+const dir = scratchDir('serve');
+let server: RunningServer;
+let chat: ChatModel;
+let closeModel: () => Promise<void>;
+
+const post = async (path: string, body: unknown) => {
+  const r = await fetch(server.url + path, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { status: r.status, json: (await r.json()) as Record<string, any> };
+};
+
+beforeAll(async () => {
+  const modelDir = await createTinyModel(join(dir, 'tiny'), 4);
+  chat = loadChatModel(modelDir);
+  const model = await openLocalModel(modelDir, { id: 'tiny-test', threads: 1 });
+  closeModel = () => model.backend.close();
+  server = await startServer(model, { port: 0 });
+});
+afterAll(async () => {
+  await server.close();
+  await closeModel();
+});
+
+describe('serve', () => {
+  it('lists its model', async () => {
+    const r = await fetch(`${server.url}/models`);
+    expect(await r.json()).toMatchObject({ object: 'list', data: [{ id: 'tiny-test', object: 'model' }] });
+  });
+
+  it('completes a text prompt with its token ids, logprobs and alternatives', async () => {
+    const prompt = 'ts-order-service search_traces';
+    const { status, json } = await post('/completions', { prompt, max_tokens: 7, seed: 2, logprobs: 3, return_token_ids: true, return_tokens_as_token_ids: true });
+    expect(status).toBe(200);
+    const c = json.choices[0];
+    expect(c.prompt_token_ids).toEqual(chat.tokenizer.encode(prompt));
+    expect(c.token_ids).toHaveLength(7);
+    expect(c.finish_reason).toBe('length');
+    expect(c.text).toBe(chat.tokenizer.decode(c.token_ids));
+    expect(c.logprobs.tokens).toEqual(c.token_ids.map((id: number) => `token_id:${id}`));
+    expect(c.logprobs.token_logprobs).toHaveLength(7);
+    for (const top of c.logprobs.top_logprobs) expect(Object.keys(top)).toHaveLength(3);
+    expect(json.usage).toEqual({ prompt_tokens: c.prompt_token_ids.length, completion_tokens: 7, total_tokens: c.prompt_token_ids.length + 7 });
+    const again = await post('/completions', { prompt: [c.prompt_token_ids], max_tokens: 7, seed: 2, logprobs: 0 });
+    expect(again.json.choices[0].text).toBe(c.text);
+    expect(again.json.choices[0].logprobs.tokens.join('')).toBe(c.text);
+    const plain = await post('/completions', { prompt: [prompt], max_tokens: 3 });
+    expect(plain.json.choices[0].logprobs).toBeNull();
+  });
+
+  it('cuts the text at a stop string', async () => {
+    const free = (await post('/completions', { prompt: 'print_results', max_tokens: 12, temperature: 0 })).json.choices[0].text as string;
+    const stop = free.slice(4, 7);
+    const cut = (await post('/completions', { prompt: 'print_results', max_tokens: 12, temperature: 0, stop })).json.choices[0];
+    expect(cut.finish_reason).toBe('stop');
+    expect(cut.text).toBe(free.slice(0, free.indexOf(stop)));
+  });
+
+  it('renders chat messages and tools with the model chat template', async () => {
+    const tools = [toolSpec(getTool('search_traces')!)];
+    const messages = [{ role: 'user' as const, content: 'Which span is slow?' }];
+    const body = { messages, tools: tools.map((t) => ({ type: 'function', function: t })), max_tokens: 5, seed: 1, return_token_ids: true };
+    const { status, json } = await post('/chat/completions', body);
+    expect(status).toBe(200);
+    expect(json.prompt_token_ids).toEqual(chat.tokenizer.encode(chat.template.render(messages, { tools, addGenerationPrompt: true })));
+    expect(chat.tokenizer.decode(json.prompt_token_ids)).toContain('"search_traces"');
+    expect(json.choices[0].message.role).toBe('assistant');
+    const none = await post('/chat/completions', { ...body, tool_choice: 'none' });
+    expect(chat.tokenizer.decode(none.json.prompt_token_ids)).not.toContain('search_traces');
+  });
+
+  it.each([
+    ['/completions', { max_tokens: 3 }, 'prompt'],
+    ['/completions', { prompt: 'x', stream: true }, 'stream'],
+    ['/completions', { prompt: 'x', n: 2 }, 'n'],
+    ['/completions', { prompt: 'x', temperature: -1 }, 'temperature'],
+    ['/completions', { prompt: [1, -3] }, 'prompt'],
+    ['/completions', { prompt: [1, 10 ** 9] }, 'outside the vocabulary'],
+    ['/chat/completions', { messages: [] }, 'messages'],
+    ['/chat/completions', { messages: [{ role: 'robot', content: 'x' }] }, 'messages.0.role'],
+    ['/chat/completions', { messages: [{ role: 'user', content: 'x' }], tool_choice: 'required' }, 'tool_choice'],
+    ['/completions', '{"prompt": ', 'not valid JSON'],
+  ])('answers POST %s %j with a 400 naming %s', async (path, body, names) => {
+    const { status, json } = await post(path, body);
+    expect(status).toBe(400);
+    expect(json.error.type).toBe('invalid_request_error');
+    expect(json.error.message).toContain(names);
+  });
+
+  it('answers unknown routes with 404 and wrong methods with 405', async () => {
+    expect((await fetch(`${server.url}/embeddings`, { method: 'POST', body: '{}' })).status).toBe(404);
+    expect((await fetch(`${server.url}/completions`)).status).toBe(405);
+  });
+
+  it('trainer-ctl serve refuses a directory that is not a model', () => {
+    const cli = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
+    const r = spawnSync(process.execPath, [cli, 'serve', '--model', join(dir, 'nothing'), '--port', '0'], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(join(dir, 'nothing'));
+  });
+});
