@@ -15,9 +15,4 @@ export class ReplayPolicy implements Policy {
     if (this.i >= this.messages.length) throw new Error(`replay exhausted after ${this.messages.length} messages`);
     return this.messages[this.i++];
   }
-
-  /** Messages handed out so far. */
-  get used(): number {
-    return this.i;
-  }
 }

@@ -16,7 +16,7 @@ export type TurnOutcome =
   | { kind: 'answered'; answer: RootCause[] }
   | { kind: 'called'; call: ToolCallRecord; newStep: boolean }
   | { kind: 'rejected' }
-  | { kind: 'policy_error'; error: string };
+  | { kind: 'policy_error' };
 
 const RAW_KEEP = 2000;
 
@@ -60,6 +60,8 @@ export class EpisodeSession {
   readonly path: PathStep[] = [];
   private readonly startedAt = Date.now();
   private readonly seenSteps = new Set<string>();
+  /** The policy's error, once a turn ended with 'policy_error'. */
+  private policyError?: string;
 
   constructor(
     readonly kase: Case,
@@ -89,7 +91,7 @@ export class EpisodeSession {
       );
     } catch (e) {
       this.policyError = e instanceof Error ? e.message : String(e);
-      return { kind: 'policy_error', error: this.policyError };
+      return { kind: 'policy_error' };
     }
     this.messages.push({ role: 'assistant', content: msg.content, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) });
     const parsed = parseToolCalls(msg);
@@ -126,9 +128,6 @@ export class EpisodeSession {
     this.seenSteps.add(key);
     return { kind: 'called', call: record, newStep };
   }
-
-  /** The policy's error, once a turn ended with 'policy_error'. */
-  private policyError?: string;
 
   finish(protocol: string, stopReason: EpisodeRecord['stopReason'], answer: RootCause[] | null): EpisodeRecord {
     return {
@@ -167,7 +166,8 @@ export class EpisodeSession {
     parsed?: { call: ParsedToolCall; callId: string; extra: number },
   ): TurnOutcome {
     this.turns.push({ turn, offered: [...offered], ...flags, argsValid: false, error });
-    this.parseErrors.push({ turn, message: error, raw: msg.content.slice(0, RAW_KEEP) });
+    const raw = msg.content || (msg.tool_calls ? jsonText(msg.tool_calls) : '');
+    this.parseErrors.push({ turn, message: error, raw: raw.slice(0, RAW_KEEP) });
     const text = `Error: ${error}. Call one of: ${offered.join(', ')}.`;
     if (parsed) {
       this.messages.push({ role: 'tool', name: parsed.call.name.slice(0, 100), tool_call_id: parsed.callId, content: text });

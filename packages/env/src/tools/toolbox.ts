@@ -30,10 +30,6 @@ export class Toolbox {
     return this.ctx.aliases.ref(spanId);
   }
 
-  has(name: string): boolean {
-    return getTool(name) !== undefined;
-  }
-
   /** Specs of the named tools, in the given order; unknown names are an error of the caller. */
   specs(names: readonly string[]): ToolSpec[] {
     return names.map((n) => {
