@@ -15,6 +15,7 @@ const R = 'rca_data/2023-01-29';
 const ORDER_POD = 'ts-order-service-5b67c48447-mv5hb';
 const BASIC_POD = 'ts-basic-service-5dc8d4f9fd-46997';
 const ASSURANCE_POD = 'ts-assurance-service-69876c9868-ssxsf';
+const GATEWAY_POD = 'ts-gateway-service-6f6cfc45b-h5m2n';
 
 /** Per-fault case counts under the default settings (baseline rule, truth in trace, cap 50). */
 const EXPECTED_CASES: Record<string, number> = {
@@ -47,6 +48,7 @@ beforeAll(async () => {
     `${R}/metric/${ORDER_POD}_metric.csv`,
     `${R}/metric/${BASIC_POD}_metric.csv`,
     `${R}/metric/${ASSURANCE_POD}_metric.csv`,
+    `${R}/metric/${GATEWAY_POD}_metric.csv`,
     `${R}/metric/front_service.csv`,
     'construct_data/2023-01-29/trace/08_50_trace.csv',
     `${R}/log/08_43_log.csv`,
@@ -177,6 +179,17 @@ describe('quirks of the real data', () => {
     const order = ds.traces.trace(ds.cases[0].traceId).find((s) => pairs.has(s.pod))!;
     expect(order.node).toBe(pairs.get(order.pod));
     expect(ds.topology.nodes).toContain('33.33.33.76');
+  });
+
+  it('places pods that never log on the node whose Node* values they share', () => {
+    const gateway = ds.topology.pods.find((p) => p.pod === GATEWAY_POD)!;
+    expect(gateway.node).toBe('33.33.33.79');
+    const own = rows(join(raw, R, 'metric', `${GATEWAY_POD}_metric.csv`)).map((r) => Number(r['NodeMemoryUsageRate(%)']));
+    const node = [...ds.metrics.series('33.33.33.79').find((m) => m.name === 'NodeMemoryUsageRate(%)')!.values];
+    const equal = own.filter((v, i) => v === node[i]).length;
+    expect(equal / own.length).toBeGreaterThan(0.95);
+    expect(ds.metrics.series(GATEWAY_POD).some((m) => m.name.startsWith('Node'))).toBe(false);
+    expect(ds.topology.pods.filter((p) => p.node).length).toBe(44);
   });
 
   it('puts pod metric columns on the pod, Node* columns on its node, Frontend on ts-ui-dashboard', () => {

@@ -2,7 +2,8 @@
  * Nezha TrainTicket importer (IntelligentDDS/Nezha layout, one day): traces, metrics and logs
  * of rca_data/<date>, fault-free traces of construct_data/<date> as the baseline, and the
  * day's fault list. Quirks handled: µs durations vs ns times, wrong inject_timestamp,
- * service = pod less its last two dash segments, pod -> node from the logs' Node column.
+ * service = pod less its last two dash segments, pod -> node from the logs' Node column
+ * (completed from identical Node* metric series).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,19 +45,20 @@ export const nezha: Importer<typeof NezhaSettings> = {
         s.logs && existsSync(logDir)
           ? await readNezhaLogs(logDir, (f) => progress(`logs ${f.split('/').pop()}`))
           : { nodeOfPod: new Map<string, string>(), templates: { templates: [] }, records: [], badTimes: 0, corrupt: [] };
-      const nodeOf = (pod: string) => logs.nodeOfPod.get(pod);
+      if (logs.badTimes) progress(`logs: ${logs.badTimes} warn/error rows with an overflowed TimeUnixNano timed by their Timestamp`);
+      if (logs.corrupt.length) progress(`logs: skipped ${logs.corrupt.length} corrupt rows (first ${logs.corrupt[0]})`);
+      progress('metrics');
+      const metrics = await readNezhaMetrics(join(tree.rca, 'metric'), s.frontendService, logs.nodeOfPod);
+      if (metrics.inferred.length) progress(`metrics: ${metrics.inferred.length} pods placed on a node by their Node* series`);
+      const nodeOf = (pod: string) => metrics.nodeOfPod.get(pod);
       const spans: Span[] = [];
       for (const file of csvFiles(join(tree.rca, 'trace'))) {
         progress(`traces ${file.split('/').pop()}`);
         await readNezhaSpans(file, spans);
       }
       const baselineSpans = await readNezhaSpanDir(join(tree.construct, 'trace'));
-      if (logs.badTimes) progress(`logs: ${logs.badTimes} warn/error rows with an overflowed TimeUnixNano timed by their Timestamp`);
-      if (logs.corrupt.length) progress(`logs: skipped ${logs.corrupt.length} corrupt rows (first ${logs.corrupt[0]})`);
-      progress('metrics');
-      const metrics = await readNezhaMetrics(join(tree.rca, 'metric'), s.frontendService, nodeOf);
       const faults = readNezhaFaults(join(tree.rca, `${s.date}-fault_list.json`), s.faultWindowSec, s.injectToleranceSec, nodeOf);
-      const podNames = new Set([...spans.map((x) => x.pod), ...metrics.filter((m) => m.level === 'pod').map((m) => m.component)]);
+      const podNames = new Set([...spans.map((x) => x.pod), ...metrics.series.filter((m) => m.level === 'pod').map((m) => m.component)]);
       const pods = [...podNames].map((pod) => {
         const node = nodeOf(pod);
         return { pod, service: serviceOfDeploymentPod(pod), ...(node ? { node } : {}) };
@@ -64,7 +66,7 @@ export const nezha: Importer<typeof NezhaSettings> = {
       return {
         spans,
         baselineSpans,
-        metrics,
+        metrics: metrics.series,
         logs: { templates: logs.templates.templates, records: logs.records },
         pods,
         faults,
