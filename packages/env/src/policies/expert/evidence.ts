@@ -16,8 +16,6 @@ export interface KnownSpan {
 
 export interface Evidence {
   spans: Map<string, KnownSpan>;
-  /** Spans in the order they were first seen. */
-  order: string[];
   metrics: Map<string, SearchMetricsData>;
   logs: Map<string, SearchLogsData>;
   /** Tool calls made (print_results excluded), by tool name. */
@@ -25,13 +23,12 @@ export interface Evidence {
 }
 
 export function gatherEvidence(toolCalls: ToolCallRecord[]): Evidence {
-  const ev: Evidence = { spans: new Map(), order: [], metrics: new Map(), logs: new Map(), calls: new Map() };
+  const ev: Evidence = { spans: new Map(), metrics: new Map(), logs: new Map(), calls: new Map() };
   const see = (summary: SpanSummary, parentId: string | undefined, depth: number): KnownSpan => {
     let k = ev.spans.get(summary.spanId);
     if (!k) {
       k = { summary, parentId, depth };
       ev.spans.set(summary.spanId, k);
-      ev.order.push(summary.spanId);
     }
     return k;
   };
@@ -71,8 +68,6 @@ export function zScore(s: SpanSummary): number {
   const sd = Math.max(s.usualStdUs ?? 0, 0.1 * s.usualMeanUs, 200);
   return (s.durationUs - s.usualMeanUs) / sd;
 }
-
-export const patternChanges = (s: SpanSummary): number => s.calls.missing.length + s.calls.added.length;
 
 /** A call signature ("service operation") of an error handler, e.g. Spring's BasicErrorController.error. */
 export const isErrorHandler = (sig: string): boolean => /\berror\b/i.test(sig.slice(sig.indexOf(' ') + 1));

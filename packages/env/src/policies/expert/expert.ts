@@ -15,13 +15,15 @@ import { interest, rankSuspects, type Suspect } from './suspects';
 export const ExpertSettingsSchema = z.object({
   /** Tool turns of the protocol (D_max); the expert answers within them. Default 10 (ThinkFL). */
   dMax: z.number().int().min(1).max(20).default(10),
-  /** Turns kept for metric and log checks of the top suspects, unless a strong lead is still open (then 1). Default 3. */
+  /** Turns kept for log and metric checks of the top suspects, unless a strong lead is still open in the trace. Default 3. */
   confirmations: z.number().int().min(0).default(3),
+  /** How many of the top suspects get their logs checked (then the leader's metrics). Default 3. */
+  logChecks: z.number().int().min(0).default(3),
   /** Besides the tool's SLOW mark, a span is slow when this many usual standard deviations above its usual duration. Default 3. */
   slowZ: z.number().positive().default(3),
   /** A span is cut short when it lasts at most this fraction of its usual duration. Default 0.5. */
   fastRatio: z.number().gt(0).lt(1).default(0.5),
-  /** Interest of a span (see suspects.ts) from which it is followed even into the turns kept for checks. Default 1. */
+  /** Interest of a span (see suspects.ts) from which it is still followed in the turns kept for checks. Default 1. */
   strongLead: z.number().positive().default(1),
   /** An error log template supports a suspect when new or at least this many times its usual rate. Default 3. */
   logRatio: z.number().positive().default(3),
@@ -63,20 +65,11 @@ function openReason(k: KnownSpan, why: 'evidence' | 'follow', s: ExpertSettings)
   return `Its caller looks abnormal, and ${spanName(sum)} is among the calls it made last; I open it.`;
 }
 
-function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>): Check[] {
-  const out: Check[] = [];
-  suspects.slice(0, 2).forEach((sus, i) => {
-    const plan: Check[] = [
-      { tool: 'search_logs', target: sus.service, suspect: sus },
-      { tool: 'search_fluctuating_metrics', target: sus.pod, suspect: sus },
-    ];
-    // The second suspect gets its logs checked only: exceptions show there first.
-    for (const c of i === 0 ? plan : plan.slice(0, 1)) {
-      const done = c.tool === 'search_logs' ? ev.logs.has(c.target) : ev.metrics.has(c.target);
-      if (!done && offered.has(c.tool)) out.push(c);
-    }
-  });
-  return out;
+/** Logs of the top suspects first (exceptions and wrong results show there), then the leader's metrics. */
+function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>, s: ExpertSettings): Check[] {
+  const plan: Check[] = suspects.slice(0, s.logChecks).map((sus) => ({ tool: 'search_logs', target: sus.service, suspect: sus }));
+  if (suspects[0]) plan.push({ tool: 'search_fluctuating_metrics', target: suspects[0].pod, suspect: suspects[0] });
+  return plan.filter((c) => offered.has(c.tool) && !(c.tool === 'search_logs' ? ev.logs.has(c.target) : ev.metrics.has(c.target)));
 }
 
 function checkReason(c: Check, first: boolean): string {
@@ -133,9 +126,9 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings): Polic
           { parent_span_id: entryRef(ctx) },
         );
       }
-      const todo = checks(suspects, ev, offered);
+      const todo = checks(suspects, ev, offered, settings);
       const next = nextSpan(ev, settings);
-      const reserve = Math.min(next && next.value >= settings.strongLead ? 1 : settings.confirmations, todo.length);
+      const reserve = Math.min(next && next.value >= settings.strongLead ? 0 : settings.confirmations, todo.length);
       if (next && left > reserve) {
         return hermes(openReason(next.span, next.why, settings), 'search_traces', { parent_span_id: next.span.summary.ref });
       }

@@ -55,6 +55,21 @@ function ownSignal(ev: Evidence, k: KnownSpan, s: SuspectSettings): number {
 }
 
 /**
+ * Whether the same call (same operation, same usual duration) was already opened next to this
+ * one and its slowness was only a gap before a healthy server span: this one likely is too.
+ */
+function gapSibling(ev: Evidence, k: KnownSpan, s: SuspectSettings): boolean {
+  if (!isClient(k) || k.parentId === undefined) return false;
+  return (ev.spans.get(k.parentId)?.children ?? []).some((id) => {
+    const o = ev.spans.get(id);
+    if (!o || o === k || !o.children?.length || o.summary.operation !== k.summary.operation) return false;
+    if (o.summary.usualMeanUs !== k.summary.usualMeanUs) return false;
+    const server = ev.spans.get(o.children[0])?.summary;
+    return !!server && !isSlow(server, s.slowZ) && !raisedError(server);
+  });
+}
+
+/**
  * How much opening this span promises: its own signal, plus a share of its parent's when the
  * parent is suspicious (the cause lies among the parent's children), later calls first
  * (a request that failed stops after the failing call). 0 when nothing points into it.
@@ -72,7 +87,7 @@ export function interest(ev: Evidence, k: KnownSpan, s: SuspectSettings): number
       inherited = 0.5 * p * (1 - later / Math.max(siblings.length, 1));
     }
   }
-  const v = own + inherited;
+  const v = (own + inherited) * (gapSibling(ev, k, s) ? 0.5 : 1);
   return v > 0 ? v + 0.01 * k.depth : 0;
 }
 
@@ -172,10 +187,17 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
       sus.reasons.push(`metrics off their usual band: ${own.slice(0, 3).map((f) => f.metric).join(', ')}`);
     }
     const logs = [ev.logs.get(sus.service), ev.logs.get(sus.pod)].flatMap((l) => l?.templates ?? []);
-    const unusual = logs.filter((t) => t.level === 'error' && (t.unseenInBaseline || (t.ratio ?? 0) >= s.logRatio));
-    if (unusual.length) {
-      sus.score += Math.min(1, 0.5 * unusual.length);
-      sus.reasons.push(`error logs above their usual rate (${unusual.length} template(s))`);
+    const errors = logs.filter((t) => t.level === 'error');
+    const fresh = errors.filter((t) => t.unseenInBaseline);
+    const risen = errors.filter((t) => !t.unseenInBaseline && (t.ratio ?? 0) >= s.logRatio);
+    // An error never logged in the fault-free baseline is the strongest sign of an exception or a bad result there.
+    if (fresh.length) {
+      sus.score += 1.5;
+      sus.reasons.unshift(`${fresh.length} error log template(s) never seen in the fault-free baseline`);
+    }
+    if (risen.length) {
+      sus.score += 0.5;
+      sus.reasons.push(`error logs ${risen.length > 1 ? 'of several templates ' : ''}above their usual rate`);
     }
   }
   return [...byPod.values()].sort((a, b) => b.score - a.score || a.pod.localeCompare(b.pod));
