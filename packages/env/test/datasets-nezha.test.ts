@@ -2,13 +2,14 @@
  * The Nezha 2023-01-29 import (built by vitest's globalSetup from ../shared) against raw rows
  * of the published archives: per-fault cases, every quirk of the data, and store lookups.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { extractNezhaRaw, NEZHA_DATASET, nezhaTestSettings } from '../../../testkit/nezha';
 import { deriveCases } from '../src/datasets/cases';
 import { readNezhaLogs } from '../src/datasets/importers/nezha-logs';
-import { loadDataset, parseSettings, CaseSettings, type LoadedDataset } from '../src/datasets/index';
+import { importDataset, loadDataset, parseSettings, CaseSettings, type LoadedDataset } from '../src/datasets/index';
 import { isoToUs } from '../src/datasets/time';
 
 const R = 'rca_data/2023-01-29';
@@ -113,6 +114,29 @@ describe('faults and cases', () => {
       const endpoint = c.anomaly.reason.split(' of ')[1];
       expect(c.entryDurationUs / ds.baseline.endpoint(endpoint)!.meanUs).toBeGreaterThan(3);
     }
+  });
+});
+
+describe('extracted source tree', () => {
+  it('imports an already-extracted tree without logs, giving the same cases for the faults it covers', async () => {
+    const tree = extractNezhaRaw([
+      `${R}/2023-01-29-fault_list.json`,
+      ...['08_43', '08_44', '08_45'].map((m) => `${R}/trace/${m}_trace.csv`),
+      `${R}/metric/${ORDER_POD}_metric.csv`,
+      'construct_data/2023-01-29/trace/08_50_trace.csv',
+    ]);
+    const part = await importDataset({
+      format: 'nezha',
+      src: tree,
+      out: mkdtempSync(join(tmpdir(), 'nezha-part-')),
+      settings: { importer: { logs: false } },
+    });
+    expect(part.faults).toHaveLength(28);
+    const first = ds.faults[0].id;
+    expect(part.cases.map((c) => c.id)).toEqual(ds.cases.filter((c) => c.faultId === first).map((c) => c.id));
+    expect(part.faults.filter((f) => f.caseCount === 0).every((f) => f.noCaseReason === 'no request starts inside the fault window')).toBe(true);
+    expect(part.topology.pods.find((p) => p.pod === ORDER_POD)?.node).toBeUndefined();
+    expect(part.logs.query('ts-order-service', 0, Number.MAX_SAFE_INTEGER)).toEqual([]);
   });
 });
 

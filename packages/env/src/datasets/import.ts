@@ -41,7 +41,10 @@ function topologyOf(t: Telemetry) {
   const services = new Set([...pods.values()].map((p) => p.service));
   const nodes = new Set<string>();
   for (const p of pods.values()) if (p.node) nodes.add(p.node);
-  for (const m of t.metrics) (m.level === 'service' ? services : m.level === 'node' ? nodes : new Set()).add(m.component);
+  for (const m of t.metrics) {
+    if (m.level === 'service') services.add(m.component);
+    if (m.level === 'node') nodes.add(m.component);
+  }
   for (const f of t.faults) if (f.truth.node) nodes.add(f.truth.node);
   const byName = (a: PodInfo, b: PodInfo) => (a.pod < b.pod ? -1 : 1);
   return { services: [...services].sort(), pods: [...pods.values()].sort(byName), nodes: [...nodes].sort() };

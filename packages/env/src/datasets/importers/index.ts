@@ -5,9 +5,9 @@ import { nezha } from './nezha';
 import { otlp } from './otlp';
 
 export const importers: Record<string, Importer> = {
-  [nezha.name]: nezha as unknown as Importer,
-  [aiops2022.name]: aiops2022 as unknown as Importer,
-  [otlp.name]: otlp as unknown as Importer,
+  [nezha.name]: nezha,
+  [aiops2022.name]: aiops2022,
+  [otlp.name]: otlp,
 };
 
 export function importer(name: string): Importer {
