@@ -1,0 +1,105 @@
+/**
+ * Benchmark: generation speed of the `onnx` backend on the tiny model (batch 1 and batch 8,
+ * with and without the KV cache) and the train engine's step time, next to a plain PyTorch
+ * forward of the same model on the same tokens, all measured in this run. The prompt is the
+ * chat prompt (with tools) of a real Nezha case. Prints medians and ratios.
+ *
+ *   npx tsx scripts/bench/onnx-generation.ts [--model DIR] [--tokens N] [--reps N]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { getTool, loadDataset, toolSpec } from '@thinkfl/env';
+import { loadChatModel, openOnnxBackend, type GenerationRequest, type OnnxBackend } from '@thinkfl/rollout';
+import { TrainEngine } from '../../packages/trainer-ctl/src/engine/index';
+import { ensureNezhaDataset, REPO_ROOT } from '../../testkit/nezha';
+
+const { values } = parseArgs({
+  options: {
+    /** Model directory to measure; default a fresh tiny model from scripts/create-tiny-model.ts. */
+    model: { type: 'string' },
+    /** Tokens generated per request. */
+    tokens: { type: 'string', default: '64' },
+    /** Timed repetitions per measurement (the median is printed). */
+    reps: { type: 'string', default: '5' },
+  },
+});
+const tokens = Number(values.tokens);
+const reps = Number(values.reps);
+
+const datasetDir = await ensureNezhaDataset();
+let modelDir = values.model;
+if (!modelDir) {
+  modelDir = join(mkdtempSync(join(tmpdir(), 'bench-onnx-')), 'tiny');
+  execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', datasetDir, '--out', modelDir], { stdio: 'inherit' });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+async function timeMs(f: () => Promise<unknown>): Promise<number> {
+  await f(); // warm-up: first runs pay for allocation and graph preparation
+  const ms: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await f();
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+const dataset = await loadDataset(datasetDir);
+const c = dataset.cases[0];
+const chat = loadChatModel(modelDir);
+const tools = ['search_traces', 'search_fluctuating_metrics', 'print_results'].map((n) => toolSpec(getTool(n)!));
+const promptIds = chat.tokenizer.encode(
+  chat.template.render(
+    [
+      { role: 'system', content: 'Localize the root cause of the anomalous request.' },
+      { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).` },
+    ],
+    { tools, addGenerationPrompt: true },
+  ),
+);
+const config = JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8'));
+console.log(`model ${modelDir}: vocab ${config.vocab_size}, hidden ${config.hidden_size}, layers ${config.num_hidden_layers}`);
+console.log(`prompt: ${promptIds.length} tokens (chat prompt with tools of case ${c.id}); ${tokens} generated tokens per request, median of ${reps}`);
+
+// A row may end early at an end-of-sequence token: only tokens actually generated are counted.
+const requests = (n: number): GenerationRequest[] =>
+  Array.from({ length: n }, (_, i) => ({ promptIds, sampling: { seed: i, maxTokens: tokens, temperature: 1 } }));
+async function tokensPerSecond(b: OnnxBackend, batch: number): Promise<number> {
+  let generated = 0;
+  const ms = await timeMs(async () => {
+    generated = (await b.generate(requests(batch))).reduce((n, g) => n + g.tokenIds.length, 0);
+  });
+  return generated / (ms / 1000);
+}
+
+const cached = await openOnnxBackend({ modelDir, maxBatch: 8 });
+const uncached = await openOnnxBackend({ modelDir, kvCache: 'off', maxBatch: 8 });
+const b1 = await tokensPerSecond(cached, 1);
+const b8 = await tokensPerSecond(cached, 8);
+const nc1 = await tokensPerSecond(uncached, 1);
+console.log(`onnx generate, batch 1, KV cache:  ${b1.toFixed(0)} tokens/s`);
+console.log(`onnx generate, batch 8, KV cache:  ${b8.toFixed(0)} tokens/s (${(b8 / b1).toFixed(2)}x batch 1)`);
+console.log(`onnx generate, batch 1, no cache:  ${nc1.toFixed(0)} tokens/s (KV cache is ${(b1 / nc1).toFixed(2)}x faster)`);
+
+// One forward over whole sequences: onnx (prefill of one generation step) vs PyTorch (engine logprobs op).
+const full = (await cached.generate(requests(8))).map((g) => [...promptIds, ...g.tokenIds]);
+const onnxForward = await timeMs(() => cached.generate(full.map((ids) => ({ promptIds: ids, sampling: { maxTokens: 1, temperature: 0 } }))));
+const engine = new TrainEngine();
+try {
+  await engine.request('load', { model_dir: modelDir, reference: false, optimizer: { lr: 1e-5 } });
+  const torchForward = await timeMs(() => engine.request('logprobs', { input_ids: full }));
+  const mask = full.map((ids) => ids.map((_, t) => (t >= promptIds.length ? 1 : 0)));
+  const sft = await timeMs(() => engine.request('sft_step', { input_ids: full, mask }));
+  const grpo = await timeMs(() => engine.request('grpo_step', { input_ids: full, mask, advantages: full.map((_, i) => (i % 2 ? 1 : -1)) }));
+  const shape = `[8, ${full[0].length}]`;
+  console.log(`forward ${shape}: onnx ${onnxForward.toFixed(1)} ms, pytorch ${torchForward.toFixed(1)} ms (onnx is ${(torchForward / onnxForward).toFixed(2)}x pytorch)`);
+  console.log(`engine step ${shape}: sft ${sft.toFixed(1)} ms, grpo ${grpo.toFixed(1)} ms (${(grpo / torchForward).toFixed(2)}x a pytorch forward)`);
+} finally {
+  await engine.shutdown();
+  await cached.close();
+  await uncached.close();
+}
