@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { basename, resolve } from 'node:path';
 import { parseToolCalls, type OpenAIToolCall } from '@thinkfl/env';
 import { loadChatModel } from '../chat/chat-model';
-import { OnnxBackend, onnxSettingsSchema, type OnnxSettings } from '../backends/onnx/index';
+import { OnnxBackend, detokenizerOf, type OnnxSettings } from '../backends/onnx/index';
 import type { ServedModel } from './served-model';
 
 export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
@@ -17,11 +17,7 @@ export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
 export async function openLocalModel(modelDir: string, opts: LocalModelOptions = {}): Promise<ServedModel & { backend: OnnxBackend }> {
   const { id, ...backendOpts } = opts;
   const { tokenizer, template } = loadChatModel(modelDir);
-  const eos = tokenizer.eosToken === undefined ? undefined : tokenizer.tokenId(tokenizer.eosToken);
-  const backend = await OnnxBackend.create(onnxSettingsSchema.parse({ ...backendOpts, modelDir }), {
-    decode: (ids) => tokenizer.decode(ids),
-    eosIds: eos === undefined ? [] : [eos],
-  });
+  const backend = await OnnxBackend.create({ ...backendOpts, modelDir }, detokenizerOf(tokenizer));
   return {
     id: id ?? basename(resolve(modelDir)),
     backend,

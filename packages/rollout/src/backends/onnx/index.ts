@@ -1,15 +1,19 @@
 /** The `onnx` backend kind: a model directory opened with its own tokenizer. */
-import { loadTokenizer } from '../../chat/tokenizer';
+import { loadTokenizer, type Tokenizer } from '../../chat/tokenizer';
 import type { BackendKind } from '../registry';
 import { OnnxBackend, onnxSettingsSchema, type Detokenizer, type OnnxSettings } from './backend';
 
 export { OnnxBackend, onnxSettingsSchema, type Detokenizer, type OnnxSettings } from './backend';
 
-/** The detokenizer of a model directory's tokenizer.json. */
-export function modelDetokenizer(modelDir: string): Detokenizer {
-  const tok = loadTokenizer(modelDir);
+/** Decoding and the eos_token id of a loaded tokenizer. */
+export function detokenizerOf(tok: Tokenizer): Detokenizer {
   const eos = tok.eosToken === undefined ? undefined : tok.tokenId(tok.eosToken);
   return { decode: (ids) => tok.decode(ids), eosIds: eos === undefined ? [] : [eos] };
+}
+
+/** The detokenizer of a model directory's tokenizer.json. */
+export function modelDetokenizer(modelDir: string): Detokenizer {
+  return detokenizerOf(loadTokenizer(modelDir));
 }
 
 export async function openOnnxBackend(settings: OnnxSettings): Promise<OnnxBackend> {

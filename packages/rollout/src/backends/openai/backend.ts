@@ -77,11 +77,18 @@ export class OpenAIBackend implements GenerationBackend {
   }
 
   private modelName(): Promise<string> {
-    this.model ??= this.http.get('/models').then((r) => {
-      const first = parse(modelsResponseSchema, r, 'model list').data[0];
-      if (!first) throw new Error('the server lists no models; set the backend model name');
-      return first.id;
-    });
+    this.model ??= this.http.get('/models').then(
+      (r) => {
+        const first = parse(modelsResponseSchema, r, 'model list').data[0];
+        if (!first) throw new Error('the server lists no models; set the backend model name');
+        return first.id;
+      },
+      (e) => {
+        // Ask again next time: the server may just not be up yet.
+        this.model = undefined;
+        throw e;
+      },
+    );
     return this.model;
   }
 }
