@@ -1,7 +1,8 @@
 /**
  * Batch generation over an ONNX causal LM: prompts are left-padded so every row's next
  * token is read at the last position; with a KV cache the prompt runs once and each later
- * step feeds one token per row, without one the whole sequence runs every step.
+ * step feeds one token per row, without one the whole sequence runs every step. A row that
+ * finishes leaves the batch (and its cache rows), so short answers stop costing compute.
  */
 import * as ort from 'onnxruntime-node';
 import type { OnnxCausalLM } from './model';
@@ -47,16 +48,17 @@ export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts
   const width = Math.max(...rows.map((r) => r.promptIds.length));
   const useCache = opts.useCache && model.cache.length > 0;
   const sampler = new TokenSampler();
+  // Rows still generating, in the order the model sees them; finished rows leave the batch.
+  let active = rows;
   let past = emptyPast(model, rows.length);
-  for (let step = 0; rows.some((r) => !r.done); step++) {
-    const feeds = useCache && step > 0 ? lastTokenFeeds(rows, width, step, model) : fullFeeds(rows, width, step, model, opts.padId);
-    const result = await model.session.run({ ...feeds, ...past });
+  for (let step = 0; active.length > 0; step++) {
+    const feeds = useCache && step > 0 ? lastTokenFeeds(active, width, step, model) : fullFeeds(active, width, step, model, opts.padId);
+    const result = await model.session.run({ ...feeds, ...past }, useCache ? model.session.outputNames : ['logits']);
     const logits = result.logits;
     if (logits.type !== 'float32') throw new Error(`${model.onnxPath}: logits are ${logits.type}, expected float32`);
     const [, t, v] = logits.dims;
     const data = logits.data as Float32Array;
-    rows.forEach((r, b) => {
-      if (r.done) return;
+    active.forEach((r, b) => {
       const at = (b * t + t - 1) * v;
       const pick = sampler.pick(data.subarray(at, at + v), r.sampling, r.rng);
       r.out.push(pick.token);
@@ -64,7 +66,9 @@ export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts
       if (pick.top) r.top.push(pick.top);
       finishIfDone(r, opts);
     });
-    if (useCache) past = Object.fromEntries(model.cache.map((c) => [c.input, result[c.output]]));
+    const keep = active.flatMap((r, b) => (r.done ? [] : [b]));
+    if (useCache) past = Object.fromEntries(model.cache.map((c) => [c.input, keepRows(result[c.output] as ort.Tensor, keep, active.length)]));
+    active = keep.map((b) => active[b]);
   }
   return rows.map((r) => ({
     tokenIds: r.out,
@@ -108,12 +112,11 @@ function fullFeeds(rows: Row[], width: number, step: number, model: OnnxCausalLM
   const pos: number[] = [];
   for (const r of rows) {
     const pad = width - r.promptIds.length;
-    const seq = r.promptIds.concat(r.out.slice(0, step));
-    while (seq.length < r.promptIds.length + step) seq.push(padId);
+    const seq = r.promptIds.concat(r.out);
     for (let j = 0; j < len; j++) {
       ids.push(j < pad ? padId : seq[j - pad]);
       mask.push(j < pad ? 0 : 1);
-      pos.push(j < pad ? 0 : Math.min(j - pad, model.maxPositions - 1));
+      pos.push(j < pad ? 0 : j - pad);
     }
   }
   const feeds: Record<string, ort.Tensor> = { input_ids: int64(ids, [rows.length, len]), attention_mask: int64(mask, [rows.length, len]) };
@@ -121,7 +124,7 @@ function fullFeeds(rows: Row[], width: number, step: number, model: OnnxCausalLM
   return feeds;
 }
 
-/** One new token per row on top of the cache. Finished rows repeat their last token; positions are clamped so they stay valid. */
+/** One new token per row on top of the cache. */
 function lastTokenFeeds(rows: Row[], width: number, step: number, model: OnnxCausalLM): Record<string, ort.Tensor> {
   const len = width + step;
   const mask: number[] = [];
@@ -130,11 +133,22 @@ function lastTokenFeeds(rows: Row[], width: number, step: number, model: OnnxCau
     for (let j = 0; j < len; j++) mask.push(j < pad ? 0 : 1);
   }
   const feeds: Record<string, ort.Tensor> = {
-    input_ids: int64(rows.map((r) => r.out[Math.min(step, r.out.length) - 1]), [rows.length, 1]),
+    input_ids: int64(rows.map((r) => r.out[step - 1]), [rows.length, 1]),
     attention_mask: int64(mask, [rows.length, len]),
   };
-  if (model.hasPositionIds) feeds.position_ids = int64(rows.map((r) => Math.min(r.promptIds.length + step - 1, model.maxPositions - 1)), [rows.length, 1]);
+  if (model.hasPositionIds) feeds.position_ids = int64(rows.map((r) => r.promptIds.length + step - 1), [rows.length, 1]);
   return feeds;
+}
+
+/** The cache rows (first dimension) listed in keep, copied only when some rows left. */
+function keepRows(t: ort.Tensor, keep: number[], batch: number): ort.Tensor {
+  if (keep.length === batch) return t;
+  const [, ...rest] = t.dims;
+  const per = rest.reduce((a, x) => a * x, 1);
+  const src = t.data as Float32Array;
+  const dst = new Float32Array(keep.length * per);
+  keep.forEach((b, j) => dst.set(src.subarray(b * per, (b + 1) * per), j * per));
+  return new ort.Tensor('float32', dst, [keep.length, ...rest]);
 }
 
 function emptyPast(model: OnnxCausalLM, batch: number): Record<string, ort.Tensor> {
