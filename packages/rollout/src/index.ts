@@ -2,3 +2,4 @@
 export * from './backends/index';
 export * from './chat/index';
 export * from './serve/index';
+export * from './policy/index';

@@ -1,0 +1,110 @@
+/**
+ * ModelPolicy on a real (untrained) tiny model and real Nezha cases: the trajectory's
+ * generated runs are exactly the assistant messages the protocol recorded, the rest is the
+ * rendered conversation, log-probabilities line up, seeds reproduce episodes, and an episode
+ * that outgrows the context ends with the reason recorded.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadDataset, runEpisode, type Case, type Dataset, type EpisodeRecord } from '@thinkfl/env';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { openOnnxBackend, type OnnxBackend } from '../src/backends/index';
+import { loadChatModel, type ChatModel } from '../src/chat/index';
+import { ModelPolicy, turnSeed, type ModelPolicySettingsInput } from '../src/policy/index';
+import { createTinyModel, scratchDir } from './backend-fixtures';
+
+let dataset: Dataset;
+let chat: ChatModel;
+let backend: OnnxBackend;
+let kase: Case;
+const episodeSettings = { dMax: 2, toolSettings: { spanAliases: true } };
+
+async function play(settings: ModelPolicySettingsInput, c = kase): Promise<{ record: EpisodeRecord; policy: ModelPolicy }> {
+  const policy = new ModelPolicy({ backend, chat, settings });
+  const record = await runEpisode({ dataset, case: c, policy, settings: episodeSettings });
+  return { record, policy };
+}
+
+/** Contiguous runs of the ids where mask is 1. */
+function generatedRuns(ids: number[], mask: number[]): number[][] {
+  const runs: number[][] = [];
+  mask.forEach((m, i) => {
+    if (m !== 1) return;
+    if (i > 0 && mask[i - 1] === 1) runs[runs.length - 1].push(ids[i]);
+    else runs.push([ids[i]]);
+  });
+  return runs;
+}
+
+beforeAll(async () => {
+  dataset = await loadDataset(await ensureNezhaDataset());
+  const dir = await createTinyModel(join(scratchDir('policy'), 'model'), 3);
+  chat = loadChatModel(dir);
+  backend = await openOnnxBackend({ modelDir: dir, threads: 1 });
+  kase = dataset.cases[0];
+}, 300_000);
+afterAll(async () => {
+  await backend?.close();
+});
+
+describe('ModelPolicy', () => {
+  it('plays a real episode whose trajectory decodes to exactly the recorded conversation', async () => {
+    const { record, policy } = await play({ temperature: 1, seed: 11, maxTokens: 48 });
+    const t = policy.trajectory();
+    const assistant = record.messages.filter((m) => m.role === 'assistant');
+    expect(record.error).toBeUndefined();
+    expect(assistant.length).toBe(record.turns.length);
+    expect(assistant.length).toBeGreaterThanOrEqual(3); // dMax 2 tool turns and the forced answer
+    expect(t.mask).toHaveLength(t.ids.length);
+    expect(t.logprobs).toHaveLength(t.ids.length);
+
+    const eot = '<|im_end|>';
+    const runs = generatedRuns(t.ids, t.mask);
+    expect(runs).toHaveLength(assistant.length);
+    runs.forEach((run, i) => {
+      const text = chat.tokenizer.decode(run);
+      // A turn cut by maxTokens gets the end-of-turn token appended outside the mask.
+      expect(text.endsWith(eot) ? text.slice(0, -eot.length) : text).toBe(assistant[i].content);
+    });
+
+    t.mask.forEach((m, i) => {
+      if (m === 0) expect(t.logprobs[i]).toBe(0);
+      else {
+        expect(Number.isFinite(t.logprobs[i])).toBe(true);
+        expect(t.logprobs[i]).toBeLessThan(0);
+      }
+    });
+
+    // Everything up to the last reply is the template's own rendering of the recorded messages.
+    const lastReply = record.messages.lastIndexOf(assistant[assistant.length - 1]);
+    const rendered = chat.template.render(record.messages.slice(0, lastReply + 1), { tools: policy.offeredTools });
+    expect(`${chat.tokenizer.decode(t.ids)}\n`).toBe(rendered);
+  });
+
+  it('replays an episode from its seed and samples another with another seed', async () => {
+    const a = (await play({ temperature: 1, seed: 5, maxTokens: 32 })).policy.trajectory();
+    const b = (await play({ temperature: 1, seed: 5, maxTokens: 32 })).policy.trajectory();
+    const c = (await play({ temperature: 1, seed: 6, maxTokens: 32 })).policy.trajectory();
+    expect(b.ids).toEqual(a.ids);
+    expect(b.mask).toEqual(a.mask);
+    expect(c.ids).not.toEqual(a.ids);
+  });
+
+  it('ends the episode with the reason recorded when the prompt outgrows the context', async () => {
+    const { record, policy } = await play({ temperature: 0, maxTokens: 16, maxContext: 64 });
+    expect(record.stopReason).toBe('policy_error');
+    expect(record.error).toMatch(/context limit: the prompt of turn 0 has \d+ tokens, the model takes 64/);
+    expect(record.turns).toHaveLength(0);
+    expect(policy.trajectory().mask.every((m) => m === 0)).toBe(true);
+  });
+
+  it('names the offending setting', () => {
+    expect(() => new ModelPolicy({ backend, chat, settings: { topP: 0 } })).toThrow(/policy\.topP/);
+    expect(() => new ModelPolicy({ backend, chat, settings: { temperature: 1, bogus: 1 } as never })).toThrow(/invalid model policy settings/);
+  });
+
+  it('spreads turn seeds so that no two episodes share one', () => {
+    expect(turnSeed(0, 20)).toBeLessThan(turnSeed(1, 0));
+    expect(() => turnSeed(1, 32)).toThrow(/outside/);
+  });
+});
