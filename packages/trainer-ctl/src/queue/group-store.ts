@@ -1,0 +1,142 @@
+/**
+ * Trajectories of a group in the Redis hash keys.group(run, group): field = sample index. A
+ * retried sample overwrites its own field, so a group holds at most one trajectory per index
+ * and is complete when it holds G fields. Each write is announced on a per-run channel so a
+ * waiter wakes at once instead of polling.
+ */
+import type { Redis } from 'ioredis';
+import { keys, type Trajectory } from './jobs';
+
+/** Channel announcing "group <id> got a sample" for one run. */
+export const groupChannel = (runId: string) => `thinkfl:${runId}:group-updates`;
+
+export class GroupTimeoutError extends Error {
+  override name = 'GroupTimeoutError';
+}
+
+export class GroupStore {
+  private subscriber?: Promise<Redis>;
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  constructor(
+    private readonly redis: Redis,
+    readonly runId: string,
+    /** Re-check interval while waiting, in case an announcement was lost (reconnect), ms. */
+    private readonly recheckMs = 1000,
+  ) {}
+
+  /** Stores a sample; a second put for the same (group, index) replaces the first. */
+  async put(t: Trajectory): Promise<void> {
+    if (!Number.isInteger(t.sampleIndex) || t.sampleIndex < 0) throw new Error(`group ${t.groupId}: bad sample index ${t.sampleIndex}`);
+    await this.redis
+      .multi()
+      .hset(keys.group(this.runId, t.groupId), String(t.sampleIndex), JSON.stringify(t))
+      .publish(groupChannel(this.runId), t.groupId)
+      .exec();
+  }
+
+  /** Samples stored so far. */
+  async count(groupId: string): Promise<number> {
+    return this.redis.hlen(keys.group(this.runId, groupId));
+  }
+
+  /** Sample indices stored so far, ascending. */
+  async indices(groupId: string): Promise<number[]> {
+    return (await this.redis.hkeys(keys.group(this.runId, groupId))).map(Number).sort((a, b) => a - b);
+  }
+
+  /** The stored samples in sample order. */
+  async read(groupId: string): Promise<Trajectory[]> {
+    const all = await this.redis.hgetall(keys.group(this.runId, groupId));
+    return Object.entries(all)
+      .map(([field, json]) => ({ index: Number(field), t: JSON.parse(json) as Trajectory }))
+      .sort((a, b) => a.index - b.index)
+      .map((e) => e.t);
+  }
+
+  /**
+   * Resolves with the G samples (indices 0..G-1, in order) once all are stored; rejects after
+   * timeoutMs naming the indices still missing.
+   */
+  async waitComplete(groupId: string, size: number, timeoutMs: number): Promise<Trajectory[]> {
+    await this.subscribe();
+    return new Promise<Trajectory[]>((resolve, reject) => {
+      let checking = false;
+      let again = false;
+      const finish = (err: Error | null, value?: Trajectory[]) => {
+        clearTimeout(timer);
+        clearInterval(recheck);
+        const set = this.waiters.get(groupId);
+        set?.delete(check);
+        if (set?.size === 0) this.waiters.delete(groupId);
+        if (err) reject(err);
+        else resolve(value as Trajectory[]);
+      };
+      const check = () => {
+        // Announcements may arrive while a check is in flight; one more check covers them all.
+        if (checking) {
+          again = true;
+          return;
+        }
+        checking = true;
+        this.completeOrNull(groupId, size)
+          .then((ready) => {
+            checking = false;
+            if (ready) finish(null, ready);
+            else if (again) {
+              again = false;
+              check();
+            }
+          })
+          .catch((e: Error) => finish(e));
+      };
+      const timer = setTimeout(() => {
+        void this.indices(groupId).then(
+          (have) => {
+            const missing = [...Array(size).keys()].filter((i) => !have.includes(i));
+            finish(new GroupTimeoutError(`group ${groupId}: ${have.length} of ${size} samples after ${timeoutMs} ms; missing sample indices ${missing.join(', ')}`));
+          },
+          (e: Error) => finish(e),
+        );
+      }, timeoutMs);
+      const recheck = setInterval(check, this.recheckMs);
+      let set = this.waiters.get(groupId);
+      if (!set) this.waiters.set(groupId, (set = new Set()));
+      set.add(check);
+      check();
+    });
+  }
+
+  /** Deletes the stored samples of groups whose step is over. */
+  async delete(groupIds: readonly string[]): Promise<void> {
+    if (groupIds.length) await this.redis.del(...groupIds.map((g) => keys.group(this.runId, g)));
+  }
+
+  async close(): Promise<void> {
+    const sub = this.subscriber;
+    this.subscriber = undefined;
+    if (sub) (await sub).disconnect();
+  }
+
+  private async completeOrNull(groupId: string, size: number): Promise<Trajectory[] | null> {
+    if ((await this.count(groupId)) < size) return null;
+    const samples = await this.read(groupId);
+    const bad = samples.findIndex((t, i) => t.sampleIndex !== i);
+    if (samples.length !== size || bad >= 0) {
+      throw new Error(`group ${groupId}: expected sample indices 0..${size - 1}, found ${samples.map((t) => t.sampleIndex).join(', ')}`);
+    }
+    return samples;
+  }
+
+  private subscribe(): Promise<Redis> {
+    this.subscriber ??= (async () => {
+      const sub = this.redis.duplicate();
+      sub.on('message', (_channel: string, groupId: string) => {
+        for (const wake of this.waiters.get(groupId) ?? []) wake();
+      });
+      await sub.subscribe(groupChannel(this.runId));
+      return sub;
+    })();
+    return this.subscriber;
+  }
+}

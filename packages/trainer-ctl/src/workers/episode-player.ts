@@ -1,0 +1,98 @@
+/**
+ * Plays rollout jobs with the model: the dataset and chat model are loaded once; per job the
+ * backend is synced to the job's policy version, then a ModelPolicy plays the case under the
+ * run's protocol and its token-level trajectory is returned (token-in/token-out).
+ */
+import { UnrecoverableError } from 'bullmq';
+import { loadDataset, runEpisode, type Case, type Dataset } from '@thinkfl/env';
+import { ModelPolicy, openBackend, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
+import type { RunConfig } from '../config/schema';
+import type { PolicyRef, PolicyRegistry } from '../queue/policy-registry';
+import type { RolloutJob } from '../queue/jobs';
+import { chatModelFromConfig } from './chat-from-config';
+import { PolicySync } from './policy-sync';
+import type { RolloutPlayer } from './rollout-worker';
+
+export interface EpisodePlayer {
+  play: RolloutPlayer;
+  /** The policy version the backend holds, once one is loaded. */
+  readonly version: number | undefined;
+  close(): Promise<void>;
+}
+
+export interface EpisodePlayerOptions {
+  config: RunConfig;
+  registry: PolicyRegistry;
+  /** Hard limit of one weight sync, ms. Default workers.sync_timeout_s of the config. */
+  syncTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+/** Opens the configured backend on a policy directory, or moves it to the next one. */
+function backendLoader(config: RunConfig, holder: { backend?: GenerationBackend }) {
+  const settings = config.generation.backend;
+  return async (ref: PolicyRef): Promise<void> => {
+    if (!holder.backend) {
+      // The onnx backend always runs the published policy, so generation and training share weights.
+      holder.backend = await openBackend(settings.kind === 'onnx' ? { ...settings, modelDir: ref.dir } : settings, 'generation.backend');
+      return;
+    }
+    if (!holder.backend.reload) {
+      throw new Error(`generation.backend ${holder.backend.name} cannot load policy version ${ref.version} (${ref.dir}): it has no reload`);
+    }
+    await holder.backend.reload(ref.dir);
+  };
+}
+
+export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<EpisodePlayer> {
+  const { config } = opts;
+  const dataset: Dataset = await loadDataset(config.dataset.path);
+  const cases = new Map<string, Case>(dataset.cases.map((c) => [c.id, c]));
+  const chat: ChatModel = chatModelFromConfig(config);
+  const holder: { backend?: GenerationBackend } = {};
+  const sync = new PolicySync(opts.registry, backendLoader(config, holder), opts.syncTimeoutMs ?? config.workers.sync_timeout_s * 1000, opts.log);
+  const { protocol, ...episodeSettings } = config.episode;
+
+  const play: RolloutPlayer = async (job: RolloutJob) => {
+    const c = cases.get(job.caseId);
+    if (!c) throw new UnrecoverableError(`rollout job ${job.groupId}#${job.sampleIndex}: case ${job.caseId} is not in ${config.dataset.path}`);
+    const version = await sync.ensure(job.policyVersion);
+    const started = performance.now();
+    const policy = new ModelPolicy({
+      backend: holder.backend as GenerationBackend,
+      chat,
+      settings: {
+        temperature: job.temperature,
+        topP: config.generation.sampling.topP,
+        maxTokens: config.generation.sampling.maxTokens,
+        seed: job.seed,
+        maxContext: config.model.max_context_tokens,
+      },
+    });
+    const episode = await runEpisode({ dataset, case: c, policy, protocol, settings: episodeSettings });
+    const t = policy.trajectory();
+    const wallMs = performance.now() - started;
+    return {
+      groupId: job.groupId,
+      caseId: job.caseId,
+      sampleIndex: job.sampleIndex,
+      // The version that actually generated: newer than asked for when the trainer moved on meanwhile.
+      policyVersion: version,
+      ids: t.ids,
+      mask: t.mask,
+      logprobs: t.logprobs,
+      episode,
+      timing: { generateMs: t.generateMs, toolsMs: Math.max(0, wallMs - t.generateMs), wallMs },
+    };
+  };
+
+  return {
+    play,
+    get version() {
+      return sync.version;
+    },
+    async close() {
+      await holder.backend?.close();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * The rollout worker's queue side: a BullMQ Worker on the run's rollout queue that hands each
+ * job to a player and stores the trajectory in its group's slot. Playing is the player's
+ * business (episode-player.ts); a replayed job overwrites the same slot.
+ */
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { GroupStore } from '../queue/group-store';
+import { startHeartbeat, type Heartbeat } from '../queue/heartbeats';
+import { keys, type RolloutJob, type Trajectory } from '../queue/jobs';
+import { rolloutJobId } from '../queue/rollout-queue';
+import type { QueueSettings } from '../queue/settings';
+
+/** Plays one job; the worker adds its own id to the trajectory. */
+export type RolloutPlayer = (job: RolloutJob) => Promise<Omit<Trajectory, 'workerId'>>;
+
+export interface RolloutWorkerOptions {
+  connection: Redis;
+  runId: string;
+  workerId: string;
+  settings: QueueSettings;
+  /** Jobs played at once. */
+  concurrency: number;
+  play: RolloutPlayer;
+  log?: (line: string) => void;
+}
+
+export interface RolloutWorker {
+  readonly worker: Worker<RolloutJob>;
+  /** Stops taking jobs, waits for running ones, leaves the worker registry. */
+  close(): Promise<void>;
+}
+
+export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<RolloutWorker> {
+  const log = opts.log ?? (() => undefined);
+  const store = new GroupStore(opts.connection, opts.runId);
+  const worker = new Worker<RolloutJob>(
+    keys.rolloutQueue(opts.runId),
+    async (job) => {
+      const j = job.data;
+      const id = rolloutJobId(j.groupId, j.sampleIndex);
+      log(`start ${id} attempt ${job.attemptsMade + 1} stalled ${job.stalledCounter} policy v${j.policyVersion}`);
+      const t = await opts.play(j);
+      await store.put({ ...t, workerId: opts.workerId });
+      log(`done ${id} stop ${t.episode.stopReason} tokens ${t.ids.length}`);
+    },
+    {
+      connection: opts.connection,
+      prefix: opts.settings.prefix,
+      concurrency: opts.concurrency,
+      lockDuration: opts.settings.lockDurationMs,
+      stalledInterval: opts.settings.stalledIntervalMs,
+      maxStalledCount: opts.settings.maxStalledCount,
+      autorun: true,
+    },
+  );
+  worker.on('failed', (job, err) => log(`failed ${job?.id ?? '?'}: ${err.message}`));
+  worker.on('error', (err) => log(`worker error: ${err.message}`));
+  await worker.waitUntilReady();
+  let beat: Heartbeat | undefined;
+  try {
+    beat = await startHeartbeat(opts.connection, opts.runId, opts.workerId, 'rollout', opts.settings.heartbeatMs);
+  } catch (e) {
+    await worker.close();
+    throw e;
+  }
+  return {
+    worker,
+    async close() {
+      await worker.close();
+      await beat?.stop();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * Where the train worker keeps its outputs in the run directory: exported policies
+ * (policies/v<version>) and checkpoints (checkpoints/update-<n>, n = updates done). Both are
+ * written under a temporary name and renamed, so a directory that exists is complete.
+ */
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const policyDir = (runDir: string, version: number) => join(runDir, 'policies', `v${version}`);
+export const checkpointDir = (runDir: string, updates: number) => join(runDir, 'checkpoints', `update-${String(updates).padStart(6, '0')}`);
+
+/** Written into every checkpoint: how many updates its weights have seen. */
+export const TRAINER_STATE_FILE = 'trainer-state.json';
+
+export interface Checkpoint {
+  dir: string;
+  updates: number;
+}
+
+/** Checkpoints of the run directory, oldest first. */
+export function listCheckpoints(runDir: string): Checkpoint[] {
+  const root = join(runDir, 'checkpoints');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .filter((n) => /^update-\d+$/.test(n) && existsSync(join(root, n, TRAINER_STATE_FILE)))
+    .map((n) => {
+      const dir = join(root, n);
+      const state = JSON.parse(readFileSync(join(dir, TRAINER_STATE_FILE), 'utf8')) as { updates: number };
+      return { dir, updates: state.updates };
+    })
+    .sort((a, b) => a.updates - b.updates);
+}
+
+export function latestCheckpoint(runDir: string): Checkpoint | undefined {
+  return listCheckpoints(runDir).at(-1);
+}
+
+/** Writes a directory through `write(tmpDir)` and renames it into place, replacing an older one. */
+export async function writeAtomically(dir: string, write: (tmp: string) => Promise<void>): Promise<void> {
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  await write(tmp);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(tmp, dir);
+}
+
+export function writeTrainerState(dir: string, updates: number): void {
+  writeFileSync(join(dir, TRAINER_STATE_FILE), `${JSON.stringify({ updates, savedAt: new Date().toISOString() })}\n`);
+}
+
+/** Deletes exported policies older than `keepFrom` (rollout workers may still be asked for recent ones). */
+export function prunePolicies(runDir: string, keepFrom: number): void {
+  const root = join(runDir, 'policies');
+  if (!existsSync(root)) return;
+  for (const n of readdirSync(root)) {
+    const m = /^v(\d+)$/.exec(n);
+    if (m && Number(m[1]) < keepFrom) rmSync(join(root, n), { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,48 @@
+/** A train job as the engine's request: sft_step or grpo_step arguments, checked first. */
+import type { RunConfig } from '../config/schema';
+import type { GrpoStepArgs, SftStepArgs, StepResult } from '../engine/protocol';
+import type { TrainJob } from '../queue/jobs';
+
+export type EngineStep = { op: 'sft_step'; args: SftStepArgs } | { op: 'grpo_step'; args: GrpoStepArgs };
+
+/** Throws, naming the sample, on a malformed job (ragged arrays, missing advantages). */
+export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
+  const where = `train job update ${job.update}`;
+  if (job.samples.length === 0) throw new Error(`${where}: no samples`);
+  job.samples.forEach((s, i) => {
+    if (s.mask.length !== s.ids.length) throw new Error(`${where}: samples[${i}]: mask has ${s.mask.length} entries for ${s.ids.length} ids`);
+    if (s.oldLogprobs && s.oldLogprobs.length !== s.ids.length) {
+      throw new Error(`${where}: samples[${i}]: oldLogprobs has ${s.oldLogprobs.length} entries for ${s.ids.length} ids`);
+    }
+  });
+  const base: SftStepArgs = {
+    input_ids: job.samples.map((s) => s.ids),
+    mask: job.samples.map((s) => s.mask),
+    micro_batch_size: config.workers.train.micro_batch_size,
+    ...(job.lr !== undefined && { lr: job.lr }),
+  };
+  if (job.kind === 'sft') return { op: 'sft_step', args: base };
+  const missing = job.samples.findIndex((s) => s.advantage === undefined);
+  if (missing >= 0) throw new Error(`${where}: samples[${missing}] has no advantage (required for grpo)`);
+  const withOld = job.samples.filter((s) => s.oldLogprobs).length;
+  if (withOld !== 0 && withOld !== job.samples.length) {
+    throw new Error(`${where}: ${withOld} of ${job.samples.length} samples carry oldLogprobs; give all or none`);
+  }
+  return {
+    op: 'grpo_step',
+    args: {
+      ...base,
+      advantages: job.samples.map((s) => s.advantage as number),
+      ...(withOld > 0 && { old: job.samples.map((s) => s.oldLogprobs as number[]) }),
+      loss: config.grpo.loss,
+      temperature: config.generation.temperature[job.stage],
+    },
+  };
+}
+
+/** The finite numbers of an engine step's result, as TrainResult metrics. */
+export function stepMetrics(result: StepResult): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(result)) if (typeof v === 'number' && Number.isFinite(v)) out[k] = v;
+  return out;
+}

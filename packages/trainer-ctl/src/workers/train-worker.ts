@@ -1,0 +1,161 @@
+/**
+ * The train worker: a BullMQ Worker (concurrency 1) on the run's train queue that owns the
+ * train engine. Each job is one update: engine step, ONNX/weights export of the new policy to
+ * policies/v<update+1>, optional checkpoint, publish. Updates run strictly in order; a job
+ * for an update already done (its result was lost with a dead worker) returns the stored
+ * result instead of training twice. On start the engine resumes from the run directory's
+ * latest checkpoint when there is one, and the policy it holds is published.
+ */
+import { readFileSync } from 'node:fs';
+import { UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { RunConfig } from '../config/schema';
+import { TrainEngine, type EngineOptions } from '../engine/driver';
+import { startHeartbeat } from '../queue/heartbeats';
+import { keys, type TrainJob, type TrainResult } from '../queue/jobs';
+import { PolicyRegistry } from '../queue/policy-registry';
+import type { QueueSettings } from '../queue/settings';
+import { TrainQueue } from '../queue/train-queue';
+import { TrainResultStore } from '../queue/train-results';
+import { checkpointDir, latestCheckpoint, policyDir, prunePolicies, writeAtomically, writeTrainerState } from './run-files';
+import { engineStep, stepMetrics } from './train-step';
+
+export interface TrainWorkerOptions {
+  connection: Redis;
+  runId: string;
+  workerId: string;
+  settings: QueueSettings;
+  config: RunConfig;
+  runDir: string;
+  engine?: EngineOptions;
+  log?: (line: string) => void;
+}
+
+export interface TrainWorker {
+  readonly worker: Worker<TrainJob, TrainResult>;
+  /** Updates done so far (= the published policy version). */
+  readonly updates: number;
+  close(): Promise<void>;
+}
+
+/** Drops jobs and results of updates past the resumed checkpoint: they belong to a lost future. */
+async function forgetFuture(conn: Redis, runId: string, settings: QueueSettings, from: number, results: TrainResultStore): Promise<void> {
+  const queue = new TrainQueue(conn, runId, settings);
+  try {
+    const last = Math.max(from, ...(await results.updates()), ...(await queue.updates()));
+    for (let u = from; u <= last; u++) {
+      await queue.forget(u);
+      await results.forget(u);
+    }
+  } finally {
+    await queue.close();
+  }
+}
+
+export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainWorker> {
+  const { config, runDir } = opts;
+  const log = opts.log ?? (() => undefined);
+  const registry = new PolicyRegistry(opts.connection, opts.runId);
+  const results = new TrainResultStore(opts.connection, opts.runId);
+  const exportFormat = config.generation.backend.kind === 'onnx' ? 'onnx' : 'weights';
+  const ckpt = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
+  if (config.checkpoints.resume === 'require' && !ckpt) throw new Error(`checkpoints.resume is require, but ${runDir} has no checkpoint`);
+
+  const engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
+  let updates = ckpt?.updates ?? 0;
+  const exportPolicy = async (version: number) => {
+    const dir = policyDir(runDir, version);
+    await writeAtomically(dir, async (tmp) => {
+      await engine.request('export', { dir: tmp, format: exportFormat });
+    });
+    return dir;
+  };
+  const publish = async (version: number, dir: string) => {
+    await registry.publish({ version, dir });
+    prunePolicies(runDir, version - (config.workers.max_staleness + 2));
+    log(`published policy v${version} (${dir})`);
+  };
+
+  try {
+    const deepspeed = config.workers.train.deepspeed_config;
+    const loaded = await engine.request('load', {
+      model_dir: ckpt?.dir ?? config.model.dir,
+      device: config.workers.train.device,
+      dtype: config.model.dtype,
+      reference: config.grpo.loss.kl_coef > 0,
+      resume: ckpt !== undefined,
+      seed: config.run.seed,
+      optimizer: config.grpo.optimizer,
+      deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
+    });
+    log(`engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ${loaded.device}`);
+    await forgetFuture(opts.connection, opts.runId, opts.settings, updates, results);
+    await publish(updates, await exportPolicy(updates));
+  } catch (e) {
+    await engine.dispose();
+    throw e;
+  }
+
+  const handle = async (job: TrainJob): Promise<TrainResult> => {
+    if (job.update < updates) {
+      const stored = await results.get(job.update);
+      if (stored) {
+        log(`update ${job.update} was done before; returning its stored result`);
+        return stored;
+      }
+      throw new UnrecoverableError(`train job update ${job.update}: already done (${updates} updates) and its result is gone`);
+    }
+    if (job.update > updates) {
+      throw new UnrecoverableError(`train job update ${job.update}: the engine has done ${updates} updates; submit update ${updates} first`);
+    }
+    const step = engineStep(job, config);
+    const started = Date.now();
+    const out = step.op === 'sft_step' ? await engine.request('sft_step', step.args) : await engine.request('grpo_step', step.args);
+    updates = job.update + 1;
+    const dir = await exportPolicy(updates);
+    let checkpoint: string | undefined;
+    if (job.checkpoint) {
+      checkpoint = checkpointDir(runDir, updates);
+      const n = updates;
+      await writeAtomically(checkpoint, async (tmp) => {
+        await engine.request('save', { dir: tmp });
+        writeTrainerState(tmp, n);
+      });
+    }
+    const result: TrainResult = {
+      update: job.update,
+      version: updates,
+      policyDir: dir,
+      metrics: { ...stepMetrics(out), trainMs: Date.now() - started },
+      ...(checkpoint && { checkpointDir: checkpoint }),
+    };
+    await results.put(result);
+    await publish(updates, dir);
+    log(`update ${job.update} (${job.kind}, ${job.samples.length} samples): loss ${out.loss}`);
+    return result;
+  };
+
+  const worker = new Worker<TrainJob, TrainResult>(keys.trainQueue(opts.runId), async (j) => handle(j.data), {
+    connection: opts.connection,
+    prefix: opts.settings.prefix,
+    concurrency: 1,
+    lockDuration: opts.settings.lockDurationMs,
+    stalledInterval: opts.settings.stalledIntervalMs,
+    maxStalledCount: opts.settings.maxStalledCount,
+  });
+  worker.on('failed', (j, err) => log(`failed ${j?.id ?? '?'}: ${err.message}`));
+  worker.on('error', (err) => log(`worker error: ${err.message}`));
+  await worker.waitUntilReady();
+  const beat = await startHeartbeat(opts.connection, opts.runId, opts.workerId, 'train', opts.settings.heartbeatMs);
+  return {
+    worker,
+    get updates() {
+      return updates;
+    },
+    async close() {
+      await worker.close();
+      await beat.stop();
+      await engine.shutdown();
+    },
+  };
+}
