@@ -29,6 +29,7 @@ export function resolvePaths(c: RunConfig, file: string): RunConfig {
   if (c.tokenizer.dir !== undefined) out.tokenizer.dir = abs(c.tokenizer.dir);
   if (isJinjaPath(c.tokenizer.chat_template)) out.tokenizer.chat_template = abs(c.tokenizer.chat_template);
   out.dataset.path = abs(c.dataset.path);
+  if (out.dataset.import !== undefined) out.dataset.import.src = abs(out.dataset.import.src);
   if (out.generation.backend.kind === 'onnx' && out.generation.backend.modelDir !== undefined) {
     out.generation.backend.modelDir = abs(out.generation.backend.modelDir);
   }

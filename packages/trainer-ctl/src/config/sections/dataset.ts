@@ -29,6 +29,20 @@ export const DatasetSection = z
       })
       .prefault({})
       .describe('Train/eval split of the cases.'),
+    import: z
+      .strictObject({
+        format: z.string().min(1).describe('Importer of the raw telemetry (nezha, aiops2022, otlp; as `trainer-ctl import --format`).'),
+        src: z.string().min(1).describe('Raw telemetry directory, relative to run.base_dir like every path here.'),
+        settings: z
+          .record(z.string(), z.unknown())
+          .default({})
+          .describe('Importer settings as `trainer-ctl import --settings` takes them ({ importer, cases }). Default {} (the importer\'s defaults).'),
+      })
+      .optional()
+      .describe(
+        'Where `trainer-ctl train` imports the dataset from when dataset.path holds none yet (a fresh clone). ' +
+          'Default none: the dataset must have been imported.',
+      ),
     max_cases_per_fault: z
       .number()
       .int()

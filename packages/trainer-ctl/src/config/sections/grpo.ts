@@ -28,6 +28,15 @@ export const GrpoSection = z
     })
       .prefault({})
       .describe('AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm); packages/trainer-ctl/src/engine/optimizer-settings.ts.'),
+    max_refill_groups: z
+      .number()
+      .int()
+      .min(0)
+      .default(4)
+      .describe(
+        'When skip_equal_groups leaves groups out of a step, play at most this many further cases of the stage\'s ' +
+          'schedule to refill the batch (DAPO dynamic sampling, bounded so a step always ends). Default 4.',
+      ),
     updates_per_batch: z
       .number()
       .int()

@@ -41,6 +41,11 @@ export const WorkersSection = z
         python: z.string().default('/usr/bin/python3').describe('Python interpreter of the train engine. Default /usr/bin/python3 (Debian\'s, with torch).'),
         device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
         deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO) for GPU runs; none on CPU. Default none.'),
+        job_timeout_s: z
+          .number()
+          .positive()
+          .default(3600)
+          .describe('The controller gives up on a train job (one update, its export and checkpoint) not done in this time, seconds. Default 3600.'),
         micro_batch_size: z
           .number()
           .int()

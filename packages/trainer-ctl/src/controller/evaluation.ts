@@ -1,0 +1,89 @@
+/**
+ * Evaluation of the current policy on the held-out cases: one greedy episode per case through
+ * the rollout queue (stage 'eval'), scored by the environment's evaluator (Recall@k and MRR per
+ * request and per fault) plus format validity; written to RUN_DIR/eval-<name>.json.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { evaluate, formatSummary, type Case, type Dataset, type EvalResult, type EvalSummary, type Level } from '@thinkfl/env';
+import type { RunConfig } from '../config/index';
+import type { RolloutJob, Trajectory } from '../queue/jobs';
+import { hash32 } from './random';
+import { formatValid } from './stats';
+import type { ControlTransport } from './transport';
+
+export interface EvalContext {
+  config: RunConfig;
+  runId: string;
+  runDir: string;
+  dataset: Dataset;
+  cases: Case[];
+  transport: ControlTransport;
+}
+
+export interface EvalReport {
+  name: string;
+  policyVersion: number;
+  cases: number;
+  formatValid: number;
+  answered: number;
+  toolCalls: number;
+  summary: EvalSummary & { levels: Level[] };
+  requests: EvalResult['requests'];
+}
+
+export function evalGroupId(name: string, policyVersion: number, i: number): string {
+  return `eval-${name}-v${policyVersion}-${i}`;
+}
+
+export async function runEvaluation(ctx: EvalContext, name: string, policyVersion: number): Promise<EvalReport> {
+  const { config, transport } = ctx;
+  const jobs: RolloutJob[] = ctx.cases.map((c, i) => ({
+    runId: ctx.runId,
+    stage: 'eval',
+    step: 0,
+    groupId: evalGroupId(name, policyVersion, i),
+    caseId: c.id,
+    sampleIndex: 0,
+    policyVersion,
+    temperature: config.generation.temperature.eval,
+    seed: hash32(`${config.run.seed}:eval:${i}`),
+  }));
+  await transport.enqueueRollouts(jobs);
+  const timeout = 3 * config.workers.rollout.job_timeout_s * 1000;
+  const byCase = new Map<string, Trajectory>();
+  await Promise.all(
+    jobs.map(async (j) => {
+      const [t] = await transport.waitGroup(j.groupId, 1, timeout);
+      byCase.set(j.caseId, t);
+    }),
+  );
+  const result = await evaluate(ctx.dataset, ctx.cases, async (c) => {
+    const episode = byCase.get(c.id)!.episode;
+    return { answer: episode.answer, episode };
+  });
+  const episodes = [...byCase.values()].map((t) => t.episode);
+  const share = (f: (e: (typeof episodes)[number]) => boolean) => episodes.filter(f).length / Math.max(1, episodes.length);
+  const report: EvalReport = {
+    name,
+    policyVersion,
+    cases: ctx.cases.length,
+    formatValid: share(formatValid),
+    answered: share((e) => e.stopReason === 'answered'),
+    toolCalls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
+    summary: { levels: result.levels, perRequest: result.perRequest, perFault: result.perFault, faultsWithoutCases: result.faultsWithoutCases },
+    requests: result.requests,
+  };
+  writeFileSync(join(ctx.runDir, `eval-${name}.json`), `${JSON.stringify(report, null, 1)}\n`);
+  await transport.dropGroups(jobs.map((j) => j.groupId));
+  return report;
+}
+
+/** Printed after each evaluation. */
+export function formatEvalReport(r: EvalReport): string {
+  return (
+    `eval ${r.name} (policy v${r.policyVersion}, ${r.cases} held-out cases): format validity ${r.formatValid.toFixed(2)}, ` +
+    `answered ${r.answered.toFixed(2)}, tool calls/episode ${r.toolCalls.toFixed(1)}\n` +
+    formatSummary(r.summary, r.summary.levels)
+  );
+}

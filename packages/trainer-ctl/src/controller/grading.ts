@@ -1,0 +1,48 @@
+/**
+ * Grading a complete group with its stage's reward and turning the totals into advantages.
+ * Graders see the whole group in sample order; the question id is the case id, so the
+ * diversity cache counts a path once per question across every step and grader process.
+ */
+import type { Case, Dataset } from '@thinkfl/env';
+import { gradeGroup, type DiversityCache } from '@thinkfl/graders';
+import type { RunConfig, StageName } from '../config/index';
+import { allEqual, computeAdvantages, keepGroup } from '../grpo/advantages';
+import type { Trajectory } from '../queue/jobs';
+import type { GradedGroup } from './step-metrics';
+
+export interface GradingContext {
+  config: RunConfig;
+  dataset: Dataset;
+  diversity?: DiversityCache;
+}
+
+export async function gradeTrajectories(
+  ctx: GradingContext,
+  stage: StageName,
+  groupId: string,
+  c: Case,
+  trajectories: Trajectory[],
+): Promise<GradedGroup> {
+  const { stage_rewards, ...settings } = ctx.config.graders;
+  const grade = await gradeGroup(
+    trajectories.map((t) => t.episode),
+    {
+      truth: c.truth,
+      questionId: c.id,
+      podToService: (pod) => ctx.dataset.topology.serviceOfPod(pod),
+      settings,
+      diversity: ctx.diversity,
+    },
+    stage_rewards[stage],
+  );
+  const adv = ctx.config.grpo.advantage;
+  return {
+    groupId,
+    caseId: c.id,
+    trajectories,
+    grade,
+    advantages: computeAdvantages(grade.totals, adv),
+    kept: keepGroup(grade.totals, adv),
+    zeroVariance: allEqual(grade.totals, adv.equal_tolerance),
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * RUN_DIR/metrics.jsonl: one JSON line per completed SFT update or GRPO step. A line is
+ * appended before the state that counts it is written; a resume cuts the file back to the
+ * lines the state counts, so a step replayed after a kill is never logged twice.
+ */
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const METRICS_FILE = 'metrics.jsonl';
+
+export type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' };
+
+export function appendMetrics(runDir: string, record: MetricsRecord): void {
+  appendFileSync(join(runDir, METRICS_FILE), `${JSON.stringify(record)}\n`);
+}
+
+export function readMetrics(runDir: string): MetricsRecord[] {
+  const file = join(runDir, METRICS_FILE);
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as MetricsRecord;
+      } catch {
+        throw new Error(`${file}:${i + 1}: not a JSON line`);
+      }
+    });
+}
+
+/** Keeps the first `lines` records (those of completed boundaries). */
+export function truncateMetrics(runDir: string, lines: number): void {
+  const file = join(runDir, METRICS_FILE);
+  if (!existsSync(file)) return;
+  const kept = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).slice(0, lines);
+  writeFileSync(file, kept.map((l) => `${l}\n`).join(''));
+}

@@ -1,0 +1,75 @@
+/**
+ * ControlTransport on the run's Redis through the queue wrappers (queue/): rollout jobs in,
+ * complete groups out of the group store, one train job per update. Ids derive from (group,
+ * sample) and from the update index, so a step replayed after a kill adds nothing twice:
+ * samples already stored are not played again, and an update that already ran answers with
+ * its stored result.
+ */
+import type { Redis } from 'ioredis';
+import {
+  connectRedis,
+  GroupStore,
+  listWorkers,
+  parseQueueSettings,
+  RolloutQueue,
+  TrainQueue,
+  type QueueSettingsInput,
+  type RolloutJob,
+  type TrainJob,
+  type TrainResult,
+  type Trajectory,
+  type WorkerBeat,
+} from '../queue/index';
+import type { ControlTransport } from './transport';
+
+export class RedisTransport implements ControlTransport {
+  readonly redis: Redis;
+  private readonly rollouts: RolloutQueue;
+  private readonly groups: GroupStore;
+  private readonly trainQueue: TrainQueue;
+  private readonly sizes = new Map<string, number>();
+
+  constructor(
+    readonly url: string,
+    readonly runId: string,
+    settings: QueueSettingsInput = {},
+  ) {
+    const s = parseQueueSettings(settings);
+    this.redis = connectRedis(url);
+    this.rollouts = new RolloutQueue(this.redis, runId, s);
+    this.groups = new GroupStore(this.redis, runId);
+    this.trainQueue = new TrainQueue(this.redis, runId, s);
+  }
+
+  async enqueueRollouts(jobs: RolloutJob[]): Promise<void> {
+    const stored = new Map<string, number[]>();
+    for (const g of new Set(jobs.map((j) => j.groupId))) stored.set(g, await this.groups.indices(g));
+    for (const j of jobs) this.sizes.set(j.groupId, Math.max(this.sizes.get(j.groupId) ?? 0, j.sampleIndex + 1));
+    const todo = jobs.filter((j) => !stored.get(j.groupId)!.includes(j.sampleIndex));
+    if (todo.length) await this.rollouts.enqueueGroup(todo);
+  }
+
+  waitGroup(groupId: string, size: number, timeoutMs: number): Promise<Trajectory[]> {
+    return this.groups.waitComplete(groupId, size, timeoutMs);
+  }
+
+  async train(job: TrainJob, timeoutMs: number): Promise<TrainResult> {
+    await this.trainQueue.submit(job);
+    return this.trainQueue.waitResult(job.update, timeoutMs);
+  }
+
+  async dropGroups(groupIds: string[]): Promise<void> {
+    await this.groups.delete(groupIds);
+    await this.rollouts.dropGroups(groupIds.map((groupId) => ({ groupId, size: this.sizes.get(groupId) ?? 0 })));
+    for (const g of groupIds) this.sizes.delete(g);
+  }
+
+  workers(): Promise<WorkerBeat[]> {
+    return listWorkers(this.redis, this.runId);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.rollouts.close(), this.trainQueue.close(), this.groups.close()]);
+    await this.redis.quit();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The stage scheduler: stage 1 (SFT, its evaluation, GRPO steps), stage 2, stage 3, each
+ * ending with a checkpoint and an evaluation on held-out cases. Every boundary (SFT update,
+ * GRPO step, stage end) appends its metrics line and then writes state.json, so a killed run
+ * resumes from the last completed boundary with the same number of updates as an unbroken one.
+ */
+import type { Case, Dataset } from '@thinkfl/env';
+import type { DiversityCache } from '@thinkfl/graders';
+import { STAGE_NAMES, type RunConfig, type StageName } from '../config/index';
+import type { TrainResult, TrainSample } from '../queue/jobs';
+import { createProgress, type Progress, type ProgressStream } from '../progress';
+import { formatEvalReport, runEvaluation, type EvalReport } from './evaluation';
+import { appendMetrics, type MetricsRecord } from './metrics-log';
+import { runSft } from './sft-phase';
+import { writeState, type RunState } from './state';
+import { groupIdOf, runGrpoStep } from './step';
+import { stepNote } from './step-metrics';
+import type { ControlTransport } from './transport';
+
+export interface StagesContext {
+  config: RunConfig;
+  runId: string;
+  runDir: string;
+  dataset: Dataset;
+  train: Case[];
+  eval: Case[];
+  transport: ControlTransport;
+  diversity?: DiversityCache;
+  teacher: () => Promise<TrainSample[]>;
+  /** Where progress lines go (default stderr). */
+  stream?: ProgressStream;
+  /** Where evaluation summaries go (default stdout). */
+  print?: (text: string) => void;
+}
+
+function enabled(config: RunConfig, stage: StageName): boolean {
+  return config.stages[stage].enabled;
+}
+
+/** Records one completed boundary: the metrics line first, then the state that counts it. */
+function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | undefined, result?: TrainResult): void {
+  if (result) {
+    state.updates = result.update + 1;
+    state.policyVersion = result.version;
+    state.policyDir = result.policyDir;
+    if (result.checkpointDir) state.checkpoint = result.checkpointDir;
+  }
+  if (record) {
+    appendMetrics(ctx.runDir, record);
+    state.metricsLines++;
+  }
+  writeState(ctx.runDir, state);
+}
+
+async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Promise<EvalReport> {
+  const report = await runEvaluation({ ...ctx, cases: ctx.eval }, name, state.policyVersion);
+  (ctx.print ?? console.log)(formatEvalReport(report));
+  return report;
+}
+
+async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> {
+  let progress: Progress | undefined;
+  await runSft(ctx, state.sft.updates, ({ result, record }) => {
+    state.sft.updates = result.update + 1;
+    commit(ctx, state, record, result);
+    progress ??= createProgress({ total: Number(record.of), label: 'priming sft', stream: ctx.stream });
+    const loss = typeof result.metrics.loss === 'number' ? `loss ${result.metrics.loss.toFixed(4)}` : '';
+    progress.update(result.update + 1, loss);
+  });
+  progress?.finish();
+  if (ctx.eval.length) await evaluateAs(ctx, state, 'sft');
+  state.sft.done = true;
+  commit(ctx, state, undefined);
+}
+
+async function runStage(ctx: StagesContext, state: RunState, stage: StageName): Promise<void> {
+  const { config } = ctx;
+  const steps = config.stages[stage].steps;
+  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream });
+  for (let step = state.stages[stage].steps; step < steps; step++) {
+    const last = step === steps - 1;
+    const { record, result } = await runGrpoStep(ctx, {
+      stage,
+      step,
+      update: state.updates,
+      policyVersion: state.policyVersion,
+      checkpoint: last || (step + 1) % config.checkpoints.every_steps === 0,
+    });
+    state.stages[stage].steps = step + 1;
+    commit(ctx, state, record, result);
+    await ctx.transport.dropGroups(Array.from({ length: record.groups }, (_, slot) => groupIdOf(stage, step, slot)));
+    progress.update(step + 1, stepNote(record));
+  }
+  progress.finish();
+  if (ctx.eval.length) await evaluateAs(ctx, state, stage);
+  state.stages[stage].done = true;
+  commit(ctx, state, undefined);
+}
+
+/** Runs what `state` says is left of the run, in order; returns when every stage is done. */
+export async function runStages(ctx: StagesContext, state: RunState): Promise<void> {
+  for (const stage of STAGE_NAMES) {
+    if (!enabled(ctx.config, stage) || state.stages[stage].done) continue;
+    if (stage === 'priming' && ctx.config.stages.priming.sft.enabled && !state.sft.done) await primeWithSft(ctx, state);
+    await runStage(ctx, state, stage);
+  }
+  state.done = true;
+  commit(ctx, state, undefined);
+}

@@ -1,0 +1,73 @@
+/**
+ * The run's progress on disk (RUN_DIR/state.json): what has completed, written atomically
+ * (temp file + rename) at every boundary (an SFT update, a GRPO step, an evaluation), so a
+ * killed run resumes from the last completed one and never applies an update twice.
+ */
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { STAGE_NAMES, type StageName } from '../config/index';
+
+export interface StageProgress {
+  /** GRPO steps of the stage completed. */
+  steps: number;
+  /** The stage's final checkpoint and evaluation are written. */
+  done: boolean;
+}
+
+export interface RunState {
+  runName: string;
+  /** Train updates applied; the next train job has this update index. */
+  updates: number;
+  /** Newest published policy: version and directory (version 0: the base model). */
+  policyVersion: number;
+  policyDir: string;
+  /** Newest checkpoint directory, when one was written. */
+  checkpoint?: string;
+  /** Stage-1 supervised fine-tuning: updates done, and whether it (and its evaluation) finished. */
+  sft: { updates: number; done: boolean };
+  stages: Record<StageName, StageProgress>;
+  /** Lines of metrics.jsonl that belong to completed boundaries (a resume cuts the rest). */
+  metricsLines: number;
+  done: boolean;
+  updatedAt: string;
+}
+
+export const STATE_FILE = 'state.json';
+
+export function initialState(runName: string, baseModelDir: string): RunState {
+  const stages = Object.fromEntries(STAGE_NAMES.map((s) => [s, { steps: 0, done: false }])) as Record<StageName, StageProgress>;
+  return {
+    runName,
+    updates: 0,
+    policyVersion: 0,
+    policyDir: baseModelDir,
+    sft: { updates: 0, done: false },
+    stages,
+    metricsLines: 0,
+    done: false,
+    updatedAt: new Date().toISOString(),
+  };
+}
+
+export function readState(runDir: string): RunState | undefined {
+  const file = join(runDir, STATE_FILE);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as RunState;
+  } catch (e) {
+    throw new Error(`${file}: not a readable run state (${(e as Error).message})`);
+  }
+}
+
+export function writeState(runDir: string, state: RunState): void {
+  const file = join(runDir, STATE_FILE);
+  const tmp = `${file}.${process.pid}.tmp`;
+  state.updatedAt = new Date().toISOString();
+  writeFileSync(tmp, `${JSON.stringify(state, null, 1)}\n`);
+  renameSync(tmp, file);
+}
+
+/** The stage the run is in: the first enabled one not done; undefined when all are. */
+export function currentStage(state: RunState, enabled: (s: StageName) => boolean): StageName | undefined {
+  return STAGE_NAMES.find((s) => enabled(s) && !state.stages[s].done);
+}

@@ -1,0 +1,92 @@
+/**
+ * The record of one GRPO step (a metrics.jsonl line): every grader's mean and std, reward,
+ * advantages, share of zero-variance groups, the trainer's loss/KL/clip figures, lengths,
+ * tool calls, format validity, staleness and the timings of each phase.
+ */
+import type { GroupGrade } from '@thinkfl/graders';
+import type { StageName } from '../config/index';
+import type { TrainResult, Trajectory } from '../queue/jobs';
+import { formatValid, stat, type Stat } from './stats';
+
+export interface GradedGroup {
+  groupId: string;
+  caseId: string;
+  trajectories: Trajectory[];
+  grade: GroupGrade;
+  advantages: number[];
+  /** False when skip_equal_groups left it out of the batch. */
+  kept: boolean;
+  zeroVariance: boolean;
+}
+
+export interface StepTimings {
+  /** Adding the rollout jobs to the queue. */
+  enqueueMs: number;
+  /** From enqueueing to the last group complete (generation as the controller sees it). */
+  rolloutMs: number;
+  /** Grading every group and computing advantages. */
+  gradeMs: number;
+  /** From submitting the train job to its result. */
+  updateMs: number;
+  stepMs: number;
+}
+
+export interface StepRecordInput {
+  stage: StageName;
+  step: number;
+  /** Update index of the step's train job; null when every group was skipped. */
+  update: number | null;
+  policyVersion: number;
+  groups: GradedGroup[];
+  result?: TrainResult;
+  timings: StepTimings;
+}
+
+const round = (x: number) => Math.round(x * 1e6) / 1e6;
+const short = (s: Stat) => ({ mean: round(s.mean), std: round(s.std) });
+
+export function stepRecord(input: StepRecordInput) {
+  const samples = input.groups.flatMap((g) => g.trajectories.map((t, i) => ({ t, grade: g.grade.samples[i], adv: g.advantages[i], kept: g.kept })));
+  const graderNames = [...new Set(samples.flatMap((s) => Object.keys(s.grade.graders)))];
+  const graders = Object.fromEntries(graderNames.map((n) => [n, short(stat(samples.map((s) => s.grade.graders[n]?.score ?? 0)))]));
+  const kept = samples.filter((s) => s.kept);
+  const adv = stat(kept.map((s) => s.adv));
+  const episodes = samples.map((s) => s.t.episode);
+  const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policyVersion);
+  const worker = (k: 'generateMs' | 'toolsMs' | 'wallMs') => round(stat(samples.map((s) => s.t.timing[k])).mean);
+  return {
+    kind: 'grpo' as const,
+    stage: input.stage,
+    step: input.step,
+    update: input.update,
+    policyVersion: input.policyVersion,
+    groups: input.groups.length,
+    keptGroups: input.groups.filter((g) => g.kept).length,
+    zeroVarianceShare: round(input.groups.filter((g) => g.zeroVariance).length / Math.max(1, input.groups.length)),
+    samples: samples.length,
+    reward: short(stat(samples.map((s) => s.grade.total))),
+    graders,
+    advantage: { ...short(adv), min: round(adv.min), max: round(adv.max) },
+    train: input.result?.metrics ?? {},
+    responseTokens: round(stat(samples.map((s) => s.t.mask.reduce((a, b) => a + b, 0))).mean),
+    totalTokens: round(stat(samples.map((s) => s.t.ids.length)).mean),
+    toolCalls: round(stat(episodes.map((e) => e.toolCalls.length)).mean),
+    formatValid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
+    answered: round(episodes.filter((e) => e.stopReason === 'answered').length / Math.max(1, episodes.length)),
+    staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
+    timing: { ...input.timings, episodeGenerateMs: worker('generateMs'), episodeToolsMs: worker('toolsMs'), episodeWallMs: worker('wallMs') },
+    at: new Date().toISOString(),
+  };
+}
+
+export type StepRecord = ReturnType<typeof stepRecord>;
+
+/** The progress line's note for a step. */
+export function stepNote(r: StepRecord): string {
+  const loss = typeof r.train.loss === 'number' ? ` loss ${r.train.loss.toFixed(4)}` : '';
+  return (
+    `reward ${r.reward.mean.toFixed(3)}±${r.reward.std.toFixed(3)} fmt ${r.formatValid.toFixed(2)} ` +
+    `zero-var ${r.zeroVarianceShare.toFixed(2)} calls ${r.toolCalls.toFixed(1)}${loss} ` +
+    `gen ${(r.timing.rolloutMs / 1000).toFixed(1)}s upd ${(r.timing.updateMs / 1000).toFixed(1)}s`
+  );
+}

@@ -1,0 +1,113 @@
+/**
+ * One GRPO step: play the step's cases (G samples each) through the rollout queue, grade each
+ * group once it is complete, compute advantages, leave out zero-variance groups and refill
+ * from the stage's next cases (bounded), then submit one train job and wait for its result.
+ */
+import type { Case } from '@thinkfl/env';
+import type { StageName } from '../config/index';
+import type { RolloutJob, TrainJob, TrainResult, TrainSample } from '../queue/jobs';
+import { gradeTrajectories, type GradingContext } from './grading';
+import { hash32 } from './random';
+import { stepCases } from './schedule';
+import { stepRecord, type GradedGroup, type StepRecord } from './step-metrics';
+import type { ControlTransport } from './transport';
+
+export interface StepContext extends GradingContext {
+  runId: string;
+  train: Case[];
+  transport: ControlTransport;
+}
+
+export interface StepInput {
+  stage: StageName;
+  /** 0-based step within the stage. */
+  step: number;
+  /** Update index the step's train job gets. */
+  update: number;
+  policyVersion: number;
+  checkpoint: boolean;
+}
+
+export interface StepOutcome {
+  record: StepRecord;
+  /** Absent when every group (refills included) had equal rewards: no update was made. */
+  result?: TrainResult;
+}
+
+export function groupIdOf(stage: string, step: number, slot: number): string {
+  return `${stage}-${step}-${slot}`;
+}
+
+function rolloutJobs(ctx: StepContext, input: StepInput, slot: number, c: Case, temperature: number): RolloutJob[] {
+  const g = ctx.config.grpo.group_size;
+  const groupId = groupIdOf(input.stage, input.step, slot);
+  return Array.from({ length: g }, (_, i) => ({
+    runId: ctx.runId,
+    stage: input.stage,
+    step: input.step,
+    groupId,
+    caseId: c.id,
+    sampleIndex: i,
+    policyVersion: input.policyVersion,
+    temperature,
+    seed: hash32(`${ctx.config.run.seed}:${groupId}:${i}`),
+  }));
+}
+
+function groupTimeoutMs(ctx: StepContext): number {
+  // A job may be retried after its own timeout; allow a few attempts before calling the step stuck.
+  return 3 * ctx.config.workers.rollout.job_timeout_s * 1000;
+}
+
+export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<StepOutcome> {
+  const t0 = Date.now();
+  const { config, transport } = ctx;
+  const want = config.grpo.cases_per_step;
+  const temperature = config.generation.temperature[input.stage];
+  const { primary, refill } = stepCases(input.stage, input.step, ctx.train, config);
+  const timings = { enqueueMs: 0, rolloutMs: 0, gradeMs: 0, updateMs: 0, stepMs: 0 };
+  const groups: GradedGroup[] = [];
+  let batch = primary.map((c, slot) => ({ slot, c }));
+  let nextRefill = 0;
+  while (batch.length > 0) {
+    const tq = Date.now();
+    await transport.enqueueRollouts(batch.flatMap(({ slot, c }) => rolloutJobs(ctx, input, slot, c, temperature)));
+    const tw = Date.now();
+    timings.enqueueMs += tw - tq;
+    const arrived = await Promise.all(
+      batch.map(({ slot }) => transport.waitGroup(groupIdOf(input.stage, input.step, slot), config.grpo.group_size, groupTimeoutMs(ctx))),
+    );
+    const tg = Date.now();
+    timings.rolloutMs += tg - tw;
+    for (let i = 0; i < batch.length; i++) {
+      groups.push(await gradeTrajectories(ctx, input.stage, groupIdOf(input.stage, input.step, batch[i].slot), batch[i].c, arrived[i]));
+    }
+    timings.gradeMs += Date.now() - tg;
+    const missing = want - groups.filter((g) => g.kept).length;
+    const take = Math.min(missing, refill.length - nextRefill);
+    batch = Array.from({ length: Math.max(0, take) }, (_, i) => ({ slot: want + nextRefill + i, c: refill[nextRefill + i] }));
+    nextRefill += batch.length;
+  }
+
+  const samples: TrainSample[] = groups
+    .filter((g) => g.kept)
+    .flatMap((g) => g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs })));
+  let result: TrainResult | undefined;
+  if (samples.length > 0) {
+    const job: TrainJob = { runId: ctx.runId, stage: input.stage, update: input.update, kind: 'grpo', samples, checkpoint: input.checkpoint };
+    const tu = Date.now();
+    result = await transport.train(job, config.workers.train.job_timeout_s * 1000);
+    timings.updateMs = Date.now() - tu;
+  }
+  timings.stepMs = Date.now() - t0;
+  const record = stepRecord({
+    stage: input.stage,
+    step: input.step,
+    update: result ? input.update : null,
+    policyVersion: input.policyVersion,
+    groups,
+    result,
+    timings,
+  });
+  return { record, result };
+}

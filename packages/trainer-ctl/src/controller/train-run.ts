@@ -1,0 +1,108 @@
+/**
+ * `trainer-ctl train`: prepares inputs, opens (or resumes) the run directory, brings up Redis
+ * and the workers when no Redis URL is given, runs the stages, and takes down what it started.
+ */
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadDataset } from '@thinkfl/env';
+import { RedisDiversityCache } from '@thinkfl/graders';
+import { loadRunConfig, type RunConfig } from '../config/index';
+import type { ProgressStream } from '../progress';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/index';
+import { runCases } from './cases';
+import { truncateMetrics } from './metrics-log';
+import { prepareInputs } from './prepare';
+import { recordProcesses, startWorkerProcess, stopLeftovers, stopWorkerProcesses, type ProcessRecord, type WorkerProcess } from './processes';
+import { RedisTransport } from './redis-transport';
+import { runStages } from './run-stages';
+import { initialState, readState, writeState, type RunState } from './state';
+import { configTeacher } from './teacher';
+
+export interface TrainOptions {
+  configFile: string;
+  /** Default <run.output_dir>/<run.name>. */
+  runDir?: string;
+  /** An existing Redis whose queues external workers serve; default queue.redis_url, else embedded. */
+  redisUrl?: string;
+  /** Continue a run directory's run from its last completed step. */
+  resume?: boolean;
+  stream?: ProgressStream;
+  print?: (text: string) => void;
+}
+
+/** Where `trainer-ctl status` finds the run's Redis and config. */
+export const RUN_INFO_FILE = 'run.json';
+
+function openState(config: RunConfig, runDir: string, resume: boolean | undefined): RunState {
+  const state = readState(runDir);
+  const policy = config.checkpoints.resume;
+  if (!state) {
+    if (resume || policy === 'require') throw new Error(`${runDir}: no state.json, nothing to resume`);
+    return initialState(config.run.name, config.model.dir);
+  }
+  if (!resume && policy !== 'auto') {
+    throw new Error(`${runDir} already holds a run (state.json); pass --resume to continue it, or choose another --run-dir`);
+  }
+  if (state.runName !== config.run.name) throw new Error(`${runDir} holds run ${state.runName}, not ${config.run.name}`);
+  truncateMetrics(runDir, state.metricsLines);
+  return state;
+}
+
+async function redisPid(t: RedisTransport): Promise<number> {
+  const info = await t.redis.info('server');
+  return Number(/process_id:(\d+)/.exec(info)?.[1]);
+}
+
+export async function trainRun(opts: TrainOptions): Promise<RunState> {
+  const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
+  const note = (s: string) => (opts.stream ?? process.stderr).write(`${s}\n`);
+  await prepareInputs(loadRunConfig(opts.configFile, { checkPaths: false }).config, note);
+  const loaded = loadRunConfig(opts.configFile);
+  const config = loaded.config;
+  const runDir = resolve(opts.runDir ?? loaded.runDir);
+  mkdirSync(runDir, { recursive: true });
+  const state = openState(config, runDir, opts.resume);
+  if (state.done) {
+    print(`run ${config.run.name} in ${runDir} is already complete (${state.updates} updates)`);
+    return state;
+  }
+  writeState(runDir, state);
+  copyFileSync(opts.configFile, join(runDir, 'config.yaml'));
+  await stopLeftovers(runDir);
+
+  const runId = config.run.name;
+  const external = opts.redisUrl ?? config.queue.redis_url ?? undefined;
+  let embedded: EmbeddedRedis | undefined;
+  let transport: RedisTransport | undefined;
+  const workers: WorkerProcess[] = [];
+  try {
+    if (!external) embedded = await startEmbeddedRedis({ runDir, executable: config.queue.redis_server, readyTimeoutS: config.queue.ready_timeout_s });
+    const url = external ?? embedded!.url;
+    writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: url, embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
+    transport = new RedisTransport(url, runId, { prefix: config.queue.prefix });
+    const records: ProcessRecord[] = [];
+    if (embedded) {
+      records.push({ pid: await redisPid(transport), marker: 'redis-server', role: 'redis' });
+      const common = ['--config', resolve(opts.configFile), '--redis', url, '--run-dir', runDir];
+      workers.push(startWorkerProcess(runDir, 'train', 'train', common));
+      for (let i = 0; i < config.workers.rollout.count; i++) workers.push(startWorkerProcess(runDir, `rollout-${i}`, 'rollout', common));
+      records.push(...workers.map((w) => w.record));
+    }
+    recordProcesses(runDir, records);
+    const diversity = new RedisDiversityCache(transport.redis, { keyPrefix: `thinkfl:${runId}:diversity:`, ttlSeconds: 0 });
+    const dataset = await loadDataset(config.dataset.path);
+    const split = runCases(dataset, config);
+    note(`run ${runId}: ${split.train.length} training cases, ${split.eval.length} held-out cases; run dir ${runDir}`);
+    await runStages(
+      { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print },
+      state,
+    );
+    print(`run ${runId} complete: ${state.updates} updates, policy v${state.policyVersion}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
+    return state;
+  } finally {
+    await stopWorkerProcesses(workers);
+    await transport?.close();
+    await embedded?.stop();
+    recordProcesses(runDir, []);
+  }
+}
