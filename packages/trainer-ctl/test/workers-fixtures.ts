@@ -1,0 +1,92 @@
+/**
+ * Shared by the queue and worker tests: a real tiny model (scripts/create-tiny-model.ts, small
+ * size), a run config on the real Nezha dataset pointing at it, and `trainer-ctl worker` child
+ * processes whose stderr lines are collected.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
+import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+
+export function scratch(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `h10-${prefix}-`));
+}
+
+/** A freshly initialised tiny model directory with onnx/model.onnx. */
+export async function createTinyModel(outDir: string, seed = 0): Promise<string> {
+  const args = ['--dataset', NEZHA_DATASET, '--out', outDir, '--seed', String(seed), '--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128'];
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], { cwd: REPO_ROOT });
+  return outDir;
+}
+
+/** A run config for the tiny model on the real Nezha dataset, written to <dir>/run.yaml. */
+export function writeRunConfig(dir: string, name: string, modelDir: string, extra = ''): LoadedRunConfig {
+  const file = join(dir, 'run.yaml');
+  writeFileSync(
+    file,
+    `run: { name: ${name}, output_dir: ${join(dir, 'runs')}, seed: 0 }
+model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096 }
+dataset: { path: ${NEZHA_DATASET} }
+episode: { protocol: rot, dMax: 3, toolSettings: { spanAliases: true } }
+generation:
+  backend: { kind: onnx, threads: 1 }
+  sampling: { maxTokens: 64 }
+grpo: { group_size: 4, loss: { kl_coef: 0.001 }, optimizer: { lr: 1.0e-3 } }
+graders: { route: { dMax: 3 } }
+workers: { rollout: { concurrency: 1 }, sync_timeout_s: 60 }
+${extra}`,
+  );
+  return loadRunConfig(file);
+}
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Every stderr line so far. */
+  lines: string[];
+  /** Resolves with the first line matching `re` (already seen or to come). */
+  waitLine(re: RegExp, timeoutMs?: number): Promise<string>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function spawnWorker(args: string[]): WorkerProcess {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'worker', ...args], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const lines: string[] = [];
+  const watchers = new Set<() => void>();
+  let partial = '';
+  child.stderr!.setEncoding('utf8').on('data', (text: string) => {
+    const parts = (partial + text).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts);
+    for (const w of watchers) w();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('exit', (code, signal) => {
+      for (const w of watchers) w();
+      done({ code, signal });
+    }),
+  );
+  const waitLine = (re: RegExp, timeoutMs = 120_000) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const hit = lines.find((l) => re.test(l));
+        if (hit !== undefined) return finish(null, hit);
+        if (child.exitCode !== null || child.signalCode !== null) finish(new Error(`worker exited before ${re}:\n${lines.join('\n')}`));
+      };
+      const finish = (err: Error | null, line?: string) => {
+        clearTimeout(timer);
+        watchers.delete(check);
+        if (err) reject(err);
+        else resolve(line as string);
+      };
+      const timer = setTimeout(() => finish(new Error(`no line ${re} within ${timeoutMs} ms:\n${lines.join('\n')}`)), timeoutMs);
+      watchers.add(check);
+      check();
+    });
+  return { child, lines, waitLine, exited };
+}
