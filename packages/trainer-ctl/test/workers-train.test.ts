@@ -1,0 +1,123 @@
+/**
+ * The train worker on a real redis-server, a real tiny model and real Nezha episodes: a GRPO
+ * job publishes version update+1 with an exported policy the onnx backend loads; a retried job
+ * returns its stored result without a second update; updates run in order; a new worker
+ * resumes from the checkpoint. Then the rollout side syncs to the published versions, and a
+ * version that never comes fails the sync with a clear error after its hard timeout.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
+import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
+import type { LoadedRunConfig } from '../src/config/index';
+import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
+import { createEpisodePlayer, startTrainWorker, TRAINER_STATE_FILE, type TrainWorker } from '../src/workers/index';
+import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+
+const RUN = 'train-test';
+let redis: TestRedis;
+let conn: Redis;
+let dataset: Dataset;
+let loaded: LoadedRunConfig;
+let samples: TrainSample[];
+const logs: string[] = [];
+const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
+
+async function startWorker(): Promise<TrainWorker> {
+  return startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir, log: (l) => logs.push(l) });
+}
+
+const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
+
+beforeAll(async () => {
+  redis = await startRedis();
+  conn = connectRedis(redis.url);
+  dataset = await loadDataset(await ensureNezhaDataset());
+  const dir = scratch('train');
+  const model = await createTinyModel(join(dir, 'model'), 2);
+  loaded = writeRunConfig(dir, RUN, model);
+  // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
+  const chat = loadChatModel(model);
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  samples = [];
+  for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
+    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
+    samples.push({ ids, mask, advantage: i === 0 ? 1 : -1 });
+  }
+}, 600_000);
+afterAll(async () => {
+  conn?.disconnect();
+  await redis?.stop();
+});
+
+describe('train worker', () => {
+  it('publishes version update+1 per update, answers a retried update from its stored result, resumes from a checkpoint', async () => {
+    const registry = new PolicyRegistry(conn, RUN);
+    const queue = new TrainQueue(conn, RUN, settings);
+    let worker = await startWorker();
+    expect(worker.updates).toBe(0);
+    const v0 = await registry.current();
+    expect(v0).toEqual({ version: 0, dir: join(loaded.runDir, 'policies', 'v0') });
+    expect(existsSync(join(v0!.dir, 'onnx', 'model.onnx'))).toBe(true);
+
+    await queue.submit(job(0));
+    const first = await queue.waitResult(0, 120_000);
+    expect(first).toMatchObject({ update: 0, version: 1, policyDir: join(loaded.runDir, 'policies', 'v1') });
+    expect(first.metrics.step).toBe(1);
+    expect(Number.isFinite(first.metrics.loss)).toBe(true);
+    expect(existsSync(join(first.policyDir, 'onnx', 'model.onnx'))).toBe(true);
+    expect(existsSync(join(first.policyDir, 'tokenizer.json'))).toBe(true);
+    expect(await registry.current()).toEqual({ version: 1, dir: first.policyDir });
+
+    // A retry of update 0 (its BullMQ job gone, as after a lost result) trains nothing.
+    await queue.forget(0);
+    await queue.submit(job(0));
+    expect(await queue.waitResult(0, 120_000)).toEqual(first);
+    expect(logs.some((l) => l.includes('update 0 was done before'))).toBe(true);
+    await queue.submit(job(1, true));
+    const second = await queue.waitResult(1, 120_000);
+    expect(second.version).toBe(2);
+    expect(second.metrics.step).toBe(2); // one optimizer step per update: the retry took none
+    expect(JSON.parse(readFileSync(join(second.checkpointDir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
+
+    // Updates run in order: a job from the future fails at once, saying which update is due.
+    await queue.submit(job(5));
+    await expect(queue.waitResult(5, 120_000)).rejects.toThrow(/failed after 1 attempt\(s\): train job update 5: the engine has done 2 updates; submit update 2 first/);
+
+    // A new worker on the same run directory resumes from the checkpoint (optimizer state too).
+    await worker.close();
+    worker = await startWorker();
+    expect(worker.updates).toBe(2);
+    expect((await registry.current())?.version).toBe(2);
+    expect(await queue.queue.getJob('train-test.update.5')).toBeUndefined();
+    await queue.submit(job(2));
+    const third = await queue.waitResult(2, 120_000);
+    expect(third).toMatchObject({ update: 2, version: 3 });
+    expect(third.metrics.step).toBe(3);
+    await worker.close();
+    await queue.close();
+  }, 600_000);
+
+  it('syncs the rollout side to a published version, and fails a sync that times out with a clear error', async () => {
+    const registry = new PolicyRegistry(conn, RUN);
+    const published = await registry.current();
+    expect(published?.version).toBe(3);
+    const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 500 });
+    const rollout = (policyVersion: number): RolloutJob => ({
+      runId: RUN, stage: 'priming', step: 3, groupId: 'sync-g', caseId: dataset.cases[0].id, sampleIndex: 0, policyVersion, temperature: 1, seed: 7,
+    });
+    const t = await player.play(rollout(3));
+    expect(player.version).toBe(3);
+    expect(t.policyVersion).toBe(3);
+    expect(t.mask.some((m) => m === 1)).toBe(true);
+    await expect(player.play(rollout(4))).rejects.toThrow(
+      `weight sync timed out after 500 ms: waiting for policy version 4 of run ${RUN}, newest published is version 3 (${published!.dir}); is the train worker running?`,
+    );
+    await player.close();
+  }, 300_000);
+});
