@@ -1,2 +1,4 @@
 export { main } from './cli';
 export * from './engine/index';
+export * from './queue/index';
+export * from './workers/index';
