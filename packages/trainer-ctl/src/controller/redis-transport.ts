@@ -55,7 +55,10 @@ export class RedisTransport implements ControlTransport {
 
   async train(job: TrainJob, timeoutMs: number): Promise<TrainResult> {
     await this.trainQueue.submit(job);
-    return this.trainQueue.waitResult(job.update, timeoutMs);
+    const result = await this.trainQueue.waitResult(job.update, timeoutMs);
+    // A job read while still active can report 'completed' a moment later with the stale empty
+    // return value; reading it again gets the stored one.
+    return result ?? this.trainQueue.waitResult(job.update, timeoutMs);
   }
 
   async dropGroups(groupIds: string[]): Promise<void> {

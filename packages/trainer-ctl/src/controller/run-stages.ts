@@ -12,7 +12,7 @@ import { createProgress, type Progress, type ProgressStream } from '../progress'
 import { formatEvalReport, runEvaluation, type EvalReport } from './evaluation';
 import { appendMetrics, type MetricsRecord } from './metrics-log';
 import { runSft } from './sft-phase';
-import { writeState, type RunState } from './state';
+import { writeSnapshot, writeState, type RunState } from './state';
 import { groupIdOf, runGrpoStep } from './step';
 import { stepNote } from './step-metrics';
 import type { ControlTransport } from './transport';
@@ -50,6 +50,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
     state.metricsLines++;
   }
   writeState(ctx.runDir, state);
+  if (result?.checkpointDir) writeSnapshot(ctx.runDir, state);
 }
 
 async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Promise<EvalReport> {

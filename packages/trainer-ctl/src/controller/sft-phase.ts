@@ -63,7 +63,7 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
       kind: 'sft',
       samples: batch,
       lr: sft.optimizer.lr,
-      checkpoint: u === batches.length - 1,
+      checkpoint: u === batches.length - 1 || (u + 1) % ctx.config.checkpoints.every_steps === 0,
     };
     const t0 = Date.now();
     const result = await ctx.transport.train(job, ctx.config.workers.train.job_timeout_s * 1000);

@@ -3,7 +3,7 @@
  * (temp file + rename) at every boundary (an SFT update, a GRPO step, an evaluation), so a
  * killed run resumes from the last completed one and never applies an update twice.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STAGE_NAMES, type StageName } from '../config/index';
 
@@ -65,6 +65,34 @@ export function writeState(runDir: string, state: RunState): void {
   state.updatedAt = new Date().toISOString();
   writeFileSync(tmp, `${JSON.stringify(state, null, 1)}\n`);
   renameSync(tmp, file);
+}
+
+/**
+ * The trainer's weights exist only at checkpoints, so the state at each checkpointed update is
+ * kept (RUN_DIR/states/update-<n>.json): a resume whose trainer reloads checkpoint n goes back
+ * to exactly that state and replays the steps after it.
+ */
+export function snapshotFile(runDir: string, updates: number): string {
+  return join(runDir, 'states', `update-${updates}.json`);
+}
+
+export function writeSnapshot(runDir: string, state: RunState): void {
+  mkdirSync(join(runDir, 'states'), { recursive: true });
+  writeFileSync(snapshotFile(runDir, state.updates), `${JSON.stringify(state, null, 1)}\n`);
+}
+
+/**
+ * The state to continue from when the trainer resumes at `checkpointUpdates` (undefined: no
+ * checkpoint, the base model): `state` itself when it is not ahead of the trainer, otherwise
+ * the snapshot taken at that checkpoint.
+ */
+export function rewindTo(runDir: string, state: RunState, checkpointUpdates: number | undefined, baseModelDir: string): RunState {
+  const at = checkpointUpdates ?? 0;
+  if (state.updates <= at) return state;
+  if (checkpointUpdates === undefined) return initialState(state.runName, baseModelDir);
+  const file = snapshotFile(runDir, at);
+  if (!existsSync(file)) throw new Error(`${runDir}: checkpoint at update ${at} has no controller state snapshot (${file})`);
+  return JSON.parse(readFileSync(file, 'utf8')) as RunState;
 }
 
 /** The stage the run is in: the first enabled one not done; undefined when all are. */

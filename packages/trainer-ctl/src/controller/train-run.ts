@@ -15,7 +15,8 @@ import { prepareInputs } from './prepare';
 import { recordProcesses, startWorkerProcess, stopLeftovers, stopWorkerProcesses, type ProcessRecord, type WorkerProcess } from './processes';
 import { RedisTransport } from './redis-transport';
 import { runStages } from './run-stages';
-import { initialState, readState, writeState, type RunState } from './state';
+import { initialState, readState, rewindTo, writeState, type RunState } from './state';
+import { latestCheckpoint } from '../workers/run-files';
 import { configTeacher } from './teacher';
 
 export interface TrainOptions {
@@ -44,8 +45,11 @@ function openState(config: RunConfig, runDir: string, resume: boolean | undefine
     throw new Error(`${runDir} already holds a run (state.json); pass --resume to continue it, or choose another --run-dir`);
   }
   if (state.runName !== config.run.name) throw new Error(`${runDir} holds run ${state.runName}, not ${config.run.name}`);
-  truncateMetrics(runDir, state.metricsLines);
-  return state;
+  // The train worker resumes from the latest checkpoint; steps after it are played again.
+  const ckpt = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
+  const from = rewindTo(runDir, state, ckpt?.updates, config.model.dir);
+  truncateMetrics(runDir, from.metricsLines);
+  return from;
 }
 
 async function redisPid(t: RedisTransport): Promise<number> {
