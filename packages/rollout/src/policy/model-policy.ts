@@ -113,15 +113,15 @@ export class ModelPolicy implements Policy {
     return { ids: t ? [...t.ids] : [], mask: t ? [...t.mask] : [], logprobs: [...this.logprobs], generateMs: this.generateMs };
   }
 
-  /** The tools rendered into the prompt: those offered on the first turn (the system prompt's). */
+  /** The tools rendered into the prompt: those offered on the first turn (the system prompt's), or none. */
   get offeredTools(): readonly ToolSpec[] {
     return this.tools;
   }
 
   private tokensFor(tools: readonly ToolSpec[]): EpisodeTokens {
-    if (!this.tokens) this.tools = tools;
+    if (!this.tokens) this.tools = this.settings.renderTools ? tools : [];
     this.tokens ??= new EpisodeTokens(this.opts.chat.template, this.opts.chat.tokenizer, {
-      tools,
+      tools: this.tools,
       ...(this.opts.endOfTurn !== undefined && { endOfTurn: this.opts.endOfTurn }),
     });
     return this.tokens;

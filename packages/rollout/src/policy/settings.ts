@@ -23,6 +23,13 @@ export const ModelPolicySettingsSchema = z
       .max(Math.floor(Number.MAX_SAFE_INTEGER / SEED_TURN_SLOTS))
       .optional(),
     /**
+     * Render the offered tools into the prompt through the chat template (what tool-calling
+     * backbones are trained on). false leaves them to the protocol's system prompt, which
+     * lists them by name and description: ~1000 fewer tokens per episode for a tiny model.
+     * Default true.
+     */
+    renderTools: z.boolean().default(true),
+    /**
      * Longest episode in tokens (prompt plus generated); a turn whose prompt leaves no room ends
      * the episode. Default: the model's `max_position_embeddings` from config.json, else 8192.
      */

@@ -1,0 +1,44 @@
+/**
+ * What SFT is judged by on held-out cases: the share of assistant turns that made a valid
+ * tool call (parsed, an offered tool, arguments valid), the share of episodes that ended with
+ * a valid print_results, and service-level Recall@1 per fault (for information).
+ */
+import type { Case, Dataset, EpisodeRecord } from '@thinkfl/env';
+import { answeredCorrectly } from './teacher';
+
+export interface PlayedEpisode {
+  case: Case;
+  record: EpisodeRecord;
+}
+
+export interface PolicyFigures {
+  episodes: number;
+  turns: number;
+  validTurns: number;
+  validFinals: number;
+  /** Fault id -> [cases whose answer put the true service first, cases played]. */
+  recallAt1: Map<string, [number, number]>;
+}
+
+export function policyFigures(dataset: Dataset, played: readonly PlayedEpisode[]): PolicyFigures {
+  const f: PolicyFigures = { episodes: 0, turns: 0, validTurns: 0, validFinals: 0, recallAt1: new Map() };
+  for (const { case: c, record } of played) {
+    f.episodes++;
+    f.turns += record.turns.length;
+    f.validTurns += record.turns.filter((t) => t.parsed && t.offeredTool && t.argsValid).length;
+    if (record.answer !== null) f.validFinals++;
+    const r = f.recallAt1.get(c.faultId) ?? [0, 0];
+    f.recallAt1.set(c.faultId, [r[0] + (answeredCorrectly(dataset, c, record) ? 1 : 0), r[1] + 1]);
+  }
+  return f;
+}
+
+const pct = (a: number, b: number): string => `${b ? ((100 * a) / b).toFixed(1) : '0.0'}%`;
+
+export function formatFigures(f: PolicyFigures): string {
+  return [
+    `valid tool calls: ${f.validTurns}/${f.turns} turns = ${pct(f.validTurns, f.turns)}`,
+    `valid print_results: ${f.validFinals}/${f.episodes} episodes = ${pct(f.validFinals, f.episodes)}`,
+    `Recall@1 (service) per fault: ${[...f.recallAt1].map(([id, [hit, n]]) => `${id} ${hit}/${n}`).join(', ')}`,
+  ].join('\n');
+}

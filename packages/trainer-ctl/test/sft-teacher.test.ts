@@ -1,0 +1,104 @@
+/**
+ * Teacher conversations on real Nezha cases: only episodes whose answer names the true
+ * service first are kept, their SFT masks cover exactly the assistant turns (minus detours),
+ * detours put real error observations in front of the expert's recovery, and the held-out
+ * figures count valid turns and finals from the records.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  createExpert, ExpertSettingsSchema, loadDataset, rankOfTruth, runEpisode, spreadCases, type Case, type Dataset,
+} from '@thinkfl/env';
+import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { policyFigures, sampleTokens, sftSample, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
+
+const episode = { toolSettings: { spanAliases: true } };
+const EOT = '<|im_end|>';
+let dataset: Dataset;
+let chat: ChatModel;
+let cases: Case[];
+
+/** Contiguous runs of the ids where mask is 1. */
+function runs(ids: number[], mask: number[]): number[][] {
+  const out: number[][] = [];
+  mask.forEach((m, i) => {
+    if (m !== 1) return;
+    if (i > 0 && mask[i - 1] === 1) out[out.length - 1].push(ids[i]);
+    else out.push([ids[i]]);
+  });
+  return out;
+}
+
+const assistantTurns = (ep: TeacherEpisode) => ep.record.messages.filter((m) => m.role === 'assistant');
+
+beforeAll(async () => {
+  const dir = await ensureNezhaDataset();
+  dataset = await loadDataset(dir);
+  const model = mkdtempSync(join(tmpdir(), 'sft-teacher-'));
+  await writeTinyTokenizer(model, dir);
+  chat = loadChatModel(model);
+  cases = spreadCases(splitCases(dataset.cases, { by: 'fault', eval_fraction: 0.3 }, 0).train, 60);
+}, 120_000);
+
+describe('teacher conversations', () => {
+  it('keeps exactly the expert episodes whose answer ranks the true service first', async () => {
+    const data = await teacherEpisodes({ dataset, cases, episode });
+    const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
+    const correct: string[] = [];
+    for (const c of cases) {
+      const r = await runEpisode({ dataset, case: c, policy: expert, settings: episode });
+      if (rankOfTruth(r.answer, c.truth, 'service', dataset.topology) === 0) correct.push(c.id);
+    }
+    expect(data.played).toBe(cases.length);
+    expect(correct.length).toBeGreaterThan(0);
+    expect(correct.length).toBeLessThan(cases.length);
+    expect(data.episodes.map((e) => e.case.id)).toEqual(correct);
+    expect(data.correct).toBe(correct.length);
+    for (const e of data.episodes) expect(e.untrainedTurns).toEqual([]);
+  });
+
+  it('tokenizes to samples whose mask covers exactly the assistant turns', async () => {
+    const { episodes } = await teacherEpisodes({ dataset, cases: cases.slice(0, 20), episode });
+    expect(episodes.length).toBeGreaterThan(0);
+    for (const ep of episodes) {
+      const s = sftSample(ep, chat);
+      expect(s.mask).toHaveLength(s.ids.length);
+      expect(runs(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(assistantTurns(ep).map((m) => m.content + EOT));
+      // Everything else is the rendered context, which ends at the last assistant turn.
+      expect(chat.tokenizer.decode(s.ids).endsWith(assistantTurns(ep).at(-1)!.content + EOT)).toBe(true);
+      expect(s.mask[0]).toBe(0);
+    }
+    const withTools = sftSample(episodes[0], chat);
+    const without = sftSample(episodes[0], chat, { renderTools: false });
+    expect(without.ids.length).toBeLessThan(withTools.ids.length);
+    expect(sampleTokens([without]).trained).toBe(sampleTokens([withTools]).trained);
+  });
+
+  it('puts detours with their error observations in the context and trains only on the other turns', async () => {
+    const data = await teacherEpisodes({ dataset, cases, episode, variants: 2, detours: { rate: 0.5, maxPerEpisode: 3 }, seed: 3 });
+    const withDetours = data.episodes.filter((e) => e.untrainedTurns.length > 0);
+    expect(withDetours.length).toBeGreaterThan(0);
+    let errors = 0;
+    for (const ep of withDetours) {
+      const turns = assistantTurns(ep);
+      const s = sftSample(ep, chat, { renderTools: false });
+      const trained = turns.filter((_, t) => !ep.untrainedTurns.includes(t)).map((m) => m.content + EOT);
+      expect(runs(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(trained);
+      for (const t of ep.untrainedTurns) {
+        const at = ep.record.messages.indexOf(turns[t]);
+        if (ep.record.messages[at + 1].content.startsWith('Error')) errors++;
+      }
+      expect(rankOfTruth(ep.record.answer, ep.case.truth, 'service', dataset.topology)).toBe(0);
+    }
+    expect(errors).toBeGreaterThan(0);
+    const figures = policyFigures(dataset, withDetours);
+    const invalid = withDetours.reduce((n, e) => n + e.record.turns.filter((t) => !t.argsValid).length, 0);
+    expect(invalid).toBeGreaterThan(0);
+    expect(figures.validTurns).toBe(figures.turns - invalid);
+    expect(figures.validFinals).toBe(withDetours.length);
+    expect([...figures.recallAt1.values()].every(([hit, n]) => hit === n)).toBe(true);
+  });
+});
