@@ -1,8 +1,9 @@
 /**
  * The cases a run trains and evaluates on: at most dataset.max_cases_per_fault per fault (in
- * dataset order), split by dataset.split (sft/split.ts, the same split the teacher data uses).
+ * dataset order), split by dataset.split (sft/split.ts, the same split the teacher data uses);
+ * evaluation uses at most dataset.max_eval_cases of the held-out ones.
  */
-import type { Case, Dataset } from '@thinkfl/env';
+import { spreadCases, type Case, type Dataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import { splitCases, type CaseSplit } from '../sft/split';
 
@@ -17,5 +18,6 @@ function capPerFault(cases: Case[], max: number | undefined): Case[] {
 }
 
 export function runCases(dataset: Dataset, config: RunConfig): CaseSplit {
-  return splitCases(capPerFault(dataset.cases, config.dataset.max_cases_per_fault), config.dataset.split, config.run.seed);
+  const split = splitCases(capPerFault(dataset.cases, config.dataset.max_cases_per_fault), config.dataset.split, config.run.seed);
+  return { train: split.train, eval: spreadCases(split.eval, config.dataset.max_eval_cases) };
 }

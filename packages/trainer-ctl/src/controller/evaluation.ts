@@ -32,8 +32,9 @@ export interface EvalReport {
   requests: EvalResult['requests'];
 }
 
-export function evalGroupId(name: string, policyVersion: number, i: number): string {
-  return `eval-${name}-v${policyVersion}-${i}`;
+/** Names the case too (hashed: case ids hold characters a job id may not), so a changed case list never reuses a group. */
+export function evalGroupId(name: string, policyVersion: number, i: number, caseId: string): string {
+  return `eval-${name}-v${policyVersion}-${i}-${hash32(caseId).toString(36)}`;
 }
 
 export async function runEvaluation(ctx: EvalContext, name: string, policyVersion: number): Promise<EvalReport> {
@@ -42,7 +43,7 @@ export async function runEvaluation(ctx: EvalContext, name: string, policyVersio
     runId: ctx.runId,
     stage: 'eval',
     step: 0,
-    groupId: evalGroupId(name, policyVersion, i),
+    groupId: evalGroupId(name, policyVersion, i, c.id),
     caseId: c.id,
     sampleIndex: 0,
     policyVersion,

@@ -36,6 +36,8 @@ export async function prepareInputs(config: RunConfig, log: (line: string) => vo
     if (!existsSync(join(dataset.path, 'meta.json'))) throw new Error(`prepare: the tiny model is fitted to the dataset, and ${dataset.path} holds none`);
     log(`prepare: creating the tiny model in ${model.dir}`);
     const script = join(REPO_ROOT, 'scripts', 'create-tiny-model.ts');
-    await runScript([script, '--dataset', dataset.path, '--out', model.dir, '--seed', String(model.create_tiny.seed)], log);
+    const { seed, ...sizes } = model.create_tiny;
+    const flags = Object.entries(sizes).flatMap(([k, v]) => (v === undefined ? [] : [`--${k.replace(/_/g, '-')}`, String(v)]));
+    await runScript([script, '--dataset', dataset.path, '--out', model.dir, '--seed', String(seed), ...flags], log);
   }
 }

@@ -41,6 +41,14 @@ export class RedisTransport implements ControlTransport {
     this.trainQueue = new TrainQueue(this.redis, runId, s);
   }
 
+  /**
+   * Drops rollout jobs still waiting from an earlier controller of the run: the steps it left
+   * unfinished are enqueued again as needed, and anything else would only keep workers busy.
+   */
+  async discardWaitingRollouts(): Promise<void> {
+    await this.rollouts.queue.drain(true);
+  }
+
   async enqueueRollouts(jobs: RolloutJob[]): Promise<void> {
     const stored = new Map<string, number[]>();
     for (const g of new Set(jobs.map((j) => j.groupId))) stored.set(g, await this.groups.indices(g));

@@ -84,6 +84,7 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     const url = external ?? embedded!.url;
     writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: url, embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
     transport = new RedisTransport(url, runId, { prefix: config.queue.prefix });
+    await transport.discardWaitingRollouts();
     const records: ProcessRecord[] = [];
     if (embedded) {
       records.push({ pid: await redisPid(transport), marker: 'redis-server', role: 'redis' });

@@ -43,6 +43,15 @@ export const DatasetSection = z
         'Where `trainer-ctl train` imports the dataset from when dataset.path holds none yet (a fresh clone). ' +
           'Default none: the dataset must have been imported.',
       ),
+    max_eval_cases: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        'Evaluate on at most this many held-out cases, taken round-robin over the held-out faults so that each ' +
+          'fault keeps a case as long as there are enough (per-fault figures stay per fault). Default all.',
+      ),
     max_cases_per_fault: z
       .number()
       .int()

@@ -32,6 +32,12 @@ export const ModelSection = z
     create_tiny: z
       .strictObject({
         seed: z.number().int().min(0).default(0).describe('Weight initialisation seed. Default 0.'),
+        hidden_size: z.number().int().positive().optional().describe('Residual width. Default the script\'s (256).'),
+        layers: z.number().int().positive().optional().describe('Decoder blocks. Default the script\'s (4).'),
+        heads: z.number().int().positive().optional().describe('Query heads. Default the script\'s (4).'),
+        kv_heads: z.number().int().positive().optional().describe('Key/value heads. Default as many as query heads.'),
+        head_dim: z.number().int().positive().optional().describe('Width of one head. Default the script\'s (64).'),
+        intermediate_size: z.number().int().positive().optional().describe('MLP width. Default the script\'s (512).'),
       })
       .optional()
       .describe(

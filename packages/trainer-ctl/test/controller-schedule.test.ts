@@ -1,0 +1,99 @@
+/**
+ * Which cases a run trains and evaluates on, and which cases each GRPO step plays, on the real
+ * Nezha import: disjoint faults, caps respected, deterministic schedules, refills that continue
+ * the stage's sequence, and exploration playing each question `repeats` times across steps.
+ */
+import { join } from 'node:path';
+import { loadDataset, type Dataset } from '@thinkfl/env';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadRunConfig, type RunConfig } from '../src/config/index';
+import { runCases, stepCases } from '../src/controller/index';
+import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
+
+let dataset: Dataset;
+let base: RunConfig;
+
+beforeAll(async () => {
+  dataset = await loadDataset(await ensureNezhaDataset());
+  base = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
+});
+
+function withConfig(edit: (c: RunConfig) => void): RunConfig {
+  const c = structuredClone(base);
+  edit(c);
+  return c;
+}
+
+describe('runCases', () => {
+  it('holds out whole faults, caps cases per fault and spreads the evaluation over the held-out faults', () => {
+    const config = withConfig((c) => {
+      c.dataset.max_cases_per_fault = 3;
+      c.dataset.max_eval_cases = undefined;
+    });
+    const { train, eval: held } = runCases(dataset, config);
+    const trainFaults = new Set(train.map((c) => c.faultId));
+    expect(held.length).toBeGreaterThan(0);
+    for (const c of held) expect(trainFaults.has(c.faultId)).toBe(false);
+    const perFault = new Map<string, number>();
+    for (const c of [...train, ...held]) perFault.set(c.faultId, (perFault.get(c.faultId) ?? 0) + 1);
+    expect(Math.max(...perFault.values())).toBe(3);
+
+    const heldFaults = new Set(held.map((c) => c.faultId));
+    const limited = runCases(dataset, withConfig((c) => {
+      c.dataset.max_cases_per_fault = 3;
+      c.dataset.max_eval_cases = heldFaults.size;
+    }));
+    expect(limited.train).toEqual(train);
+    expect(new Set(limited.eval.map((c) => c.faultId))).toEqual(heldFaults);
+    expect(limited.eval).toHaveLength(heldFaults.size);
+  });
+
+  it('is the same split for the same seed and a different one for another seed', () => {
+    const a = runCases(dataset, base);
+    expect(runCases(dataset, base).eval.map((c) => c.id)).toEqual(a.eval.map((c) => c.id));
+    const b = runCases(dataset, withConfig((c) => (c.run.seed = 7)));
+    expect(b.eval.map((c) => c.id)).not.toEqual(a.eval.map((c) => c.id));
+  });
+});
+
+describe('stepCases', () => {
+  it('walks a seeded sequence: refills of step k are the cases step k+1 starts with', () => {
+    const config = withConfig((c) => {
+      c.grpo.cases_per_step = 3;
+      c.grpo.max_refill_groups = 2;
+    });
+    const { train } = runCases(dataset, config);
+    const s0 = stepCases('priming', 0, train, config);
+    const s1 = stepCases('priming', 1, train, config);
+    expect(s0.primary).toHaveLength(3);
+    expect(s0.refill).toHaveLength(2);
+    expect(s0.refill.map((c) => c.id)).toEqual(s1.primary.slice(0, 2).map((c) => c.id));
+    expect(stepCases('priming', 1, train, config)).toEqual(s1);
+    expect(new Set(s0.primary.map((c) => c.id)).size).toBe(3);
+    expect(stepCases('refinement', 0, train, config).primary.map((c) => c.id)).not.toEqual(s0.primary.map((c) => c.id));
+  });
+
+  it('plays each exploration question `repeats` times across the stage (and, as 3 divides the pool of 6, never twice in one step)', () => {
+    const config = withConfig((c) => {
+      c.grpo.cases_per_step = 3;
+      c.stages.exploration.steps = 8;
+      c.stages.exploration.repeats = 4;
+    });
+    const { train } = runCases(dataset, config);
+    const counts = new Map<string, number>();
+    const perStep: string[][] = [];
+    for (let step = 0; step < 8; step++) {
+      const ids = stepCases('exploration', step, train, config).primary.map((c) => c.id);
+      perStep.push(ids);
+      for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    // 8 steps x 3 cases / 4 repeats = a pool of 6 questions, each played 4 times.
+    expect(counts.size).toBe(6);
+    expect([...counts.values()].every((n) => n === 4)).toBe(true);
+    expect(perStep.filter((ids) => new Set(ids).size < ids.length)).toEqual([]);
+  });
+
+  it('refuses an empty training split with a clear error', () => {
+    expect(() => stepCases('priming', 0, [], base)).toThrow(/train split has no cases/);
+  });
+});
