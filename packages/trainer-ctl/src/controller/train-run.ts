@@ -79,6 +79,19 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
   let embedded: EmbeddedRedis | undefined;
   let transport: RedisTransport | undefined;
   const workers: WorkerProcess[] = [];
+  const shutdown = async () => {
+    await stopWorkerProcesses(workers);
+    await transport?.close();
+    await embedded?.stop();
+    recordProcesses(runDir, []);
+  };
+  // Ctrl-C or a SIGTERM stops what this run started; the next start resumes from state.json.
+  const onSignal = (sig: NodeJS.Signals) => {
+    note(`${sig}: stopping the run's workers and Redis; resume with --resume`);
+    void shutdown().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     if (!external) embedded = await startEmbeddedRedis({ runDir, executable: config.queue.redis_server, readyTimeoutS: config.queue.ready_timeout_s });
     const url = external ?? embedded!.url;
@@ -105,9 +118,8 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     print(`run ${runId} complete: ${state.updates} updates, policy v${state.policyVersion}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
     return state;
   } finally {
-    await stopWorkerProcesses(workers);
-    await transport?.close();
-    await embedded?.stop();
-    recordProcesses(runDir, []);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    await shutdown();
   }
 }
