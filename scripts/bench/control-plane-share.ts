@@ -1,0 +1,119 @@
+/**
+ * Benchmark: the control plane's share of a tiny-model GRPO step's wall time. Runs real steps
+ * of the controller (configs/tiny-cpu.yaml by default: embedded Redis, one rollout and one train
+ * worker as child processes, the tiny model on the real Nezha cases) and splits each step into
+ *   generation   time at least one episode was being played (union of the episodes' intervals),
+ *   queueing     enqueueing, the rest of the wait for complete groups, and the train job's
+ *                round trip beyond the worker's own update time,
+ *   grading      graders on every group plus advantages,
+ *   update       the train worker's update (engine step, policy export),
+ * then prints the control plane's share (queueing + grading) of the step. Every step makes an
+ * update (skip_equal_groups off, no refills) so the update is measured; the first step, which
+ * also loads the policy, is reported separately from the median of the rest.
+ *
+ *   npx tsx scripts/bench/control-plane-share.ts [--config FILE] [--steps N]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadDataset } from '@thinkfl/env';
+import { loadRunConfig } from '../../packages/trainer-ctl/src/config/index';
+import {
+  groupIdOf,
+  prepareInputs,
+  RedisTransport,
+  runCases,
+  runGrpoStep,
+  startWorkerProcess,
+  stopWorkerProcesses,
+  type StepRecord,
+} from '../../packages/trainer-ctl/src/controller/index';
+import { connectRedis, GroupStore, type Trajectory } from '../../packages/trainer-ctl/src/queue/index';
+import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/index';
+
+const { values } = parseArgs({ options: { config: { type: 'string', default: 'configs/tiny-cpu.yaml' }, steps: { type: 'string', default: '4' } } });
+const configFile = resolve(values.config);
+const steps = Math.max(2, Number(values.steps));
+
+/** Length of the union of [start, end) intervals, ms. */
+function unionMs(intervals: [number, number][]): number {
+  let total = 0;
+  let end = -Infinity;
+  for (const [a, b] of [...intervals].sort((x, y) => x[0] - y[0])) {
+    if (b <= end) continue;
+    total += b - Math.max(a, end);
+    end = b;
+  }
+  return total;
+}
+
+interface Split {
+  stepMs: number;
+  generation: number;
+  queueing: number;
+  grading: number;
+  update: number;
+}
+
+function split(r: StepRecord, trajectories: Trajectory[]): Split {
+  const generation = unionMs(trajectories.map((t) => [t.episode.timing.startedAt, t.episode.timing.startedAt + t.episode.timing.wallMs]));
+  const update = Number(r.train.trainMs ?? 0);
+  const t = r.timing;
+  return {
+    stepMs: t.stepMs,
+    generation,
+    queueing: t.enqueueMs + Math.max(0, t.rolloutMs - generation) + Math.max(0, t.updateMs - update),
+    grading: t.gradeMs,
+    update,
+  };
+}
+
+await prepareInputs(loadRunConfig(configFile, { checkPaths: false }).config, (l) => process.stderr.write(`${l}\n`));
+const { config } = loadRunConfig(configFile);
+config.grpo.advantage.skip_equal_groups = false;
+config.grpo.max_refill_groups = 0;
+const runDir = mkdtempSync(join(tmpdir(), 'bench-control-plane-'));
+const redis = await startEmbeddedRedis({ runDir });
+const args = ['--config', configFile, '--redis', redis.url, '--run-dir', runDir];
+// A fresh Redis and run directory: the workers join the config's run name without meeting a real run.
+const workers = [startWorkerProcess(runDir, 'train', 'train', args), startWorkerProcess(runDir, 'rollout-0', 'rollout', args)];
+const transport = new RedisTransport(redis.url, config.run.name, { prefix: config.queue.prefix });
+const store = new GroupStore(connectRedis(redis.url), config.run.name);
+const splits: Split[] = [];
+try {
+  const dataset = await loadDataset(config.dataset.path);
+  const ctx = { config, dataset, runId: config.run.name, train: runCases(dataset, config).train, transport };
+  for (let step = 0; step < steps; step++) {
+    const { record } = await runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
+    const groups = await Promise.all(Array.from({ length: record.groups }, (_, slot) => store.read(groupIdOf('priming', step, slot))));
+    splits.push(split(record, groups.flat()));
+    process.stderr.write(`step ${step}: ${(record.timing.stepMs / 1000).toFixed(1)} s, ${record.samples} episodes\n`);
+  }
+} finally {
+  await transport.close();
+  await store.close();
+  await stopWorkerProcesses(workers);
+  await redis.stop();
+  rmSync(runDir, { recursive: true, force: true });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const show = (label: string, s: Split) => {
+  const pct = (x: number) => `${((100 * x) / s.stepMs).toFixed(1)}%`.padStart(7);
+  console.log(
+    `${label.padEnd(22)} step ${(s.stepMs / 1000).toFixed(2).padStart(7)} s | generation ${pct(s.generation)} | queueing ${pct(s.queueing)} | ` +
+      `grading+advantages ${pct(s.grading)} | update ${pct(s.update)} | control plane ${pct(s.queueing + s.grading)}`,
+  );
+};
+const rest = splits.slice(1);
+const med: Split = {
+  stepMs: median(rest.map((s) => s.stepMs)),
+  generation: median(rest.map((s) => s.generation)),
+  queueing: median(rest.map((s) => s.queueing)),
+  grading: median(rest.map((s) => s.grading)),
+  update: median(rest.map((s) => s.update)),
+};
+console.log(`${config.grpo.cases_per_step} cases x ${config.grpo.group_size} samples per step, ${steps} steps (${configFile})`);
+show('first step (warm-up)', splits[0]);
+show(`median of ${rest.length} later`, med);
