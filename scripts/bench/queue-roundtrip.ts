@@ -47,7 +47,7 @@ async function projectRound(run: string): Promise<number> {
   const queue = new RolloutQueue(conn, run, settings);
   const store = new GroupStore(conn, run);
   const worker = await startRolloutWorker({
-    connection: conn, runId: run, workerId: 'bench', settings, concurrency: CONCURRENCY,
+    connection: conn, runId: run, workerId: 'bench', settings, concurrency: CONCURRENCY, jobTimeoutMs: 60_000,
     play: async (j) => ({ ...payload, groupId: j.groupId, sampleIndex: j.sampleIndex }),
   });
   const t = performance.now();

@@ -5,6 +5,7 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { withTimeout } from '../queue/connection';
 import { GroupStore } from '../queue/group-store';
 import { startHeartbeat, type Heartbeat } from '../queue/heartbeats';
 import { keys, type RolloutJob, type Trajectory } from '../queue/jobs';
@@ -21,6 +22,11 @@ export interface RolloutWorkerOptions {
   settings: QueueSettings;
   /** Jobs played at once. */
   concurrency: number;
+  /**
+   * A job still playing after this long fails its attempt and is retried (workers.rollout.job_timeout_s).
+   * The abandoned episode's result is never stored. Default 600000 (the config's default).
+   */
+  jobTimeoutMs?: number;
   play: RolloutPlayer;
   log?: (line: string) => void;
 }
@@ -33,6 +39,7 @@ export interface RolloutWorker {
 
 export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<RolloutWorker> {
   const log = opts.log ?? (() => undefined);
+  const jobTimeoutMs = opts.jobTimeoutMs ?? 600_000;
   const store = new GroupStore(opts.connection, opts.runId);
   const worker = new Worker<RolloutJob>(
     keys.rolloutQueue(opts.runId),
@@ -40,7 +47,7 @@ export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<Ro
       const j = job.data;
       const id = rolloutJobId(j.groupId, j.sampleIndex);
       log(`start ${id} attempt ${job.attemptsMade + 1} stalled ${job.stalledCounter} policy v${j.policyVersion}`);
-      const t = await opts.play(j);
+      const t = await withTimeout(opts.play(j), jobTimeoutMs, () => `rollout job ${id}: episode not finished after ${jobTimeoutMs} ms`);
       await store.put({ ...t, workerId: opts.workerId });
       log(`done ${id} stop ${t.episode.stopReason} tokens ${t.ids.length}`);
     },

@@ -55,6 +55,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       workerId: id,
       settings,
       concurrency: opts.concurrency ?? config.workers.rollout.concurrency,
+      jobTimeoutMs: config.workers.rollout.job_timeout_s * 1000,
       play: player.play,
       log,
     });
