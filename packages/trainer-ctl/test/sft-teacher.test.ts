@@ -60,6 +60,18 @@ describe('teacher conversations', () => {
     for (const e of data.episodes) expect(e.untrainedTurns).toEqual([]);
   });
 
+  it("keeps the same conversations with only the calls when the reasoning is dropped", async () => {
+    const full = await teacherEpisodes({ dataset, cases: cases.slice(0, 30), episode });
+    const calls = await teacherEpisodes({ dataset, cases: cases.slice(0, 30), episode, reasoning: false });
+    expect(calls.episodes.map((e) => e.case.id)).toEqual(full.episodes.map((e) => e.case.id));
+    calls.episodes.forEach((e, i) => {
+      const short = assistantTurns(e).map((m) => m.content);
+      const long = assistantTurns(full.episodes[i]).map((m) => m.content);
+      expect(short.every((c) => c.startsWith('<tool_call>\n'))).toBe(true);
+      expect(short.map((c, t) => long[t].endsWith(c))).toEqual(long.map(() => true));
+    });
+  });
+
   it('tokenizes to samples whose mask covers exactly the assistant turns', async () => {
     const { episodes } = await teacherEpisodes({ dataset, cases: cases.slice(0, 20), episode });
     expect(episodes.length).toBeGreaterThan(0);

@@ -28,7 +28,7 @@ export type DetourSettingsInput = z.input<typeof DetourSettingsSchema>;
 const CALL = /<tool_call>\n([\s\S]*)\n<\/tool_call>/;
 
 function call(text: string, name: string, args: Record<string, unknown>): AssistantMessage {
-  return { content: `${text}\n<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>` };
+  return { content: `${text ? `${text}\n` : ''}<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>` };
 }
 
 /** Span aliases (s1, s2, ...) shown in tool results so far, and those already opened. */
