@@ -79,7 +79,8 @@ const args = ['--config', configFile, '--redis', redis.url, '--run-dir', runDir]
 // A fresh Redis and run directory: the workers join the config's run name without meeting a real run.
 const workers = [startWorkerProcess(runDir, 'train', 'train', args), startWorkerProcess(runDir, 'rollout-0', 'rollout', args)];
 const transport = new RedisTransport(redis.url, config.run.name, { prefix: config.queue.prefix });
-const store = new GroupStore(connectRedis(redis.url), config.run.name);
+const storeConn = connectRedis(redis.url);
+const store = new GroupStore(storeConn, config.run.name);
 const splits: Split[] = [];
 try {
   const dataset = await loadDataset(config.dataset.path);
@@ -93,6 +94,7 @@ try {
 } finally {
   await transport.close();
   await store.close();
+  await storeConn.quit();
   await stopWorkerProcesses(workers);
   await redis.stop();
   rmSync(runDir, { recursive: true, force: true });

@@ -55,8 +55,9 @@ export function checkPaths(c: RunConfig, src: YamlSource): ConfigIssue[] {
     const msg = problem(p, kind);
     if (msg) issues.push({ path: path.join('.'), line: src.lineOf(path), message: msg + hint });
   };
-  check(['dataset', 'path'], c.dataset.path, 'directory', ' (import one with `trainer-ctl import`)');
-  if (!problem(c.dataset.path, 'directory') && !existsSync(join(c.dataset.path, 'meta.json'))) {
+  // A dataset with dataset.import and a model with model.create_tiny are made by `trainer-ctl train` when missing.
+  if (c.dataset.import === undefined) check(['dataset', 'path'], c.dataset.path, 'directory', ' (import one with `trainer-ctl import`)');
+  if (c.dataset.import === undefined && !problem(c.dataset.path, 'directory') && !existsSync(join(c.dataset.path, 'meta.json'))) {
     issues.push({
       path: 'dataset.path',
       line: src.lineOf(['dataset', 'path']),
@@ -64,7 +65,7 @@ export function checkPaths(c: RunConfig, src: YamlSource): ConfigIssue[] {
     });
   }
   // A hub model may be downloaded later; a local-only model must already be there.
-  if (c.model.hub_id === undefined) check(['model', 'dir'], c.model.dir, 'directory');
+  if (c.model.hub_id === undefined && c.model.create_tiny === undefined) check(['model', 'dir'], c.model.dir, 'directory');
   check(['tokenizer', 'dir'], c.tokenizer.dir, 'directory');
   if (isAbsolute(c.tokenizer.chat_template)) check(['tokenizer', 'chat_template'], c.tokenizer.chat_template, 'file');
   if (c.generation.backend.kind === 'onnx') check(['generation', 'backend', 'modelDir'], c.generation.backend.modelDir, 'directory');

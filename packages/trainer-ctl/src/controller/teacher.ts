@@ -6,22 +6,34 @@
 import type { Case, Dataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import type { TrainSample } from '../queue/index';
-import { sftSample, teacherEpisodes } from '../sft/index';
+import { sftSample, teacherEpisodes, type TeacherEpisode } from '../sft/index';
 import { chatModelFromConfig } from '../workers/chat-from-config';
+
+/** Up to n episodes taken round-robin over their cases (variant 0 of every case before any variant 1). */
+function spread(episodes: TeacherEpisode[], n: number): TeacherEpisode[] {
+  const byCase = new Map<string, TeacherEpisode[]>();
+  for (const e of episodes) byCase.set(e.case.id, [...(byCase.get(e.case.id) ?? []), e]);
+  const out: TeacherEpisode[] = [];
+  for (let round = 0; out.length < Math.min(n, episodes.length); round++) {
+    for (const list of byCase.values()) if (round < list.length && out.length < n) out.push(list[round]);
+  }
+  return out;
+}
 
 export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]): () => Promise<TrainSample[]> {
   return async () => {
-    const want = config.stages.priming.sft.conversations;
+    const sft = config.stages.priming.sft;
     const data = await teacherEpisodes({
       dataset,
       cases: train,
       episode: config.episode,
-      expert: config.stages.priming.sft.teacher,
-      // Enough plays of each case to reach the wanted count even if only some answers are correct.
-      variants: Math.max(1, Math.ceil(want / Math.max(1, train.length))),
+      expert: sft.teacher,
+      variants: sft.variants,
+      detours: sft.detours,
       seed: config.run.seed,
     });
     const chat = chatModelFromConfig(config);
-    return data.episodes.slice(0, want).map((ep) => sftSample(ep, chat));
+    // Spread over the cases rather than the first ones' variants when there are more than wanted.
+    return spread(data.episodes, sft.conversations).map((ep) => sftSample(ep, chat));
   };
 }

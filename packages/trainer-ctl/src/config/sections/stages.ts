@@ -2,6 +2,7 @@
 import { ExpertSettingsSchema } from '@thinkfl/env';
 import { z } from 'zod';
 import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
+import { DetourSettingsSchema } from '../../sft/detours';
 
 /** The ThinkFL stages in the order they run. */
 export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
@@ -33,6 +34,17 @@ export const StagesSection = z
             teacher: ExpertSettingsSchema.omit({ dMax: true })
               .prefault({})
               .describe('Settings of the scripted expert that plays the teacher conversations; its turn budget is episode.dMax.'),
+            variants: z
+              .number()
+              .int()
+              .positive()
+              .default(1)
+              .describe('Teacher conversations played per training case, each with its own detour seed. Default 1.'),
+            detours: DetourSettingsSchema.prefault({ rate: 0 }).describe(
+              'Detours in the teacher conversations (sft/detours.ts): with chance rate an exploration turn becomes a ' +
+                'mistake a small model makes, followed by its error observation and the expert\'s recovery; detour ' +
+                'turns are not trained on. Default rate 0 (off).',
+            ),
             epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
             optimizer: OptimizerSettingsSchema.prefault({}).describe('AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.'),
             batch_size: z.number().int().positive().default(8).describe('Conversations per SFT optimizer step. Default 8.'),
