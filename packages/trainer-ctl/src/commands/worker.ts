@@ -37,6 +37,15 @@ export const command: CommandModule<object, WorkerArgs> = {
     if (!redisUrl) throw new Error('worker: give --redis URL (the run config has queue.redis_url: null)');
     const tag = `[worker ${args.kind} ${process.pid}]`;
     const log = (line: string) => process.stderr.write(`${tag} ${line}\n`);
+    // Listening before the (slow) start: a signal during it still ends in a clean close.
+    let signal: string | undefined;
+    let wake: () => void = () => undefined;
+    const onSignal = (sig: string) => {
+      signal ??= sig;
+      wake();
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
     const w = await startWorker({
       kind: args.kind,
       config: loaded.config,
@@ -51,17 +60,11 @@ export const command: CommandModule<object, WorkerArgs> = {
       log,
     });
     log(`${w.id} ready on ${redisUrl} (run ${loaded.config.run.name})`);
-    await new Promise<void>((resolve) => {
-      const stop = (sig: string) => {
-        log(`${sig}: closing`);
-        void w.close().then(resolve, (e: Error) => {
-          log(`close failed: ${e.message}`);
-          resolve();
-        });
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
-    });
+    if (signal === undefined) await new Promise<void>((resolve) => (wake = resolve));
+    log(`${signal}: closing`);
+    await w.close().catch((e: Error) => log(`close failed: ${e.message}`));
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
     log('stopped');
   },
 };

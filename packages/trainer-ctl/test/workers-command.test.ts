@@ -1,0 +1,55 @@
+/**
+ * `trainer-ctl worker` as its own process: the train worker publishes the policy it starts
+ * from, registers its heartbeat and exits 0 on SIGTERM, leaving the registry; bad invocations
+ * fail with a clear message.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import type { LoadedRunConfig } from '../src/config/index';
+import { connectRedis, listWorkers, PolicyRegistry } from '../src/queue/index';
+import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { createTinyModel, scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
+
+let redis: TestRedis;
+let conn: Redis;
+let loaded: LoadedRunConfig;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  conn = connectRedis(redis.url);
+  const dir = scratch('command');
+  loaded = writeRunConfig(dir, 'command-test', await createTinyModel(join(dir, 'model'), 4));
+}, 300_000);
+afterAll(async () => {
+  conn?.disconnect();
+  await redis?.stop();
+});
+
+describe('trainer-ctl worker', () => {
+  it('train: publishes version 0 from the model dir, beats, and exits 0 on SIGTERM', async () => {
+    const w = spawnWorker(['train', '--config', loaded.file, '--redis', redis.url, '--id', 'trainer-1']);
+    await w.waitLine(/trainer-1 ready on redis:\/\//, 180_000);
+    expect(w.lines.some((l) => /published policy v0 /.test(l))).toBe(true);
+    const ref = await new PolicyRegistry(conn, 'command-test').current();
+    expect(ref).toEqual({ version: 0, dir: join(loaded.runDir, 'policies', 'v0') });
+    expect(existsSync(join(ref!.dir, 'onnx', 'model.onnx'))).toBe(true);
+    expect((await listWorkers(conn, 'command-test')).map((b) => [b.id, b.kind])).toEqual([['trainer-1', 'train']]);
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+    expect(await listWorkers(conn, 'command-test')).toEqual([]);
+  }, 240_000);
+
+  it('refuses to start without a Redis URL', async () => {
+    const w = spawnWorker(['rollout', '--config', loaded.file]);
+    expect((await w.exited).code).toBe(2);
+    expect(w.lines.join('\n')).toMatch(/trainer-ctl: worker: give --redis URL \(the run config has queue.redis_url: null\)/);
+  }, 60_000);
+
+  it('names the config file and YAML path of a bad config', async () => {
+    const w = spawnWorker(['rollout', '--config', join(loaded.file, '..', 'missing.yaml'), '--redis', redis.url]);
+    expect((await w.exited).code).toBe(2);
+    expect(w.lines.join('\n')).toMatch(/missing\.yaml.*cannot read the run config/s);
+  }, 60_000);
+});
