@@ -49,11 +49,15 @@ export class TrainQueue {
     const id = trainJobId(this.runId, update);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const job = await Job.fromId<TrainJob, TrainResult>(this.queue, id);
-      if (!job) throw new Error(`train job ${id} is not in the queue (submit it first)`);
-      const state = await job.getState();
-      if (state === 'completed') return job.returnvalue;
-      if (state === 'failed') throw new Error(`train job ${id} failed after ${job.attemptsMade} attempt(s): ${job.failedReason}`);
+      // State first, then the job: a job read before it completed would carry no return value yet.
+      const state = await this.queue.getJobState(id);
+      if (state === 'unknown') throw new Error(`train job ${id} is not in the queue (submit it first)`);
+      if (state === 'completed' || state === 'failed') {
+        const job = await Job.fromId<TrainJob, TrainResult>(this.queue, id);
+        if (!job) throw new Error(`train job ${id} was removed while waiting for its result`);
+        if (state === 'completed') return job.returnvalue;
+        throw new Error(`train job ${id} failed after ${job.attemptsMade} attempt(s): ${job.failedReason}`);
+      }
       if (Date.now() >= deadline) {
         throw new TrainTimeoutError(`train job ${id}: no result after ${timeoutMs} ms (state ${state}); is a train worker running on this queue?`);
       }
