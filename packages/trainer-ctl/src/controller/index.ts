@@ -1,4 +1,5 @@
 export * from './state';
+export * from './checkpoints';
 export * from './metrics-log';
 export * from './schedule';
 export * from './cases';

@@ -9,6 +9,7 @@ import type { DiversityCache } from '@thinkfl/graders';
 import { STAGE_NAMES, type RunConfig, type StageName } from '../config/index';
 import type { TrainResult, TrainSample } from '../queue/jobs';
 import { createProgress, type Progress, type ProgressStream } from '../progress';
+import { pruneCheckpoints } from './checkpoints';
 import { formatEvalReport, runEvaluation, type EvalReport } from './evaluation';
 import { appendMetrics, type MetricsRecord } from './metrics-log';
 import { runSft } from './sft-phase';
@@ -50,7 +51,15 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
     state.metricsLines++;
   }
   writeState(ctx.runDir, state);
-  if (result?.checkpointDir) writeSnapshot(ctx.runDir, state);
+  if (result?.checkpointDir) {
+    writeSnapshot(ctx.runDir, state);
+    pruneCheckpoints(ctx.runDir, state, ctx.config.checkpoints.keep_last);
+  }
+}
+
+/** Marks the newest checkpoint as the one `name` ended with (the stage's last step asked for it). */
+function endWith(state: RunState, name: string): void {
+  if (state.checkpoint) state.stageCheckpoints = { ...state.stageCheckpoints, [name]: state.checkpoint };
 }
 
 async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Promise<EvalReport> {
@@ -70,6 +79,7 @@ async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> 
   });
   progress?.finish();
   if (ctx.eval.length) await evaluateAs(ctx, state, 'sft');
+  endWith(state, 'sft');
   state.sft.done = true;
   commit(ctx, state, undefined);
 }
@@ -94,6 +104,7 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
   }
   progress.finish();
   if (ctx.eval.length) await evaluateAs(ctx, state, stage);
+  endWith(state, stage);
   state.stages[stage].done = true;
   commit(ctx, state, undefined);
 }
