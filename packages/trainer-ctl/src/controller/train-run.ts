@@ -41,12 +41,10 @@ function openState(config: RunConfig, runDir: string, resume: boolean | undefine
     if (resume || policy === 'require') throw new Error(`${runDir}: no state.json, nothing to resume`);
     return initialState(config.run.name, config.model.dir);
   }
-  if (!resume && policy !== 'auto') {
-    throw new Error(`${runDir} already holds a run (state.json); pass --resume to continue it, or choose another --run-dir`);
-  }
+  if (policy === 'never') throw new Error(`${runDir} already holds a run (state.json) and checkpoints.resume is never; choose another --run-dir`);
   if (state.runName !== config.run.name) throw new Error(`${runDir} holds run ${state.runName}, not ${config.run.name}`);
   // The train worker resumes from the latest checkpoint; steps after it are played again.
-  const ckpt = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
+  const ckpt = latestCheckpoint(runDir);
   const from = rewindTo(runDir, state, ckpt?.updates, config.model.dir);
   truncateMetrics(runDir, from.metricsLines);
   return from;
