@@ -42,7 +42,7 @@ describe('rollout workers under SIGKILL', () => {
   it('completes the group with exactly G samples, the killed job replayed once by the survivor', async () => {
     for (const id of ['A', 'B']) {
       workers.push(
-        spawnWorker(['rollout', '--config', configFile, '--redis', redis.url, '--id', id, '--concurrency', '1', '--lock-duration-ms', '2000', '--stalled-interval-ms', '500']),
+        spawnWorker(['rollout', '--config', configFile, '--redis', redis.url, '--id', id, '--concurrency', '1', '--lock-duration-ms', '5000', '--stalled-interval-ms', '1000']),
       );
     }
     await Promise.all(workers.map((w) => w.waitLine(/ready on/)));
@@ -76,8 +76,15 @@ describe('rollout workers under SIGKILL', () => {
     expect(victim.lines.some((l) => l.includes(` done ${victimJob} `))).toBe(false);
     expect(startLines(survivor, victimJob)).toHaveLength(1);
     expect(startLines(victim).length + startLines(survivor).length).toBe(G + 1);
-    const counts = await queue.queue.getJobCounts('completed', 'failed', 'waiting', 'active');
-    expect(counts).toMatchObject({ completed: G, failed: 0, waiting: 0, active: 0 });
+    // The last sample is stored just before BullMQ marks its job completed.
+    const settled = async () => {
+      for (;;) {
+        const c = await queue.queue.getJobCounts('completed', 'failed', 'waiting', 'active', 'delayed');
+        if (c.active === 0) return c;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    expect(await settled()).toMatchObject({ completed: G, failed: 0, waiting: 0, active: 0, delayed: 0 });
 
     // Real trajectories: token-aligned, with model-generated tokens, of the job's case and version.
     for (const t of group) {
