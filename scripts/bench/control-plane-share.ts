@@ -11,12 +11,16 @@
  * update (skip_equal_groups off, no refills) so the update is measured; the first step, which
  * also loads the policy, is reported separately from the median of the rest.
  *
- *   npx tsx scripts/bench/control-plane-share.ts [--config FILE] [--steps N]
+ *   npx tsx scripts/bench/control-plane-share.ts [--config FILE] [--model DIR] [--steps N]
+ *
+ * --model: start from this model directory instead of the config's (e.g. runs/tiny-cpu/checkpoints/update-N
+ * after `trainer-ctl train configs/tiny-cpu.yaml`, so the episodes are the trained policy's).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { parse, stringify } from 'yaml';
 import { loadDataset } from '@thinkfl/env';
 import { loadRunConfig } from '../../packages/trainer-ctl/src/config/index';
 import {
@@ -32,9 +36,29 @@ import {
 import { connectRedis, GroupStore, type Trajectory } from '../../packages/trainer-ctl/src/queue/index';
 import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/index';
 
-const { values } = parseArgs({ options: { config: { type: 'string', default: 'configs/tiny-cpu.yaml' }, steps: { type: 'string', default: '4' } } });
-const configFile = resolve(values.config);
+const { values } = parseArgs({
+  options: { config: { type: 'string', default: 'configs/tiny-cpu.yaml' }, model: { type: 'string' }, steps: { type: 'string', default: '4' } },
+});
 const steps = Math.max(2, Number(values.steps));
+const runDir = mkdtempSync(join(tmpdir(), 'bench-control-plane-'));
+
+/**
+ * The config the bench runs: the given one with --model (e.g. a trained run's checkpoint, whose
+ * episodes call tools) as the model, written next to the run so that the workers read it too.
+ */
+function benchConfig(): string {
+  const src = resolve(values.config);
+  const doc = parse(readFileSync(src, 'utf8')) as { run: { base_dir?: string }; model: { dir?: string; create_tiny?: unknown } };
+  doc.run.base_dir = resolve(dirname(src), doc.run.base_dir ?? '.');
+  if (values.model) {
+    doc.model.dir = resolve(values.model);
+    delete doc.model.create_tiny;
+  }
+  const file = join(runDir, 'run.yaml');
+  writeFileSync(file, stringify(doc));
+  return file;
+}
+const configFile = benchConfig();
 
 /** Length of the union of [start, end) intervals, ms. */
 function unionMs(intervals: [number, number][]): number {
@@ -73,7 +97,6 @@ await prepareInputs(loadRunConfig(configFile, { checkPaths: false }).config, (l)
 const { config } = loadRunConfig(configFile);
 config.grpo.advantage.skip_equal_groups = false;
 config.grpo.max_refill_groups = 0;
-const runDir = mkdtempSync(join(tmpdir(), 'bench-control-plane-'));
 const redis = await startEmbeddedRedis({ runDir });
 const args = ['--config', configFile, '--redis', redis.url, '--run-dir', runDir];
 // A fresh Redis and run directory: the workers join the config's run name without meeting a real run.
@@ -116,6 +139,6 @@ const med: Split = {
   grading: median(rest.map((s) => s.grading)),
   update: median(rest.map((s) => s.update)),
 };
-console.log(`${config.grpo.cases_per_step} cases x ${config.grpo.group_size} samples per step, ${steps} steps (${configFile})`);
+console.log(`${config.grpo.cases_per_step} cases x ${config.grpo.group_size} samples per step, ${steps} steps, model ${config.model.dir}`);
 show('first step (warm-up)', splits[0]);
 show(`median of ${rest.length} later`, med);
