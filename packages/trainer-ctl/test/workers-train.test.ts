@@ -27,8 +27,8 @@ let samples: TrainSample[];
 const logs: string[] = [];
 const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
 
-async function startWorker(): Promise<TrainWorker> {
-  return startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir, log: (l) => logs.push(l) });
+async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWorker> {
+  return startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir, log: (l) => logs.push(l), onEngineDeath });
 }
 
 const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
@@ -119,5 +119,19 @@ describe('train worker', () => {
       `weight sync timed out after 500 ms: waiting for policy version 4 of run ${RUN}, newest published is version 3 (${published!.dir}); is the train worker running?`,
     );
     await player.close();
+  }, 300_000);
+
+  it('fails a job at once when the engine has died, and tells the worker\'s owner', async () => {
+    const deaths: Error[] = [];
+    const worker = await startWorker((e) => deaths.push(e));
+    const queue = new TrainQueue(conn, RUN, settings);
+    // Resumed from the checkpoint after update 1: update 2 is due again.
+    expect(worker.updates).toBe(2);
+    process.kill(worker.enginePid!, 'SIGKILL');
+    await queue.submit(job(2));
+    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/train job train-test.update.2 failed after 1 attempt\(s\): train engine died: .*SIGKILL/);
+    expect(deaths).toHaveLength(1);
+    await worker.close();
+    await queue.close();
   }, 300_000);
 });

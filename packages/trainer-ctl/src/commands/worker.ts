@@ -1,7 +1,7 @@
 /**
  * trainer-ctl worker rollout|train: joins a run's queues on a given Redis as a rollout worker
  * (plays episodes) or the train worker (owns the engine). Logs go to stderr; SIGTERM or SIGINT
- * stops taking jobs, lets running ones finish and exits 0.
+ * stops taking jobs, lets running ones finish and exits 0; a dead train engine exits 1.
  */
 import type { CommandModule } from 'yargs';
 import { loadRunConfig } from '../config/load';
@@ -30,7 +30,11 @@ export const command: CommandModule<object, WorkerArgs> = {
       .option('id', { type: 'string', describe: 'worker id in the run\'s worker registry (default <kind>-<host>-<pid>)' })
       .option('concurrency', { type: 'number', describe: 'rollout jobs played at once (default workers.rollout.concurrency)' })
       .option('lock-duration-ms', { type: 'number', describe: 'job lock lifetime; a dead worker\'s job is retried after it (default 30000)' })
-      .option('stalled-interval-ms', { type: 'number', describe: 'how often to look for jobs of dead workers (default 30000)' }),
+      .option('stalled-interval-ms', { type: 'number', describe: 'how often to look for jobs of dead workers (default 30000)' })
+      .check((a) => {
+        if (a.concurrency !== undefined && (!Number.isInteger(a.concurrency) || a.concurrency < 1)) throw new Error('--concurrency must be a positive integer');
+        return true;
+      }),
   handler: async (args) => {
     const loaded = loadRunConfig(args.config);
     const redisUrl = args.redis ?? loaded.config.queue.redis_url;
@@ -58,6 +62,11 @@ export const command: CommandModule<object, WorkerArgs> = {
         ...(args['stalled-interval-ms'] !== undefined && { stalledIntervalMs: args['stalled-interval-ms'] }),
       },
       log,
+      onFatal: (e) => {
+        log(`fatal: ${e.message}`);
+        process.exitCode = 1;
+        onSignal('fatal error');
+      },
     });
     log(`${w.id} ready on ${redisUrl} (run ${loaded.config.run.name})`);
     if (signal === undefined) await new Promise<void>((resolve) => (wake = resolve));

@@ -25,6 +25,8 @@ export interface StartWorkerOptions {
   /** Overrides of the queue settings (the prefix comes from queue.prefix). */
   queue?: QueueSettingsInput;
   log?: (line: string) => void;
+  /** The worker cannot go on (its train engine died); the caller should close it and exit non-zero. */
+  onFatal?: (err: Error) => void;
 }
 
 export interface RunningWorker {
@@ -44,7 +46,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const runId = runIdOf(config);
   try {
     if (opts.kind === 'train') {
-      const w = await startTrainWorker({ connection, runId, workerId: id, settings, config, runDir: opts.runDir, log });
+      const w = await startTrainWorker({ connection, runId, workerId: id, settings, config, runDir: opts.runDir, log, onEngineDeath: opts.onFatal });
       return { id, close: async () => (await w.close(), connection.disconnect()) };
     }
     const registry = new PolicyRegistry(connection, runId);

@@ -29,12 +29,15 @@ export interface TrainWorkerOptions {
   runDir: string;
   engine?: EngineOptions;
   log?: (line: string) => void;
+  /** Called once the engine process has died: this worker can take no more jobs. */
+  onEngineDeath?: (err: Error) => void;
 }
 
 export interface TrainWorker {
   readonly worker: Worker<TrainJob, TrainResult>;
   /** Updates done so far (= the published policy version). */
   readonly updates: number;
+  readonly enginePid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -135,7 +138,17 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     return result;
   };
 
-  const worker = new Worker<TrainJob, TrainResult>(keys.trainQueue(opts.runId), async (j) => handle(j.data), {
+  const guarded = async (job: TrainJob): Promise<TrainResult> => {
+    try {
+      return await handle(job);
+    } catch (e) {
+      if (!engine.dead) throw e;
+      // Retrying on a dead engine cannot help; the job fails now and the worker's owner restarts it.
+      opts.onEngineDeath?.(e as Error);
+      throw new UnrecoverableError(`train engine died: ${(e as Error).message}`);
+    }
+  };
+  const worker = new Worker<TrainJob, TrainResult>(keys.trainQueue(opts.runId), async (j) => guarded(j.data), {
     connection: opts.connection,
     prefix: opts.settings.prefix,
     concurrency: 1,
@@ -152,6 +165,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     get updates() {
       return updates;
     },
+    enginePid: engine.pid,
     async close() {
       await worker.close();
       await beat.stop();
