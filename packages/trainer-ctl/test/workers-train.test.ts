@@ -127,6 +127,10 @@ describe('train worker', () => {
     const queue = new TrainQueue(conn, RUN, settings);
     // Resumed from the checkpoint after update 1: update 2 is due again.
     expect(worker.updates).toBe(2);
+    // A malformed job is not retried: it fails at once, naming the sample.
+    await queue.submit({ ...job(2), samples: [samples[0], { ...samples[1], advantage: undefined }] });
+    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/failed after 1 attempt\(s\): train job update 2: samples\[1\] has no advantage \(required for grpo\)/);
+    await queue.forget(2);
     process.kill(worker.enginePid!, 'SIGKILL');
     await queue.submit(job(2));
     await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/train job train-test.update.2 failed after 1 attempt\(s\): train engine died: .*SIGKILL/);

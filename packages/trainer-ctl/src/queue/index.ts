@@ -1,6 +1,7 @@
 export * from './jobs';
 export * from './settings';
 export * from './connection';
+export * from './with-timeout';
 export * from './rollout-queue';
 export * from './group-store';
 export * from './train-queue';

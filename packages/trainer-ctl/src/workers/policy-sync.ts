@@ -3,7 +3,7 @@
  * version v runs, the backend must hold version v or newer. Waiting for the version and loading
  * it share one hard deadline; concurrent jobs share one load.
  */
-import { withTimeout } from '../queue/connection';
+import { withTimeout } from '../queue/with-timeout';
 import type { PolicyRef, PolicyRegistry } from '../queue/policy-registry';
 
 /** Loads a published policy into the backend (opening the backend on the first call). */

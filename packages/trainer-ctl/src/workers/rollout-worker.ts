@@ -5,7 +5,7 @@
  */
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { withTimeout } from '../queue/connection';
+import { withTimeout } from '../queue/with-timeout';
 import { GroupStore } from '../queue/group-store';
 import { startHeartbeat, type Heartbeat } from '../queue/heartbeats';
 import { keys, type RolloutJob, type Trajectory } from '../queue/jobs';

@@ -18,7 +18,7 @@ import type { QueueSettings } from '../queue/settings';
 import { TrainQueue } from '../queue/train-queue';
 import { TrainResultStore } from '../queue/train-results';
 import { checkpointDir, latestCheckpoint, policyDir, prunePolicies, writeAtomically, writeTrainerState } from './run-files';
-import { engineStep, stepMetrics } from './train-step';
+import { engineStep, stepMetrics, type EngineStep } from './train-step';
 
 export interface TrainWorkerOptions {
   connection: Redis;
@@ -99,6 +99,27 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     throw e;
   }
 
+  /** The last update when the engine stepped but export/checkpoint/publish failed: a retry finishes it. */
+  let unfinished: { update: number; metrics: Record<string, number> } | undefined;
+  /** Export, checkpoint, store and publish the update the engine just made. */
+  const finish = async (job: TrainJob, metrics: Record<string, number>): Promise<TrainResult> => {
+    const version = job.update + 1;
+    const dir = await exportPolicy(version);
+    let checkpoint: string | undefined;
+    if (job.checkpoint) {
+      checkpoint = checkpointDir(runDir, version);
+      await writeAtomically(checkpoint, async (tmp) => {
+        await engine.request('save', { dir: tmp });
+        writeTrainerState(tmp, version);
+      });
+    }
+    const result: TrainResult = { update: job.update, version, policyDir: dir, metrics, ...(checkpoint && { checkpointDir: checkpoint }) };
+    await results.put(result);
+    await publish(version, dir);
+    unfinished = undefined;
+    return result;
+  };
+
   const handle = async (job: TrainJob): Promise<TrainResult> => {
     if (job.update < updates) {
       const stored = await results.get(job.update);
@@ -106,36 +127,24 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         log(`update ${job.update} was done before; returning its stored result`);
         return stored;
       }
+      if (unfinished?.update === job.update) return finish(job, unfinished.metrics);
       throw new UnrecoverableError(`train job update ${job.update}: already done (${updates} updates) and its result is gone`);
     }
     if (job.update > updates) {
       throw new UnrecoverableError(`train job update ${job.update}: the engine has done ${updates} updates; submit update ${updates} first`);
     }
-    const step = engineStep(job, config);
+    let step: EngineStep;
+    try {
+      step = engineStep(job, config);
+    } catch (e) {
+      throw new UnrecoverableError((e as Error).message);
+    }
     const started = Date.now();
     const out = step.op === 'sft_step' ? await engine.request('sft_step', step.args) : await engine.request('grpo_step', step.args);
     updates = job.update + 1;
-    const dir = await exportPolicy(updates);
-    let checkpoint: string | undefined;
-    if (job.checkpoint) {
-      checkpoint = checkpointDir(runDir, updates);
-      const n = updates;
-      await writeAtomically(checkpoint, async (tmp) => {
-        await engine.request('save', { dir: tmp });
-        writeTrainerState(tmp, n);
-      });
-    }
-    const result: TrainResult = {
-      update: job.update,
-      version: updates,
-      policyDir: dir,
-      metrics: { ...stepMetrics(out), trainMs: Date.now() - started },
-      ...(checkpoint && { checkpointDir: checkpoint }),
-    };
-    await results.put(result);
-    await publish(updates, dir);
+    unfinished = { update: job.update, metrics: { ...stepMetrics(out), trainMs: Date.now() - started } };
     log(`update ${job.update} (${job.kind}, ${job.samples.length} samples): loss ${out.loss}`);
-    return result;
+    return finish(job, unfinished.metrics);
   };
 
   const guarded = async (job: TrainJob): Promise<TrainResult> => {
