@@ -121,7 +121,7 @@ describe('train worker', () => {
     await player.close();
   }, 300_000);
 
-  it('fails a job at once when the engine has died, and tells the worker\'s owner', async () => {
+  it('fails a malformed job, and a job on a dead engine, at once; tells the worker\'s owner of the death', async () => {
     const deaths: Error[] = [];
     const worker = await startWorker((e) => deaths.push(e));
     const queue = new TrainQueue(conn, RUN, settings);
