@@ -9,6 +9,7 @@ import { evaluate, formatSummary, type Case, type Dataset, type EvalResult, type
 import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
+import { appendEpisodes } from './metrics-log';
 import { formatValid } from './stats';
 import type { ControlTransport } from './transport';
 
@@ -76,6 +77,7 @@ export async function runEvaluation(ctx: EvalContext, name: string, policyVersio
     requests: result.requests,
   };
   writeFileSync(join(ctx.runDir, `eval-${name}.json`), `${JSON.stringify(report, null, 1)}\n`);
+  appendEpisodes(ctx.runDir, { eval: name }, episodes.slice(0, config.logging.episodes_per_step).map((episode) => ({ episode })));
   await transport.dropGroups(jobs.map((j) => j.groupId));
   return report;
 }

@@ -7,6 +7,8 @@ import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 
 export const METRICS_FILE = 'metrics.jsonl';
+/** logging.episodes_per_step whole episodes per step and evaluation, for reading what the policy does. */
+export const EPISODES_FILE = 'episodes.jsonl';
 
 export type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' };
 
@@ -35,4 +37,10 @@ export function truncateMetrics(runDir: string, lines: number): void {
   if (!existsSync(file)) return;
   const kept = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).slice(0, lines);
   writeFileSync(file, kept.map((l) => `${l}\n`).join(''));
+}
+
+/** Appends episodes for inspection (not part of the resume bookkeeping: a replayed step may add its own again). */
+export function appendEpisodes(runDir: string, tag: Record<string, unknown>, episodes: { reward?: number; episode: unknown }[]): void {
+  if (episodes.length === 0) return;
+  appendFileSync(join(runDir, EPISODES_FILE), episodes.map((e) => `${JSON.stringify({ ...tag, ...e })}\n`).join(''));
 }

@@ -11,7 +11,7 @@ import type { TrainResult, TrainSample } from '../queue/jobs';
 import { createProgress, type Progress, type ProgressStream } from '../progress';
 import { pruneCheckpoints } from './checkpoints';
 import { formatEvalReport, runEvaluation, type EvalReport } from './evaluation';
-import { appendMetrics, type MetricsRecord } from './metrics-log';
+import { appendEpisodes, appendMetrics, type MetricsRecord } from './metrics-log';
 import { runSft } from './sft-phase';
 import { writeSnapshot, writeState, type RunState } from './state';
 import { groupIdOf, runGrpoStep } from './step';
@@ -90,13 +90,15 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
   const progress = createProgress({ total: steps, label: stage, stream: ctx.stream });
   for (let step = state.stages[stage].steps; step < steps; step++) {
     const last = step === steps - 1;
-    const { record, result } = await runGrpoStep(ctx, {
+    const { record, groups, result } = await runGrpoStep(ctx, {
       stage,
       step,
       update: state.updates,
       policyVersion: state.policyVersion,
       checkpoint: last || (step + 1) % config.checkpoints.every_steps === 0,
     });
+    const shown = groups.flatMap((g) => g.trajectories.map((t, i) => ({ groupId: g.groupId, reward: g.grade.totals[i], episode: t.episode })));
+    appendEpisodes(ctx.runDir, { stage, step }, shown.slice(0, config.logging.episodes_per_step));
     state.stages[stage].steps = step + 1;
     commit(ctx, state, record, result);
     await ctx.transport.dropGroups(Array.from({ length: record.groups }, (_, slot) => groupIdOf(stage, step, slot)));

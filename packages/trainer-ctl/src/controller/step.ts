@@ -30,6 +30,8 @@ export interface StepInput {
 
 export interface StepOutcome {
   record: StepRecord;
+  /** Every graded group of the step, refills included, in slot order. */
+  groups: GradedGroup[];
   /** Absent when every group (refills included) had equal rewards: no update was made. */
   result?: TrainResult;
 }
@@ -109,5 +111,5 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
     result,
     timings,
   });
-  return { record, result };
+  return { record, groups, result };
 }
