@@ -3,7 +3,7 @@
  * from, registers its heartbeat and exits 0 on SIGTERM, leaving the registry; bad invocations
  * fail with a clear message.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
@@ -47,9 +47,14 @@ describe('trainer-ctl worker', () => {
     expect(w.lines.join('\n')).toMatch(/trainer-ctl: worker: give --redis URL \(the run config has queue.redis_url: null\)/);
   }, 60_000);
 
-  it('names the config file and YAML path of a bad config', async () => {
-    const w = spawnWorker(['rollout', '--config', join(loaded.file, '..', 'missing.yaml'), '--redis', redis.url]);
+  it('names the config file it cannot read, and the YAML path of a bad setting', async () => {
+    const missing = spawnWorker(['rollout', '--config', join(loaded.file, '..', 'missing.yaml'), '--redis', redis.url]);
+    expect((await missing.exited).code).toBe(2);
+    expect(missing.lines.join('\n')).toMatch(/missing\.yaml.*cannot read the run config/s);
+    const bad = join(loaded.file, '..', 'bad.yaml');
+    writeFileSync(bad, readFileSync(loaded.file, 'utf8').replace('concurrency: 1', 'concurrency: 0'));
+    const w = spawnWorker(['rollout', '--config', bad, '--redis', redis.url]);
     expect((await w.exited).code).toBe(2);
-    expect(w.lines.join('\n')).toMatch(/missing\.yaml.*cannot read the run config/s);
+    expect(w.lines.join('\n')).toMatch(/bad\.yaml.*workers\.rollout\.concurrency/s);
   }, 60_000);
 });
