@@ -3,7 +3,7 @@
  * from, registers its heartbeat and exits 0 on SIGTERM, leaving the registry; bad invocations
  * fail with a clear message.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
@@ -13,18 +13,20 @@ import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { createTinyModel, scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
 
 let redis: TestRedis;
+let dir: string | undefined;
 let conn: Redis;
 let loaded: LoadedRunConfig;
 
 beforeAll(async () => {
   redis = await startRedis();
   conn = connectRedis(redis.url);
-  const dir = scratch('command');
+  dir = scratch('command');
   loaded = writeRunConfig(dir, 'command-test', await createTinyModel(join(dir, 'model'), 4));
 }, 300_000);
 afterAll(async () => {
   conn?.disconnect();
   await redis?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('trainer-ctl worker', () => {

@@ -4,6 +4,7 @@
  * stalled and replayed by the other worker: the group ends with exactly G samples, one per
  * sample index, and enqueueing the same jobs again adds nothing.
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadDataset, type Dataset } from '@thinkfl/env';
@@ -15,6 +16,7 @@ import { createTinyModel, scratch, spawnWorker, writeRunConfig, type WorkerProce
 const RUN = 'kill-test';
 const G = 4;
 let redis: TestRedis;
+let dir: string | undefined;
 let conn: Redis;
 let dataset: Dataset;
 let configFile: string;
@@ -24,7 +26,7 @@ beforeAll(async () => {
   redis = await startRedis();
   conn = connectRedis(redis.url);
   dataset = await loadDataset(await ensureNezhaDataset());
-  const dir = scratch('kill');
+  dir = scratch('kill');
   const model = await createTinyModel(`${dir}/model`, 1);
   configFile = writeRunConfig(dir, RUN, model).file;
   // Version 0 is the model as created; the train worker would publish it the same way.
@@ -34,6 +36,7 @@ afterAll(async () => {
   for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
   conn?.disconnect();
   await redis?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const startLines = (w: WorkerProcess, jobId?: string) => w.lines.filter((l) => / start /.test(l) && (!jobId || l.includes(` start ${jobId} `)));

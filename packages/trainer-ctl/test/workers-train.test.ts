@@ -5,7 +5,7 @@
  * resumes from the checkpoint. Then the rollout side syncs to the published versions, and a
  * version that never comes fails the sync with a clear error after its hard timeout.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
@@ -20,6 +20,7 @@ import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
 
 const RUN = 'train-test';
 let redis: TestRedis;
+let dir: string | undefined;
 let conn: Redis;
 let dataset: Dataset;
 let loaded: LoadedRunConfig;
@@ -37,7 +38,7 @@ beforeAll(async () => {
   redis = await startRedis();
   conn = connectRedis(redis.url);
   dataset = await loadDataset(await ensureNezhaDataset());
-  const dir = scratch('train');
+  dir = scratch('train');
   const model = await createTinyModel(join(dir, 'model'), 2);
   loaded = writeRunConfig(dir, RUN, model);
   // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
@@ -53,6 +54,7 @@ beforeAll(async () => {
 afterAll(async () => {
   conn?.disconnect();
   await redis?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('train worker', () => {
