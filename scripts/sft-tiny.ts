@@ -36,6 +36,7 @@ const argv = await yargs(hideBin(process.argv))
   .option('variants', { type: 'number', default: 4, describe: 'teacher conversations played per training case' })
   .option('detour-rate', { type: 'number', default: 0.3, describe: 'chance an exploration turn is a detour (not trained on)' })
   .option('reasoning', { type: 'boolean', default: true, describe: "keep the expert's reasoning sentence before each call" })
+  .option('max-answers', { type: 'number', default: 3, describe: "most root causes in the expert's answers" })
   .option('epochs', { type: 'number', default: 3 })
   .option('batch', { type: 'number', default: 4 })
   .option('lr', { type: 'number', default: 3e-3 })
@@ -63,7 +64,7 @@ const faults = (cs: typeof split.train) => new Set(cs.map((c) => c.faultId)).siz
 console.log(`split by fault: ${split.train.length} train cases (${faults(split.train)} faults), ${split.eval.length} held-out cases (${faults(split.eval)} faults)`);
 
 const chat = loadChatModel(dir);
-const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, detours: { rate: argv.detourRate } });
+const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, expert: { maxAnswers: argv.maxAnswers }, detours: { rate: argv.detourRate } });
 const samples = teacher.episodes.map((e) => sftSample(e, chat, { renderTools: argv.renderTools }));
 const size = sampleTokens(samples);
 const detours = teacher.episodes.reduce((n, e) => n + e.untrainedTurns.length, 0);

@@ -81,6 +81,16 @@ describe('ModelPolicy', () => {
     expect(`${chat.tokenizer.decode(t.ids)}\n`).toBe(rendered);
   });
 
+  it('leaves the tools to the system prompt when asked not to render them', async () => {
+    const withTools = (await play({ temperature: 0, maxTokens: 8 })).policy.trajectory();
+    const { record, policy } = await play({ temperature: 0, maxTokens: 8, renderTools: false });
+    const text = chat.tokenizer.decode(policy.trajectory().ids);
+    expect(policy.offeredTools).toEqual([]);
+    expect(chat.tokenizer.decode(withTools.ids)).toContain('<tools>');
+    expect(text).not.toContain('<tools>');
+    expect(text.startsWith(`<|im_start|>system\n${record.messages[0].content}<|im_end|>`)).toBe(true);
+  });
+
   it('replays an episode from its seed and samples another with another seed', async () => {
     const a = (await play({ temperature: 1, seed: 5, maxTokens: 32 })).policy.trajectory();
     const b = (await play({ temperature: 1, seed: 5, maxTokens: 32 })).policy.trajectory();
