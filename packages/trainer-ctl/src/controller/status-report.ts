@@ -26,6 +26,9 @@ export interface RunStatus {
   redisError?: string;
 }
 
+/** Evaluations in the order a run writes them. */
+const EVAL_ORDER: string[] = ['sft', ...STAGE_NAMES];
+
 /** A heartbeat older than this counts the worker as gone (workers beat every few seconds). */
 const ALIVE_S = 30;
 
@@ -48,7 +51,8 @@ export async function runStatus(runDir: string, opts: { tail?: number; redisUrl?
   const evals = readdirSync(runDir)
     .filter((f) => /^eval-.+\.json$/.test(f))
     .map((f) => JSON.parse(readFileSync(join(runDir, f), 'utf8')) as EvalReport)
-    .map(({ name, policyVersion, formatValid, summary }) => ({ name, policyVersion, formatValid, summary }));
+    .map(({ name, policyVersion, formatValid, summary }) => ({ name, policyVersion, formatValid, summary }))
+    .sort((a, b) => EVAL_ORDER.indexOf(a.name) - EVAL_ORDER.indexOf(b.name));
   const info = existsSync(join(runDir, RUN_INFO_FILE)) ? (JSON.parse(readFileSync(join(runDir, RUN_INFO_FILE), 'utf8')) as { redisUrl?: string }) : {};
   const status: RunStatus = { runDir, state, stage, recent, evals, redisUrl: opts.redisUrl ?? info.redisUrl };
   if (status.redisUrl) {
