@@ -31,8 +31,9 @@ export interface TeacherOptions {
   /** Seed of the detours. Default 0. */
   seed?: number;
   /**
-   * Keep the expert's reasoning sentence before each call. false leaves only the tool call:
-   * a tiny model then learns the call format from a quarter of the tokens. Default true.
+   * Keep the expert's free text: the reasoning sentence before each call and the reasons in
+   * its answer. false leaves the calls and the ranked components only: a tiny model then
+   * learns the call format from a fifth of the tokens. Default true.
    */
   reasoning?: boolean;
 }
@@ -58,14 +59,26 @@ export function answeredCorrectly(dataset: Dataset, c: Case, record: EpisodeReco
   return rankOfTruth(record.answer, c.truth, 'service', dataset.topology) === 0;
 }
 
-/** The policy's messages cut to their tool call (text before `<tool_call>` dropped). */
+/** The answer without the free-text `reason` of each root cause (the ranking is unchanged). */
+function withoutReasons(call: string): string {
+  const parsed = JSON.parse(call) as { name: string; arguments: { root_causes?: Record<string, unknown>[] } };
+  if (parsed.name !== 'print_results' || !Array.isArray(parsed.arguments.root_causes)) return call;
+  const root_causes = parsed.arguments.root_causes.map(({ reason: _reason, ...rest }) => rest);
+  return JSON.stringify({ ...parsed, arguments: { ...parsed.arguments, root_causes } });
+}
+
+/**
+ * The policy's messages without free text: the sentence before `<tool_call>` and the reasons
+ * of a print_results answer are dropped, the call and the ranked components stay.
+ */
 export function callsOnly(policy: Policy): Policy {
   return {
     name: `${policy.name}-calls`,
     async next(ctx) {
       const m = await policy.next(ctx);
-      const at = m.content.indexOf('<tool_call>');
-      return at > 0 ? { ...m, content: m.content.slice(at) } : m;
+      const found = /<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(m.content);
+      if (!found) return m;
+      return { ...m, content: `<tool_call>\n${withoutReasons(found[1])}\n</tool_call>` };
     },
   };
 }
