@@ -2,11 +2,11 @@
  * search_logs(service_name, timestamp): error and warning lines around t grouped into
  * templates with counts, each rate compared with the service's fault-free rate.
  */
-import { z } from 'zod';
 import type { LogLevel, LogRecord } from '../types';
 import { boundItems, errorObservation, okObservation } from './bound';
 import { registerTool, resolveComponent, unknownComponentError, type ToolContext } from './registry';
 import { isoOfUs, parseTimestamp } from './timestamp';
+import { componentAtTimeArgs } from './component-args';
 
 export interface LogTemplateCount {
   templateId: number;
@@ -34,12 +34,7 @@ export interface SearchLogsData {
   omitted: number;
 }
 
-const args = z.object({
-  service_name: z.string().min(1).describe('Service, pod or node name'),
-  timestamp: z
-    .union([z.number(), z.string()])
-    .describe('Time to inspect: Unix seconds, milliseconds, microseconds or nanoseconds, or ISO-8601'),
-});
+const args = componentAtTimeArgs;
 
 /** Log sources of a target: the service or pod itself, or every pod on a node. */
 function sources(ctx: ToolContext, target: { level: string; name: string }): string[] {

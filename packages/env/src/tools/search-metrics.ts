@@ -3,11 +3,11 @@
  * pods and node) whose values in [t - delta, t + delta] break the n-sigma band of its baseline
  * window (ThinkFL Eq. 6-7), with the deviation in sigmas.
  */
-import { z } from 'zod';
 import { boundItems, errorObservation, okObservation, shown } from './bound';
 import { measureFluctuation, type Fluctuation } from './fluctuation';
 import { registerTool, resolveComponent, unknownComponentError } from './registry';
 import { isoOfUs, parseTimestamp } from './timestamp';
+import { componentAtTimeArgs } from './component-args';
 
 export type MetricFluctuation = Fluctuation;
 
@@ -22,12 +22,7 @@ export interface SearchMetricsData {
   omitted: number;
 }
 
-const args = z.object({
-  service_name: z.string().min(1).describe('Service, pod or node name'),
-  timestamp: z
-    .union([z.number(), z.string()])
-    .describe('Time to inspect: Unix seconds, milliseconds, microseconds or nanoseconds, or ISO-8601'),
-});
+const args = componentAtTimeArgs;
 
 const num = (v: number) => (Number.isInteger(v) ? String(v) : v.toPrecision(4).replace(/\.?0+$/, ''));
 
