@@ -18,6 +18,7 @@ import {
   tokenizeEpisode,
   type ChatModel,
 } from '../src/chat/index';
+import { generatedRuns } from '../../../testkit/masks';
 
 const tools: ToolSpec[] = [
   {
@@ -66,16 +67,6 @@ const expectedTurns: Record<FixtureModel, string[]> = {
 };
 expectedTurns['llama-3.2-instruct'] = expectedTurns['llama-3.1-instruct'];
 
-/** Contiguous runs of generated ids. */
-function generatedRuns(ids: number[], mask: number[]): number[][] {
-  const runs: number[][] = [];
-  mask.forEach((m, i) => {
-    if (m !== 1) return;
-    if (i > 0 && mask[i - 1] === 1) runs[runs.length - 1].push(ids[i]);
-    else runs.push([ids[i]]);
-  });
-  return runs;
-}
 
 const models: FixtureModel[] = ['qwen2.5-instruct', 'llama-3.1-instruct', 'llama-3.2-instruct'];
 const loaded = new Map<FixtureModel, ChatModel>();

@@ -12,6 +12,7 @@ import { openOnnxBackend, type OnnxBackend } from '../src/backends/index';
 import { loadChatModel, type ChatModel } from '../src/chat/index';
 import { ModelPolicy, turnSeed, type ModelPolicySettingsInput } from '../src/policy/index';
 import { createTinyModel, scratchDir } from './backend-fixtures';
+import { generatedRuns } from '../../../testkit/masks';
 
 let dataset: Dataset;
 let chat: ChatModel;
@@ -25,16 +26,6 @@ async function play(settings: ModelPolicySettingsInput, c = kase): Promise<{ rec
   return { record, policy };
 }
 
-/** Contiguous runs of the ids where mask is 1. */
-function generatedRuns(ids: number[], mask: number[]): number[][] {
-  const runs: number[][] = [];
-  mask.forEach((m, i) => {
-    if (m !== 1) return;
-    if (i > 0 && mask[i - 1] === 1) runs[runs.length - 1].push(ids[i]);
-    else runs.push([ids[i]]);
-  });
-  return runs;
-}
 
 beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());

@@ -14,6 +14,7 @@ import {
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { policyFigures, sampleTokens, sftSample, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
+import { generatedRuns } from '../../../testkit/masks';
 
 const episode = { toolSettings: { spanAliases: true } };
 const EOT = '<|im_end|>';
@@ -21,16 +22,6 @@ let dataset: Dataset;
 let chat: ChatModel;
 let cases: Case[];
 
-/** Contiguous runs of the ids where mask is 1. */
-function runs(ids: number[], mask: number[]): number[][] {
-  const out: number[][] = [];
-  mask.forEach((m, i) => {
-    if (m !== 1) return;
-    if (i > 0 && mask[i - 1] === 1) out[out.length - 1].push(ids[i]);
-    else out.push([ids[i]]);
-  });
-  return out;
-}
 
 const assistantTurns = (ep: TeacherEpisode) => ep.record.messages.filter((m) => m.role === 'assistant');
 
@@ -84,7 +75,7 @@ describe('teacher conversations', () => {
     for (const ep of episodes) {
       const s = sftSample(ep, chat);
       expect(s.mask).toHaveLength(s.ids.length);
-      expect(runs(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(assistantTurns(ep).map((m) => m.content + EOT));
+      expect(generatedRuns(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(assistantTurns(ep).map((m) => m.content + EOT));
       // Everything else is the rendered context, which ends at the last assistant turn.
       expect(chat.tokenizer.decode(s.ids).endsWith(assistantTurns(ep).at(-1)!.content + EOT)).toBe(true);
       expect(s.mask[0]).toBe(0);
@@ -104,7 +95,7 @@ describe('teacher conversations', () => {
       const turns = assistantTurns(ep);
       const s = sftSample(ep, chat, { renderTools: false });
       const trained = turns.filter((_, t) => !ep.untrainedTurns.includes(t)).map((m) => m.content + EOT);
-      expect(runs(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(trained);
+      expect(generatedRuns(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(trained);
       for (const t of ep.untrainedTurns) {
         const at = ep.record.messages.indexOf(turns[t]);
         if (ep.record.messages[at + 1].content.startsWith('Error')) errors++;
