@@ -33,7 +33,9 @@ const argv = await yargs(hideBin(process.argv))
   .option('intermediate-size', { type: 'number', default: 256 })
   .option('eval-fraction', { type: 'number', default: 0.3, describe: 'share of faults held out (dataset.split by fault)' })
   .option('split-seed', { type: 'number', default: 0 })
-  .option('variants', { type: 'number', default: 3, describe: 'teacher conversations played per training case' })
+  .option('d-max', { type: 'number', default: 5, describe: 'tool turns of a rot episode (D_max) in the teacher data and the held-out play' })
+  .option('turns-left-note', { type: 'boolean', default: true, describe: 'each observation says how many tool turns are left (episode turnsLeftNote)' })
+  .option('variants', { type: 'number', default: 6, describe: 'teacher conversations played per training case' })
   .option('detour-rate', { type: 'number', default: 0.3, describe: 'chance an exploration turn is a detour (not trained on)' })
   .option('reasoning', { type: 'boolean', default: false, describe: "keep the expert's free text (reasoning before each call, reasons in the answer)" })
   .option('max-answers', { type: 'number', default: 3, describe: "most root causes in the expert's answers" })
@@ -49,7 +51,7 @@ const argv = await yargs(hideBin(process.argv))
   .option('max-tokens', { type: 'number', default: 512, describe: 'most tokens of one assistant turn' })
   .parseAsync();
 
-const episode = { toolSettings: { spanAliases: true } };
+const episode = { dMax: argv.dMax, turnsLeftNote: argv.turnsLeftNote, toolSettings: { spanAliases: true } };
 const dir = argv.out ?? join(mkdtempSync(join(tmpdir(), 'sft-tiny-')), 'model');
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);

@@ -47,6 +47,22 @@ describe('rot', () => {
     expect(ep.messages[3].content).toBe(ep.toolCalls[0].observation.text);
   });
 
+  it('ends each exploration turn\'s result or error with the tool turns left when turnsLeftNote is on, and only then', async () => {
+    const msgs = [traces(kase.entrySpanId), 'no call here', traces(kase.entrySpanId), answer('ts-order-service')];
+    const noted = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { dMax: 3, turnsLeftNote: true } });
+    const plain = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { dMax: 3 } });
+    expect(noted.stopReason).toBe('forced_answer');
+    const after = (ep: typeof noted) => ep.messages.filter((_, i) => i > 1 && ep.messages[i - 1].role === 'assistant').map((m) => m.content);
+    const [n, p] = [after(noted), after(plain)];
+    expect(n[0]).toBe(`${p[0]}\n[2 tool turns left]`);
+    expect(n[1]).toBe(`${p[1]}\n[1 tool turn left]`);
+    // The last exploration turn is followed by the forced-answer message, not a count of zero.
+    expect(n[2]).toBe(p[2]);
+    expect(n[2]).not.toMatch(/turns? left\]/);
+    expect(p.some((c) => /turns? left\]/.test(c))).toBe(false);
+    expect(noted.toolCalls[0].observation.text).toBe(plain.toolCalls[0].observation.text);
+  });
+
   it('forces a final print_results turn after D_max turns, offering only that tool', async () => {
     const p = new Recording(['hmm', 'let me think', 'no call here', answer('ts-order-service')]);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 3 } });

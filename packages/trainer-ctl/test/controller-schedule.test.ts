@@ -1,13 +1,14 @@
 /**
  * Which cases a run trains and evaluates on, and which cases each GRPO step plays, on the real
  * Nezha import: disjoint faults, caps respected, deterministic schedules, refills that continue
- * the stage's sequence, and exploration playing each question `repeats` times across steps.
+ * the stage's sequence, exploration playing each question `repeats` times across steps, and
+ * the SFT updates' batches.
  */
 import { join } from 'node:path';
 import { loadDataset, type Dataset } from '@thinkfl/env';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
-import { runCases, stepCases } from '../src/controller/index';
+import { runCases, sftUpdates, stepCases } from '../src/controller/index';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
 let dataset: Dataset;
@@ -95,5 +96,34 @@ describe('stepCases', () => {
 
   it('refuses an empty training split with a clear error', () => {
     expect(() => stepCases('priming', 0, [], base)).toThrow(/train split has no cases/);
+  });
+});
+
+describe('sftUpdates', () => {
+  it('groups steps_per_update consecutive batches per update; every epoch covers each conversation once', () => {
+    const config = withConfig((c) => {
+      c.stages.priming.sft.batch_size = 2;
+      c.stages.priming.sft.epochs = 2;
+      c.stages.priming.sft.steps_per_update = 3;
+    });
+    const updates = sftUpdates(11, config);
+    // 6 batches per epoch (the last of one conversation), 12 in all: updates of 3, 3, 3, 3.
+    expect(updates.map((u) => u.length)).toEqual([3, 3, 3, 3]);
+    const batches = updates.flat();
+    expect(batches.map((b) => b.length)).toEqual([2, 2, 2, 2, 2, 1, 2, 2, 2, 2, 2, 1]);
+    for (const epoch of [batches.slice(0, 6), batches.slice(6)]) expect(epoch.flat().sort((a, b) => a - b)).toEqual([...Array(11).keys()]);
+    expect(batches.slice(0, 6)).not.toEqual(batches.slice(6));
+    const one = withConfig((c) => {
+      c.stages.priming.sft.batch_size = 2;
+      c.stages.priming.sft.epochs = 2;
+      c.stages.priming.sft.steps_per_update = 1;
+    });
+    expect(sftUpdates(11, one).map((u) => u[0])).toEqual(batches);
+    const rest = withConfig((c) => {
+      c.stages.priming.sft.batch_size = 2;
+      c.stages.priming.sft.epochs = 2;
+      c.stages.priming.sft.steps_per_update = 5;
+    });
+    expect(sftUpdates(11, rest).map((u) => u.length)).toEqual([5, 5, 2]);
   });
 });

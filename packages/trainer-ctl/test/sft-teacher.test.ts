@@ -87,7 +87,7 @@ describe('teacher conversations', () => {
   });
 
   it('puts detours with their error observations in the context and trains only on the other turns', async () => {
-    const data = await teacherEpisodes({ dataset, cases, episode, variants: 2, detours: { rate: 0.5, maxPerEpisode: 3 }, seed: 3 });
+    const data = await teacherEpisodes({ dataset, cases, episode: { ...episode, dMax: 5 }, variants: 2, detours: { rate: 0.5, maxPerEpisode: 3 }, seed: 3 });
     const withDetours = data.episodes.filter((e) => e.untrainedTurns.length > 0);
     expect(withDetours.length).toBeGreaterThan(0);
     let errors = 0;
@@ -103,6 +103,11 @@ describe('teacher conversations', () => {
       expect(rankOfTruth(ep.record.answer, ep.case.truth, 'service', dataset.topology)).toBe(0);
     }
     expect(errors).toBeGreaterThan(0);
+    // A detour spends one of D_max like any turn: the expert still answers on its own, and the answer is never a detour.
+    for (const ep of data.episodes) {
+      expect(ep.record.stopReason).toBe('answered');
+      expect(ep.untrainedTurns).not.toContain(assistantTurns(ep).length - 1);
+    }
     const figures = policyFigures(dataset, withDetours);
     const invalid = withDetours.reduce((n, e) => n + e.record.turns.filter((t) => !t.argsValid).length, 0);
     expect(invalid).toBeGreaterThan(0);

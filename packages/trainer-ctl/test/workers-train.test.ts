@@ -2,7 +2,7 @@
  * The train worker on a real redis-server, a real tiny model and real Nezha episodes: a GRPO
  * job publishes version update+1 with an exported policy the onnx backend loads; a retried job
  * returns its stored result without a second update; updates run in order; a new worker
- * resumes from the checkpoint. Then the rollout side syncs to the published versions, and a
+ * resumes from the checkpoint; an SFT job of several optimizer steps is one update. Then the rollout side syncs to the published versions, and a
  * version that never comes fails the sync with a clear error after its hard timeout.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -101,6 +101,19 @@ describe('train worker', () => {
     const third = await queue.waitResult(2, 120_000);
     expect(third).toMatchObject({ update: 2, version: 3 });
     expect(third.metrics.step).toBe(3);
+
+    // An SFT update of several optimizer steps (sftSteps): each its own slice and lr, one export.
+    const sft: TrainJob = { runId: RUN, stage: 'priming', update: 3, kind: 'sft', samples, checkpoint: false, sftSteps: [{ size: 1, lr: 1e-3 }, { size: 1, lr: 5e-4 }] };
+    await queue.submit(sft);
+    const fourth = await queue.waitResult(3, 120_000);
+    expect(fourth).toMatchObject({ update: 3, version: 4 });
+    expect(fourth.metrics.step).toBe(5);
+    expect(fourth.metrics.tokens).toBe(samples.reduce((a, x) => a + x.mask.reduce((b, m) => b + m, 0), 0));
+    expect(await registry.current()).toEqual({ version: 4, dir: fourth.policyDir });
+    // Steps that do not cover the samples fail at once, naming the job.
+    await queue.submit({ ...sft, update: 4, sftSteps: [{ size: 1, lr: 1e-3 }] });
+    await expect(queue.waitResult(4, 120_000)).rejects.toThrow(/train job update 4: sftSteps cover 1 samples in steps of positive sizes; the job has 2/);
+    await queue.forget(4);
     await worker.close();
     await queue.close();
   }, 600_000);
@@ -108,17 +121,17 @@ describe('train worker', () => {
   it('syncs the rollout side to a published version, and fails a sync that times out with a clear error', async () => {
     const registry = new PolicyRegistry(conn, RUN);
     const published = await registry.current();
-    expect(published?.version).toBe(3);
+    expect(published?.version).toBe(4);
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 500 });
     const rollout = (policyVersion: number): RolloutJob => ({
       runId: RUN, stage: 'priming', step: 3, groupId: 'sync-g', caseId: dataset.cases[0].id, sampleIndex: 0, policyVersion, temperature: 1, seed: 7,
     });
-    const t = await player.play(rollout(3));
-    expect(player.version).toBe(3);
-    expect(t.policyVersion).toBe(3);
+    const t = await player.play(rollout(4));
+    expect(player.version).toBe(4);
+    expect(t.policyVersion).toBe(4);
     expect(t.mask.some((m) => m === 1)).toBe(true);
-    await expect(player.play(rollout(4))).rejects.toThrow(
-      `weight sync timed out after 500 ms: waiting for policy version 4 of run ${RUN}, newest published is version 3 (${published!.dir}); is the train worker running?`,
+    await expect(player.play(rollout(5))).rejects.toThrow(
+      `weight sync timed out after 500 ms: waiting for policy version 5 of run ${RUN}, newest published is version 4 (${published!.dir}); is the train worker running?`,
     );
     await player.close();
   }, 300_000);

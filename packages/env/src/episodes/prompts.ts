@@ -34,6 +34,11 @@ export function casePrompt(dataset: Dataset, c: Case, toolbox: Toolbox): string 
   ].join('\n');
 }
 
+/** The turns-left note of `rot` (episode setting turnsLeftNote). */
+export function turnsLeft(n: number): string {
+  return `[${n} tool turn${n === 1 ? '' : 's'} left]`;
+}
+
 export const FORCE_ANSWER =
   'You have used all your tool turns. Call print_results now with your ranked root causes; no other tool is available.';
 

@@ -4,7 +4,7 @@
  * offers only print_results.
  */
 import type { RootCause } from '../types';
-import { casePrompt, FORCE_ANSWER, systemPrompt } from './prompts';
+import { casePrompt, FORCE_ANSWER, systemPrompt, turnsLeft } from './prompts';
 import { registerProtocol } from './registry';
 
 registerProtocol({
@@ -18,6 +18,8 @@ registerProtocol({
       const out = await session.turn(settings.tools, false);
       if (out.kind === 'answered') return session.finish('rot', 'answered', out.answer);
       if (out.kind === 'policy_error') return session.finish('rot', 'policy_error', null);
+      const left = settings.dMax - t - 1;
+      if (settings.turnsLeftNote && left > 0) session.noteOnLast(turnsLeft(left));
     }
     session.say('user', FORCE_ANSWER);
     const out = await session.turn(['print_results'], true);

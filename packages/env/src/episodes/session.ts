@@ -73,6 +73,12 @@ export class EpisodeSession {
     this.messages.push({ role, content });
   }
 
+  /** Adds a line to the latest message (a tool result or an error): what the policy reads next. */
+  noteOnLast(text: string): void {
+    const last = this.messages.at(-1);
+    if (last && last.role !== 'assistant') last.content = `${last.content}\n${text}`;
+  }
+
   /** One assistant turn with the given tools offered. */
   async turn(offered: readonly string[], final: boolean): Promise<TurnOutcome> {
     const turn = this.turns.length;

@@ -11,6 +11,11 @@ export const EpisodeSettingsSchema = z
   .object({
     /** D_max of ThinkFL Algorithm 1 (`rot`): tool turns before the forced print_results turn. Default 10, at most 20. */
     dMax: z.number().int().min(1).max(MAX_TOOL_TURNS).default(10),
+    /**
+     * `rot`: end each exploration turn's observation with how many tool turns are left
+     * ("[3 tool turns left]"), so a small model need not count turns to answer in time. Default false.
+     */
+    turnsLeftNote: z.boolean().default(false),
     /** Tools offered on exploration turns; print_results must be among them. */
     tools: z
       .array(z.string().min(1))

@@ -10,7 +10,7 @@ import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
 import { appendEpisodes } from './metrics-log';
-import { formatValid } from './stats';
+import { formatValid } from '../sft/figures';
 import type { ControlTransport } from './transport';
 
 export interface EvalContext {

@@ -1,5 +1,4 @@
 /** Small summaries the metrics records are made of. */
-import type { EpisodeRecord } from '@thinkfl/env';
 
 export interface Stat {
   mean: number;
@@ -14,18 +13,4 @@ export function stat(xs: readonly number[]): Stat {
   const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
   const std = Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / xs.length);
   return { mean, std, min: Math.min(...xs), max: Math.max(...xs) };
-}
-
-/**
- * Format validity of an episode: it ended with its own print_results call (not forced, not
- * cut off) and every assistant turn made a well-formed call of an offered tool.
- */
-export function formatValid(e: EpisodeRecord): boolean {
-  return (
-    e.stopReason === 'answered' &&
-    e.answer !== null &&
-    e.answer.length > 0 &&
-    e.turns.length > 0 &&
-    e.turns.every((t) => t.parsed && t.offeredTool && t.argsValid)
-  );
 }

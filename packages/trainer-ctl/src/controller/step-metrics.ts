@@ -6,7 +6,8 @@
 import type { GroupGrade } from '@thinkfl/graders';
 import type { StageName } from '../config/index';
 import type { TrainResult, Trajectory } from '../queue/jobs';
-import { formatValid, stat, type Stat } from './stats';
+import { formatValid } from '../sft/figures';
+import { stat, type Stat } from './stats';
 
 export interface GradedGroup {
   groupId: string;

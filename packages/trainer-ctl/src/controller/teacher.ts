@@ -1,7 +1,8 @@
 /**
  * The stage-1 teacher as the run config describes it: the scripted expert (stages.priming.sft.teacher)
- * plays the run's episode protocol on training cases, only correct answers are kept (sft/teacher.ts),
- * tokenized with the run's chat model (sft/samples.ts), up to stages.priming.sft.conversations.
+ * plays the run's episode protocol on training cases (stages.priming.sft.cases), only correct
+ * answers are kept (sft/teacher.ts), tokenized with the run's chat model (sft/samples.ts), up to
+ * stages.priming.sft.conversations.
  */
 import type { Case, Dataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
@@ -20,20 +21,28 @@ function spread(episodes: TeacherEpisode[], n: number): TeacherEpisode[] {
   return out;
 }
 
+/** The cases stages.priming.sft.cases names: the run's training cases, or every case of their faults. */
+export function teacherCases(config: RunConfig, dataset: Dataset, train: Case[]): Case[] {
+  if (config.stages.priming.sft.cases === 'run') return train;
+  const faults = new Set(train.map((c) => c.faultId));
+  return dataset.cases.filter((c) => faults.has(c.faultId));
+}
+
 export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]): () => Promise<TrainSample[]> {
   return async () => {
     const sft = config.stages.priming.sft;
     const data = await teacherEpisodes({
       dataset,
-      cases: train,
+      cases: teacherCases(config, dataset, train),
       episode: config.episode,
       expert: sft.teacher,
       variants: sft.variants,
       detours: sft.detours,
       seed: config.run.seed,
+      reasoning: sft.reasoning,
     });
     const chat = chatModelFromConfig(config);
     // Spread over the cases rather than the first ones' variants when there are more than wanted.
-    return spread(data.episodes, sft.conversations).map((ep) => sftSample(ep, chat));
+    return spread(data.episodes, sft.conversations).map((ep) => sftSample(ep, chat, { renderTools: config.generation.render_tools }));
   };
 }

@@ -58,6 +58,11 @@ export interface TrainJob {
   samples: TrainSample[];
   /** Learning rate override for this update (SFT uses its own). */
   lr?: number;
+  /**
+   * SFT only: the samples split, in order, into optimizer steps of these sizes and learning
+   * rates, all in this one update (one policy export). Absent: one step over all samples at lr.
+   */
+  sftSteps?: { size: number; lr: number }[];
   /** Write a checkpoint after this update. */
   checkpoint: boolean;
 }

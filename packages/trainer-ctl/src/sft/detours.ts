@@ -31,6 +31,11 @@ function call(text: string, name: string, args: Record<string, unknown>): Assist
   return { content: `${text ? `${text}\n` : ''}<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>` };
 }
 
+function isAnswer(msg: AssistantMessage): boolean {
+  const found = CALL.exec(msg.content);
+  return !!found && /^\{"name":\s*"print_results"/.test(found[1]);
+}
+
 /** Span aliases (s1, s2, ...) shown in tool results so far, and those already opened. */
 function aliases(ctx: PolicyContext): { seen: string[]; opened: Set<string> } {
   const seen = new Set<string>();
@@ -66,7 +71,8 @@ export class DetourPolicy implements Policy {
     if (ctx.turn === 0) this.firstTools = ctx.tools;
     const msg = await this.inner.next(ctx);
     const s = this.settings;
-    if (ctx.final || ctx.turn === 0 || this.detourTurns.length >= s.maxPerEpisode || this.rng.next() >= s.rate) return msg;
+    // The answer is never a detour: a detour there would leave the teacher no turn to answer on its own.
+    if (ctx.final || ctx.turn === 0 || isAnswer(msg) || this.detourTurns.length >= s.maxPerEpisode || this.rng.next() >= s.rate) return msg;
     const kind = s.kinds[Math.floor(this.rng.next() * s.kinds.length)];
     const detour = this.detour(kind, ctx, msg);
     if (!detour) return msg;

@@ -1,7 +1,8 @@
 /**
  * What SFT is judged by on held-out cases: the share of assistant turns that made a valid
  * tool call (parsed, an offered tool, arguments valid), the share of episodes that ended with
- * a valid print_results, and service-level Recall@1 per fault (for information).
+ * a valid print_results, the share that are format-valid as a run's evaluation counts them,
+ * and service-level Recall@1 per fault (for information).
  */
 import type { Case, Dataset, EpisodeRecord } from '@thinkfl/env';
 import { answeredCorrectly } from './teacher';
@@ -16,17 +17,34 @@ export interface PolicyFigures {
   turns: number;
   validTurns: number;
   validFinals: number;
+  /** Episodes that are format-valid (formatValid): answered on their own, every turn valid. */
+  formatValid: number;
   /** Fault id -> [cases whose answer put the true service first, cases played]. */
   recallAt1: Map<string, [number, number]>;
 }
 
+/**
+ * Format validity of an episode: it ended with its own print_results call (not forced, not
+ * cut off) and every assistant turn made a well-formed call of an offered tool.
+ */
+export function formatValid(e: EpisodeRecord): boolean {
+  return (
+    e.stopReason === 'answered' &&
+    e.answer !== null &&
+    e.answer.length > 0 &&
+    e.turns.length > 0 &&
+    e.turns.every((t) => t.parsed && t.offeredTool && t.argsValid)
+  );
+}
+
 export function policyFigures(dataset: Dataset, played: readonly PlayedEpisode[]): PolicyFigures {
-  const f: PolicyFigures = { episodes: 0, turns: 0, validTurns: 0, validFinals: 0, recallAt1: new Map() };
+  const f: PolicyFigures = { episodes: 0, turns: 0, validTurns: 0, validFinals: 0, formatValid: 0, recallAt1: new Map() };
   for (const { case: c, record } of played) {
     f.episodes++;
     f.turns += record.turns.length;
     f.validTurns += record.turns.filter((t) => t.parsed && t.offeredTool && t.argsValid).length;
     if (record.answer !== null) f.validFinals++;
+    if (formatValid(record)) f.formatValid++;
     const r = f.recallAt1.get(c.faultId) ?? [0, 0];
     f.recallAt1.set(c.faultId, [r[0] + (answeredCorrectly(dataset, c, record) ? 1 : 0), r[1] + 1]);
   }
@@ -39,6 +57,7 @@ export function formatFigures(f: PolicyFigures): string {
   return [
     `valid tool calls: ${f.validTurns}/${f.turns} turns = ${pct(f.validTurns, f.turns)}`,
     `valid print_results: ${f.validFinals}/${f.episodes} episodes = ${pct(f.validFinals, f.episodes)}`,
+    `format-valid episodes (answered on their own, every turn valid): ${f.formatValid}/${f.episodes} = ${pct(f.formatValid, f.episodes)}`,
     `Recall@1 (service) per fault: ${[...f.recallAt1].map(([id, [hit, n]]) => `${id} ${hit}/${n}`).join(', ')}`,
   ].join('\n');
 }

@@ -42,7 +42,7 @@ export interface SftReport {
 }
 
 /** Learning rate of step `step` of `total`. */
-export function sftLr(s: SftSettings, step: number, total: number): number {
+export function sftLr(s: Pick<SftSettings, 'lr' | 'warmupSteps' | 'minLrRatio'>, step: number, total: number): number {
   if (step < s.warmupSteps) return (s.lr * (step + 1)) / (s.warmupSteps + 1);
   const t = total <= s.warmupSteps + 1 ? 1 : (step - s.warmupSteps) / (total - s.warmupSteps - 1);
   return s.lr * (s.minLrRatio + (1 - s.minLrRatio) * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, t))));

@@ -62,6 +62,7 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
       backend: holder.backend as GenerationBackend,
       chat,
       settings: {
+        renderTools: config.generation.render_tools,
         temperature: job.temperature,
         topP: config.generation.sampling.topP,
         maxTokens: config.generation.sampling.maxTokens,

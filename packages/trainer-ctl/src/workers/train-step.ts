@@ -3,7 +3,23 @@ import type { RunConfig } from '../config/schema';
 import type { GrpoStepArgs, SftStepArgs, StepResult } from '../engine/protocol';
 import type { TrainJob } from '../queue/jobs';
 
-export type EngineStep = { op: 'sft_step'; args: SftStepArgs } | { op: 'grpo_step'; args: GrpoStepArgs };
+export type EngineStep = { op: 'sft_step'; args: SftStepArgs[] } | { op: 'grpo_step'; args: GrpoStepArgs };
+
+/** The job's SFT optimizer steps: consecutive slices of its samples (sftSteps), or one step over all. */
+function sftSteps(job: TrainJob, base: SftStepArgs, where: string): SftStepArgs[] {
+  if (!job.sftSteps) return [base];
+  const total = job.sftSteps.reduce((a, s) => a + s.size, 0);
+  if (total !== job.samples.length || job.sftSteps.some((s) => !Number.isInteger(s.size) || s.size < 1)) {
+    throw new Error(`${where}: sftSteps cover ${total} samples in steps of positive sizes; the job has ${job.samples.length}`);
+  }
+  let from = 0;
+  return job.sftSteps.map((s) => {
+    const to = from + s.size;
+    const args = { ...base, input_ids: base.input_ids.slice(from, to), mask: base.mask.slice(from, to), lr: s.lr };
+    from = to;
+    return args;
+  });
+}
 
 /** Throws, naming the sample, on a malformed job (ragged arrays, missing advantages). */
 export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
@@ -21,7 +37,8 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
     micro_batch_size: config.workers.train.micro_batch_size,
     ...(job.lr !== undefined && { lr: job.lr }),
   };
-  if (job.kind === 'sft') return { op: 'sft_step', args: base };
+  if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
+  if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
   const missing = job.samples.findIndex((s) => s.advantage === undefined);
   if (missing >= 0) throw new Error(`${where}: samples[${missing}] has no advantage (required for grpo)`);
   const withOld = job.samples.filter((s) => s.oldLogprobs).length;
@@ -37,6 +54,19 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
       loss: config.grpo.loss,
       temperature: config.generation.temperature[job.stage],
     },
+  };
+}
+
+/** Several SFT steps' results as one: token counts add up, other figures are averaged over the steps. */
+export function mergeSteps(results: readonly StepResult[]): StepResult {
+  if (results.length === 1) return results[0];
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const norms = results.map((r) => r.grad_norm).filter((g): g is number => g !== null);
+  return {
+    loss: mean(results.map((r) => r.loss)),
+    grad_norm: norms.length ? mean(norms) : null,
+    tokens: results.reduce((a, r) => a + r.tokens, 0),
+    step: results[results.length - 1].step,
   };
 }
 

@@ -18,7 +18,8 @@ import type { QueueSettings } from '../queue/settings';
 import { TrainQueue } from '../queue/train-queue';
 import { TrainResultStore } from '../queue/train-results';
 import { checkpointDir, latestCheckpoint, policyDir, prunePolicies, writeAtomically, writeTrainerState } from './run-files';
-import { engineStep, stepMetrics, type EngineStep } from './train-step';
+import type { StepResult } from '../engine/protocol';
+import { engineStep, mergeSteps, stepMetrics, type EngineStep } from './train-step';
 
 export interface TrainWorkerOptions {
   connection: Redis;
@@ -85,6 +86,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       model_dir: ckpt?.dir ?? config.model.dir,
       device: config.workers.train.device,
       dtype: config.model.dtype,
+      autocast: config.workers.train.autocast,
       reference: config.grpo.loss.kl_coef > 0,
       resume: ckpt !== undefined,
       seed: config.run.seed,
@@ -140,7 +142,14 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       throw new UnrecoverableError((e as Error).message);
     }
     const started = Date.now();
-    const out = step.op === 'sft_step' ? await engine.request('sft_step', step.args) : await engine.request('grpo_step', step.args);
+    let out: StepResult;
+    if (step.op === 'sft_step') {
+      const parts: StepResult[] = [];
+      for (const args of step.args) parts.push(await engine.request('sft_step', args));
+      out = mergeSteps(parts);
+    } else {
+      out = await engine.request('grpo_step', step.args);
+    }
     updates = job.update + 1;
     unfinished = { update: job.update, metrics: { ...stepMetrics(out), trainMs: Date.now() - started } };
     log(`update ${job.update} (${job.kind}, ${job.samples.length} samples): loss ${out.loss}`);

@@ -105,9 +105,9 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings): Polic
     async next(ctx: PolicyContext): Promise<AssistantMessage> {
       const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name !== 'print_results'));
       const offered = new Set(ctx.tools.map((t) => t.name));
-      const used = [...ev.calls.values()].reduce((a, b) => a + b, 0);
-      // The last of the D_max turns is kept for print_results, so the expert answers on its own.
-      const left = settings.dMax - 1 - used;
+      // Every turn spends one of D_max, a failed call included (a detour in teacher data).
+      // The last of them is kept for print_results, so the expert answers on its own.
+      const left = settings.dMax - 1 - ctx.turn;
       const suspects = rankSuspects(ev, settings);
       const print = (): AssistantMessage => {
         const root_causes = answer(ev, suspects, settings.maxAnswers);

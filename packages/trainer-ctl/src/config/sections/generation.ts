@@ -21,6 +21,14 @@ export const GenerationSection = z
         'Generation backend as { kind, ...its settings } (packages/rollout/src/backends; camelCase keys as that ' +
           'package defines them). For onnx, modelDir defaults to the policy the trainer exports. Default { kind: onnx }.',
       ),
+    render_tools: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Render the offered tools into the prompt through the chat template (tools=...), as a backbone expects. ' +
+          'false: the system prompt\'s own tool list is all the model reads (the tiny CI model). Applies to the ' +
+          'teacher\'s SFT conversations too. Default true.',
+      ),
     sampling: samplingSchema
       .omit({ temperature: true, seed: true })
       .prefault({})

@@ -31,6 +31,14 @@ export const StagesSection = z
               .positive()
               .default(300)
               .describe('Teacher conversations to fine-tune on, only ones whose answer is correct ("a few hundred", ThinkFL stage 1). Default 300.'),
+            cases: z
+              .enum(['run', 'train_faults'])
+              .default('run')
+              .describe(
+                'Cases the teacher plays: run (the run\'s training cases, capped by dataset.max_cases_per_fault) or ' +
+                  'train_faults (every case of the training faults: more correct conversations under a small cap; ' +
+                  'held-out faults stay unseen). Default run.',
+              ),
             teacher: ExpertSettingsSchema.omit({ dMax: true })
               .prefault({})
               .describe('Settings of the scripted expert that plays the teacher conversations; its turn budget is episode.dMax.'),
@@ -45,9 +53,40 @@ export const StagesSection = z
                 'mistake a small model makes, followed by its error observation and the expert\'s recovery; detour ' +
                 'turns are not trained on. Default rate 0 (off).',
             ),
+            reasoning: z
+              .boolean()
+              .default(true)
+              .describe(
+                "Keep the teacher's free text (the sentence before each call, the reasons in its answer). false trains " +
+                  'on the calls and ranked components only: a tiny model learns the format from a fifth of the tokens. Default true.',
+              ),
             epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
+            warmup_steps: z
+              .number()
+              .int()
+              .min(0)
+              .default(0)
+              .describe('SFT optimizer steps of linear learning-rate warm-up from 0 to optimizer.lr. Default 0 (none).'),
+            min_lr_ratio: z
+              .number()
+              .min(0)
+              .max(1)
+              .default(1)
+              .describe(
+                'Floor of a cosine decay of the SFT learning rate after warm-up, as a fraction of optimizer.lr, reached ' +
+                  'at the last update. Default 1 (constant learning rate).',
+              ),
             optimizer: OptimizerSettingsSchema.prefault({}).describe('AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.'),
             batch_size: z.number().int().positive().default(8).describe('Conversations per SFT optimizer step. Default 8.'),
+            steps_per_update: z
+              .number()
+              .int()
+              .positive()
+              .default(1)
+              .describe(
+                'SFT optimizer steps per train job (update); each update exports the policy and counts for ' +
+                  'checkpoints.every_steps. More saves exports when steps are short (the tiny model). Default 1.',
+              ),
           })
           .prefault({})
           .describe('Supervised fine-tuning on teacher conversations before GRPO (ThinkFL stage 1).'),
