@@ -76,7 +76,7 @@ describe('presets', () => {
     expect(c.grpo.group_size).toBeLessThanOrEqual(4);
     for (const s of STAGE_NAMES) {
       expect(c.stages[s].enabled).toBe(true);
-      expect(c.stages[s].steps).toBeLessThanOrEqual(5);
+      expect(c.stages[s].steps).toBeLessThanOrEqual(12);
     }
     expect(c.queue.redis_url).toBeNull();
   });

@@ -5,7 +5,7 @@
  * train engine). So the README's main command works from a fresh clone after scripts/setup.sh.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { importDataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
@@ -26,12 +26,42 @@ function runScript(args: string[], log: (line: string) => void): Promise<void> {
   });
 }
 
+/** config.json keys of the tiny model's sizes in model.create_tiny. */
+const TINY_KEYS = {
+  hidden_size: 'hidden_size',
+  layers: 'num_hidden_layers',
+  heads: 'num_attention_heads',
+  kv_heads: 'num_key_value_heads',
+  head_dim: 'head_dim',
+  intermediate_size: 'intermediate_size',
+} as const;
+
+/**
+ * A tiny model already in model.dir must have the sizes model.create_tiny asks for: an edited
+ * preset would otherwise train the old model without a word.
+ */
+function checkTinyModel(dir: string, want: NonNullable<RunConfig['model']['create_tiny']>): void {
+  const file = join(dir, 'config.json');
+  if (!existsSync(file)) return;
+  const have = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  for (const [key, field] of Object.entries(TINY_KEYS)) {
+    const v = want[key as keyof typeof TINY_KEYS];
+    if (v !== undefined && have[field] !== v) {
+      throw new Error(
+        `model.create_tiny.${key} is ${v}, but the model in ${dir} has ${field} ${String(have[field])}: ` +
+          'delete that directory to create the tiny model anew, or set model.dir elsewhere',
+      );
+    }
+  }
+}
+
 export async function prepareInputs(config: RunConfig, log: (line: string) => void): Promise<void> {
   const { dataset, model } = config;
   if (!existsSync(join(dataset.path, 'meta.json')) && dataset.import) {
     log(`prepare: importing ${dataset.import.format} from ${dataset.import.src} into ${dataset.path}`);
     await importDataset({ format: dataset.import.format, src: dataset.import.src, out: dataset.path, settings: dataset.import.settings });
   }
+  if (existsSync(model.dir) && model.create_tiny) checkTinyModel(model.dir, model.create_tiny);
   if (!existsSync(model.dir) && model.create_tiny) {
     if (!existsSync(join(dataset.path, 'meta.json'))) throw new Error(`prepare: the tiny model is fitted to the dataset, and ${dataset.path} holds none`);
     log(`prepare: creating the tiny model in ${model.dir}`);

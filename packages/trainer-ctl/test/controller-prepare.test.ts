@@ -1,0 +1,48 @@
+/**
+ * prepareInputs with a tiny model already on disk: the sizes in model.create_tiny must match
+ * its config.json, or the run stops before any work, naming the setting and the directory.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadRunConfig, type RunConfig } from '../src/config/index';
+import { prepareInputs } from '../src/controller/prepare';
+import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+
+let dir: string;
+let base: RunConfig;
+
+beforeAll(async () => {
+  await ensureNezhaDataset();
+  dir = mkdtempSync(join(tmpdir(), 'prepare-'));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ model_type: 'thinkfl-tiny', hidden_size: 128, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 2, head_dim: 64, intermediate_size: 256 }),
+  );
+  base = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function withTiny(sizes: Partial<NonNullable<RunConfig['model']['create_tiny']>>): RunConfig {
+  const c = structuredClone(base);
+  c.dataset.path = NEZHA_DATASET;
+  c.model.dir = dir;
+  c.model.create_tiny = { seed: 0, ...sizes };
+  return c;
+}
+
+describe('prepareInputs', () => {
+  it('refuses an existing tiny model whose sizes differ from model.create_tiny', async () => {
+    await expect(prepareInputs(withTiny({ hidden_size: 128, layers: 3 }), () => undefined)).rejects.toThrow(
+      `model.create_tiny.layers is 3, but the model in ${dir} has num_hidden_layers 2: delete that directory to create the tiny model anew, or set model.dir elsewhere`,
+    );
+  });
+
+  it('keeps an existing tiny model whose sizes match, and one whose sizes the config leaves open', async () => {
+    const logs: string[] = [];
+    await prepareInputs(withTiny({ hidden_size: 128, layers: 2, heads: 2, head_dim: 64, intermediate_size: 256 }), (l) => logs.push(l));
+    await prepareInputs(withTiny({}), (l) => logs.push(l));
+    expect(logs).toEqual([]);
+  });
+});

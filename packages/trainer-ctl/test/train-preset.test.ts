@@ -1,0 +1,66 @@
+/**
+ * The README's main command on its own preset: `trainer-ctl train configs/tiny-cpu.yaml`, run
+ * as CI runs it (from the repository, the dataset and the tiny model made by the run when
+ * missing), into a scratch run directory. All three stages complete, every stage ends with a
+ * checkpoint and a held-out evaluation, and stage 1 leaves a policy that plays the protocol.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadRunConfig } from '../src/config/index';
+import { readMetrics, readState } from '../src/controller/index';
+import { REPO_ROOT } from '../../../testkit/nezha';
+
+const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
+const PRESET = join(REPO_ROOT, 'configs', 'tiny-cpu.yaml');
+const scratch = mkdtempSync(join(tmpdir(), 'train-preset-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function train(runDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, 'train', PRESET, '--run-dir', runDir], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b: Buffer) => (stdout += b));
+  child.stderr.on('data', (b: Buffer) => (stderr += b));
+  return new Promise((done) => child.on('exit', (code) => done({ code, stdout, stderr })));
+}
+
+interface Eval {
+  cases: number;
+  formatValid: number;
+  summary: { perFault: { service: { n: number; mrr: number } } };
+}
+
+describe('configs/tiny-cpu.yaml', () => {
+  it('runs SFT and the three GRPO stages, each ending with a checkpoint and an evaluation', async () => {
+    const runDir = join(scratch, 'run');
+    const r = await train(runDir);
+    expect(r.code, r.stderr.slice(-4000)).toBe(0);
+    const config = loadRunConfig(PRESET).config;
+    const state = readState(runDir)!;
+    expect(state.done).toBe(true);
+    const metrics = readMetrics(runDir);
+    const grpo = metrics.filter((m) => m.kind === 'grpo');
+    for (const stage of ['priming', 'exploration', 'refinement'] as const) {
+      expect(grpo.filter((m) => m.stage === stage).map((m) => m.step)).toEqual([...Array(config.stages[stage].steps).keys()]);
+    }
+    const sft = metrics.filter((m) => m.kind === 'sft');
+    expect(sft.length).toBeGreaterThan(0);
+    expect(state.updates).toBe(sft.length + grpo.filter((m) => m.update !== undefined && m.update !== null).length);
+    const evals = Object.fromEntries(
+      ['sft', 'priming', 'exploration', 'refinement'].map((n) => [n, JSON.parse(readFileSync(join(runDir, `eval-${n}.json`), 'utf8')) as Eval]),
+    );
+    for (const [name, e] of Object.entries(evals)) {
+      expect(e.cases, name).toBe(config.dataset.max_eval_cases);
+      expect(r.stdout).toContain(`eval ${name} (policy v`);
+      expect(state.stageCheckpoints?.[name as keyof typeof state.stageCheckpoints], name).toBeTruthy();
+    }
+    // SFT on the expert's conversations teaches the protocol, and stage 1's GRPO (format reward on
+    // every training fault) carries it to faults the teacher never got right: held-out episodes
+    // end with their own print_results after valid calls only.
+    expect(evals.sft.formatValid).toBeGreaterThanOrEqual(0.5);
+    expect(evals.priming.formatValid).toBeGreaterThanOrEqual(0.75);
+  }, 1_500_000);
+});
