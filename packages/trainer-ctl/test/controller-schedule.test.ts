@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { loadDataset, type Dataset } from '@thinkfl/env';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
-import { runCases, sftUpdates, stepCases } from '../src/controller/index';
+import { runCases, sftUpdates, stepCases, teacherCases } from '../src/controller/index';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
 let dataset: Dataset;
@@ -125,5 +125,27 @@ describe('sftUpdates', () => {
       c.stages.priming.sft.steps_per_update = 5;
     });
     expect(sftUpdates(11, rest).map((u) => u.length)).toEqual([5, 5, 2]);
+  });
+});
+
+describe('teacherCases', () => {
+  it('plays the run\'s capped training cases, or every case of the training faults and none held out', () => {
+    const capped = withConfig((c) => {
+      c.dataset.max_cases_per_fault = 2;
+      c.stages.priming.sft.cases = 'run';
+    });
+    const { train, eval: held } = runCases(dataset, capped);
+    expect(teacherCases(capped, dataset, train)).toEqual(train);
+    const all = withConfig((c) => {
+      c.dataset.max_cases_per_fault = 2;
+      c.stages.priming.sft.cases = 'train_faults';
+    });
+    const cases = teacherCases(all, dataset, train);
+    const trainFaults = new Set(train.map((c) => c.faultId));
+    expect(cases).toEqual(dataset.cases.filter((c) => trainFaults.has(c.faultId)));
+    expect(cases.length).toBeGreaterThan(train.length);
+    for (const c of train) expect(cases).toContain(c);
+    const heldFaults = new Set(held.map((c) => c.faultId));
+    expect(cases.some((c) => heldFaults.has(c.faultId))).toBe(false);
   });
 });

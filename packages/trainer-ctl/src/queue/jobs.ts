@@ -56,11 +56,10 @@ export interface TrainJob {
   update: number;
   kind: 'sft' | 'grpo';
   samples: TrainSample[];
-  /** Learning rate override for this update (SFT uses its own). */
-  lr?: number;
   /**
    * SFT only: the samples split, in order, into optimizer steps of these sizes and learning
-   * rates, all in this one update (one policy export). Absent: one step over all samples at lr.
+   * rates, all in this one update (one policy export). Absent: one step over all samples at the
+   * engine optimizer's lr.
    */
   sftSteps?: { size: number; lr: number }[];
   /** Write a checkpoint after this update. */

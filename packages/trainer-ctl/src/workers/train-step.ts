@@ -35,7 +35,6 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
     input_ids: job.samples.map((s) => s.ids),
     mask: job.samples.map((s) => s.mask),
     micro_batch_size: config.workers.train.micro_batch_size,
-    ...(job.lr !== undefined && { lr: job.lr }),
   };
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
@@ -49,6 +48,8 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
     op: 'grpo_step',
     args: {
       ...base,
+      // Explicit: the engine keeps the last lr it was given, and SFT steps set their own.
+      lr: config.grpo.optimizer.lr,
       advantages: job.samples.map((s) => s.advantage as number),
       ...(withOld > 0 && { old: job.samples.map((s) => s.oldLogprobs as number[]) }),
       loss: config.grpo.loss,
