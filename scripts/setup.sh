@@ -18,6 +18,9 @@ fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci" >&2
-  npm ci --no-audit --no-fund --loglevel=error
+  # onnxruntime-node's install script would fetch the CUDA 12 provider from NuGet on linux/x64;
+  # the project runs its CPU provider, which the package bundles. The script reads this
+  # variable itself, so npm never sees an option it does not know (no warning on later commands).
+  ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error
 fi
 echo "setup: done" >&2
