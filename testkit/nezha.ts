@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CaseSettings, FORMAT_VERSION, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
+import { CaseSettings, FORMAT_VERSION, GapSettings, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
 export const NEZHA_RAW = resolve(REPO_ROOT, '..', 'shared', 'datasets', 'nezha-trainticket');
@@ -20,6 +20,7 @@ export function nezhaTestSettings() {
   return {
     importer: parseSettings(NezhaSettings, { date: NEZHA_DATE }, 'importer'),
     cases: parseSettings(CaseSettings, {}, 'cases'),
+    gaps: parseSettings(GapSettings, {}, 'gaps'),
   };
 }
 

@@ -155,6 +155,47 @@ export interface DatasetMeta {
   createdAt: string;
   /** Settings the importer ran with (anomaly rule, caps, windows). */
   settings: Record<string, unknown>;
+  /** What the source lacked and the import went around (absent in datasets imported before gaps were kept). */
+  gaps?: DatasetGaps;
+  /** Service that front-end-wide series were attached to, and how it was chosen (formats that have such series). */
+  frontend?: { service: string; chosenBy: string };
+}
+
+/** A stretch of time without data of one kind, Unix microseconds, half-open. */
+export interface TimeGap {
+  fromUs: number;
+  toUs: number;
+  /** What is missing there (file names, as the source lays them out). */
+  what: string;
+  /** Requests the source's own index lists for the stretch, when it has one. */
+  requests?: number;
+}
+
+/** A fault whose window touches a trace gap, and what that cost. */
+export interface FaultGap {
+  faultId: string;
+  /** Seconds of the fault window inside trace gaps / with trace data. */
+  missingSec: number;
+  recordedSec: number;
+  /** Cases derived from the data that is there. */
+  cases: number;
+  /**
+   * Cases the missing stretch would have added: the fault's anomalous requests per recorded
+   * second times the missing seconds, within the per-fault cap. null when nothing of the window
+   * was recorded (no rate to go by).
+   */
+  casesLost: number | null;
+}
+
+/** Everything a source lacked that the import went around; empty lists when nothing was. */
+export interface DatasetGaps {
+  /** The format's fault-free data was missing: what, and what the baseline came from instead. */
+  baseline?: { missing: string; fallback: string };
+  traces: TimeGap[];
+  logs: TimeGap[];
+  /** Other missing parts, each saying what is missing and what the dataset lacks for it. */
+  parts: string[];
+  faults: FaultGap[];
 }
 
 export interface Dataset {

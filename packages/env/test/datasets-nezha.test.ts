@@ -216,7 +216,7 @@ describe('quirks of the real data', () => {
     expect(ds.topology.pods.filter((p) => p.node).length).toBe(44);
   });
 
-  it('puts pod metric columns on the pod, Node* columns on its node, Frontend on ts-ui-dashboard', () => {
+  it('puts pod metric columns on the pod, Node* columns on its node, Frontend on the service of the entry spans', () => {
     const order = rows(join(raw, R, 'metric', `${ORDER_POD}_metric.csv`));
     const cpu = ds.metrics.series(ORDER_POD).find((m) => m.name === 'CpuUsage(m)')!;
     expect(cpu.level).toBe('pod');
@@ -229,7 +229,11 @@ describe('quirks of the real data', () => {
     expect(nodeCpu.level).toBe('node');
     expect([...nodeCpu.values]).toEqual(basic.map((r) => Number(r['NodeCpuUsageRate(%)'])));
     const front = rows(join(raw, R, 'metric', 'front_service.csv'));
-    const p90 = ds.metrics.series('ts-ui-dashboard').find((m) => m.name === 'LatencyP90(s)')!;
+    const entries = rows(join(raw, R, 'trace', '08_43_trace.csv')).filter((r) => r.ParentID === 'root');
+    expect(new Set(entries.map((r) => r.PodName.split('-').slice(0, -2).join('-')))).toEqual(new Set(['ts-gateway-service']));
+    expect(ds.meta.frontend).toEqual({ service: 'ts-gateway-service', chosenBy: 'detected: the service of 4590 of the 4590 entry spans' });
+    expect(ds.metrics.series('ts-ui-dashboard').some((m) => m.level === 'service')).toBe(false);
+    const p90 = ds.metrics.series('ts-gateway-service').find((m) => m.name === 'LatencyP90(s)')!;
     expect(p90.level).toBe('service');
     expect([...p90.values]).toEqual(front.map((r) => Number(r['LatencyP90(s)'])));
   });
@@ -253,7 +257,7 @@ describe('quirks of the real data', () => {
       expect(ds.logs.query(f[3], ts, ts).some((r) => r.spanId === f[6])).toBe(true);
     }
     const one = extractNezhaRaw([`${R}/log/10_06_log.csv`]);
-    const parsed = await readNezhaLogs(join(one, R, 'log'));
+    const parsed = await readNezhaLogs([join(one, R, 'log', '10_06_log.csv')]);
     expect(parsed.corrupt).toEqual([join(one, R, 'log', '10_06_log.csv:631')]);
   });
 });

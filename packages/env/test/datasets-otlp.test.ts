@@ -91,9 +91,9 @@ describe('otlp importer', () => {
     );
     const src2 = mkdtempSync(join(tmpdir(), 'otlp-bad-'));
     writeSource(src2);
-    writeFileSync(join(src2, 'labels.json'), JSON.stringify([{ time: 'yesterday', level: 'pod', component: 'x' }]));
+    writeFileSync(join(src2, 'labels.json'), JSON.stringify([{ time: 'yesterday', level: 'pod', component: 'x' }], null, 2));
     await expect(importDataset({ format: 'otlp', src: src2, out: join(src2, 'out') })).rejects.toThrow(
-      `${join(src2, 'labels.json')}: [0]: time 'yesterday' is neither ISO-8601 nor a Unix time`,
+      `${join(src2, 'labels.json')}:2: [0]: time 'yesterday' is neither ISO-8601 nor a Unix time`,
     );
   });
 });

@@ -28,7 +28,7 @@ export function deriveCases(
   traces: TraceStore,
   baseline: ContextBaseline,
   settings: CaseSettings,
-): { faults: Fault[]; cases: Case[] } {
+): { faults: Fault[]; cases: Case[]; flagged: number[] } {
   const rule = anomalyRule(settings.anomaly.rule);
   const entries: Span[] = [];
   for (const t of traces.traceIds()) {
@@ -39,6 +39,7 @@ export function deriveCases(
   const ctx = { traces, baseline, settings: settings.anomaly };
   const faults: Fault[] = [];
   const cases: Case[] = [];
+  const flaggedPerFault: number[] = [];
   for (const d of drafts) {
     const inWindow = entries.filter((e) => e.startUs >= d.startUs && e.startUs <= d.endUs);
     const flagged: Case[] = [];
@@ -86,6 +87,7 @@ export function deriveCases(
     }
     faults.push(fault);
     cases.push(...chosen);
+    flaggedPerFault.push(flagged.length);
   }
-  return { faults, cases };
+  return { faults, cases, flagged: flaggedPerFault };
 }

@@ -16,3 +16,23 @@ export class SettingsError extends Error {
     this.name = 'SettingsError';
   }
 }
+
+/** A part of a source layout that the format requires is missing or empty: names it and what the format keeps there. */
+export class LayoutError extends Error {
+  constructor(
+    readonly path: string,
+    problem: string,
+    keeps: string,
+  ) {
+    super(`${path} ${problem}: ${keeps}`);
+    this.name = 'LayoutError';
+  }
+}
+
+/** A strict import found gaps it would otherwise have imported around. */
+export class GapsError extends Error {
+  constructor(readonly gaps: string[]) {
+    super(`the source has gaps (an import without --strict goes around them):\n  ${gaps.join('\n  ')}`);
+    this.name = 'GapsError';
+  }
+}

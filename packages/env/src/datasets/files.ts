@@ -32,8 +32,13 @@ const PARTS: (keyof DatasetFiles)[] = ['topology', 'traces', 'baseline', 'metric
 export async function writeDatasetFiles(dir: string, files: DatasetFiles): Promise<void> {
   const tmp = `${dir}.tmp-${process.pid}`;
   await rm(tmp, { recursive: true, force: true });
-  await mkdir(tmp, { recursive: true });
-  for (const part of PARTS) await writeFile(join(tmp, `${part}.json`), JSON.stringify(files[part]));
+  try {
+    await mkdir(tmp, { recursive: true });
+    for (const part of PARTS) await writeFile(join(tmp, `${part}.json`), JSON.stringify(files[part]));
+  } catch (e) {
+    await rm(tmp, { recursive: true, force: true });
+    throw e;
+  }
   await rm(dir, { recursive: true, force: true });
   try {
     await rename(tmp, dir);

@@ -3,12 +3,14 @@
  * the dataset directory.
  */
 import { basename, resolve } from 'node:path';
-import type { Span } from '../types';
+import type { DatasetGaps, Span } from '../types';
 import { deriveCases } from './cases';
+import { GapsError } from './errors';
 import { FORMAT_VERSION, writeDatasetFiles, type DatasetFiles } from './files';
 import { importer } from './importers/index';
 import { datasetFromFiles, type LoadedDataset } from './load';
-import { CaseSettings, parseSettings } from './settings';
+import { faultGaps, gapLines, silences } from './gaps';
+import { CaseSettings, GapSettings, parseSettings } from './settings';
 import { computeBaseline } from './stores/baseline';
 import { healthyRates } from './stores/log-store';
 import type { PodInfo } from './stores/topology';
@@ -20,8 +22,10 @@ export interface ImportOptions {
   format: string;
   src: string;
   out: string;
-  /** `{ importer: {...}, cases: {...} }`, validated by zod. */
-  settings?: { importer?: unknown; cases?: unknown };
+  /** `{ importer: {...}, cases: {...}, gaps: {...} }`, validated by zod. */
+  settings?: { importer?: unknown; cases?: unknown; gaps?: unknown };
+  /** Every gap is an error (GapsError, nothing written) instead of a warning kept in meta.json. */
+  strict?: boolean;
   onProgress?: Progress;
 }
 
@@ -55,12 +59,23 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
   const imp = importer(opts.format);
   const importerSettings = parseSettings(imp.settings, opts.settings?.importer, 'importer');
   const caseSettings = parseSettings(CaseSettings, opts.settings?.cases, 'cases');
+  const gapSettings = parseSettings(GapSettings, opts.settings?.gaps, 'gaps');
   const t = await imp.import(resolve(opts.src), importerSettings, progress);
 
   progress(`indexing ${t.spans.length} spans`);
   const topology = topologyOf(t);
   const baselineSpans = t.baselineSpans.length ? t.baselineSpans : outsideFaults(t);
   progress(`baseline from ${baselineSpans.length} fault-free spans`);
+  const coverage = t.gaps?.traces ?? silences(t.spans, gapSettings.max_silence_sec * 1e6);
+  const gaps: DatasetGaps = {
+    ...(t.gaps?.baseline
+      ? { baseline: { missing: t.gaps.baseline, fallback: `the ${baselineSpans.length} spans of requests that start outside every fault window` } }
+      : {}),
+    traces: coverage.missing,
+    logs: t.gaps?.logs ?? [],
+    parts: t.gaps?.parts ?? [],
+    faults: [],
+  };
   const windows = t.faults.map((f) => ({ startUs: f.startUs, endUs: f.endUs, service: f.truth.service }));
   const files: DatasetFiles = {
     meta: {
@@ -69,7 +84,9 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
       formatVersion: FORMAT_VERSION,
       source: resolve(opts.src),
       createdAt: new Date().toISOString(),
-      settings: { importer: importerSettings, cases: caseSettings },
+      settings: { importer: importerSettings, cases: caseSettings, gaps: gapSettings },
+      gaps,
+      ...(t.frontend ? { frontend: t.frontend } : {}),
     },
     topology,
     traces: toTraceColumns(t.spans),
@@ -81,9 +98,12 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
   };
   const dataset = datasetFromFiles(files);
   progress(`deriving cases for ${t.faults.length} faults`);
-  const { faults, cases } = deriveCases(t.faults, dataset.traces, dataset.baseline, caseSettings);
+  const { faults, cases, flagged } = deriveCases(t.faults, dataset.traces, dataset.baseline, caseSettings);
   files.faults = dataset.faults = faults;
   files.cases = dataset.cases = cases;
+  gaps.faults = faultGaps(faults, flagged, caseSettings.maxCasesPerFault, coverage);
+  const lines = gapLines(gaps);
+  if (opts.strict && lines.length) throw new GapsError(lines);
   progress(`writing ${opts.out}`);
   await writeDatasetFiles(resolve(opts.out), files);
   return dataset;

@@ -37,6 +37,15 @@ export const CaseSettings = z
   .strict();
 export type CaseSettings = z.infer<typeof CaseSettings>;
 
+/** How the import finds gaps in sources whose layout does not say where they recorded (aiops2022, otlp). */
+export const GapSettings = z
+  .object({
+    /** A stretch longer than this many seconds without any span start counts as missing traces. Default 300. */
+    max_silence_sec: z.number().positive().default(300),
+  })
+  .strict();
+export type GapSettings = z.infer<typeof GapSettings>;
+
 /** Parses settings with zod, turning issues into one error that names each path. */
 export function parseSettings<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
   const r = schema.safeParse(value ?? {});

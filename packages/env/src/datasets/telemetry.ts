@@ -2,6 +2,7 @@
 import type { z } from 'zod';
 import type { LogRecord, LogTemplate, Span } from '../types';
 import type { FaultDraft } from './cases';
+import type { SourceGaps } from './gaps';
 import type { MetricSeriesData } from './stores/metric-store';
 import type { PodInfo } from './stores/topology';
 
@@ -13,6 +14,10 @@ export interface Telemetry {
   logs: { templates: LogTemplate[]; records: LogRecord[] };
   pods: PodInfo[];
   faults: FaultDraft[];
+  /** What the source lacked and the importer went around. Absent: nothing the layout tells. */
+  gaps?: SourceGaps;
+  /** Service that front-end-wide series were attached to, and how it was chosen. */
+  frontend?: { service: string; chosenBy: string };
 }
 
 export type Progress = (message: string) => void;

@@ -1,11 +1,12 @@
 /**
  * trainer-ctl import: turns raw telemetry (nezha, aiops2022, otlp) into the environment's
- * dataset directory. Progress goes to stderr, the per-fault summary to stdout.
+ * dataset directory. Progress and a warning per gap go to stderr, the per-fault summary to
+ * stdout; --strict makes any gap an error.
  */
 import { readFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { parse } from 'yaml';
-import { formatImportSummary, importDataset, importers } from '@thinkfl/env';
+import { formatImportSummary, gapLines, importDataset, importers } from '@thinkfl/env';
 
 interface ImportArgs {
   format: string;
@@ -15,6 +16,7 @@ interface ImportArgs {
   settings?: string;
   rule?: string;
   'max-cases'?: number;
+  strict?: boolean;
 }
 
 export const command: CommandModule<object, ImportArgs> = {
@@ -26,14 +28,20 @@ export const command: CommandModule<object, ImportArgs> = {
       .option('src', { type: 'string', demandOption: true, describe: 'source directory (nezha: the tgz files or an extracted tree)' })
       .option('out', { type: 'string', demandOption: true, describe: 'dataset directory to write' })
       .option('date', { type: 'string', describe: 'nezha: day to import (YYYY-MM-DD)' })
-      .option('settings', { type: 'string', describe: 'YAML file with `importer:` and `cases:` settings' })
+      .option('settings', { type: 'string', describe: 'YAML file with `importer:`, `cases:` and `gaps:` settings' })
       .option('rule', { type: 'string', describe: 'anomaly rule (overrides cases.anomaly.rule)' })
-      .option('max-cases', { type: 'number', describe: 'cases per fault at most (overrides cases.maxCasesPerFault)' }),
+      .option('max-cases', { type: 'number', describe: 'cases per fault at most (overrides cases.maxCasesPerFault)' })
+      .option('strict', {
+        type: 'boolean',
+        default: false,
+        describe: 'fail on any gap in the source (missing minutes, fault-free day, parts) instead of importing around it',
+      }),
   handler: async (args) => {
     const file = args.settings ? (parse(readFileSync(args.settings, 'utf8')) ?? {}) : {};
     if (typeof file !== 'object' || Array.isArray(file)) throw new Error(`${args.settings}: settings must be a mapping`);
     const importer = { ...(file.importer ?? {}), ...(args.date ? { date: args.date } : {}) };
     const cases = { ...(file.cases ?? {}) };
+    const gaps = { ...(file.gaps ?? {}) };
     if (args['max-cases'] !== undefined) cases.maxCasesPerFault = args['max-cases'];
     if (args.rule) cases.anomaly = { ...(cases.anomaly ?? {}), rule: args.rule };
     const t0 = Date.now();
@@ -41,9 +49,11 @@ export const command: CommandModule<object, ImportArgs> = {
       format: args.format,
       src: args.src,
       out: args.out,
-      settings: { importer, cases },
+      settings: { importer, cases, gaps },
+      strict: args.strict,
       onProgress: (m) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`),
     });
+    for (const line of gapLines(dataset.meta.gaps)) process.stderr.write(`warning: ${line}\n`);
     process.stdout.write(`${formatImportSummary(dataset)}\nwritten to ${args.out}\n`);
   },
 };

@@ -6,16 +6,18 @@
  * durations ms. A cmdb_id is a pod (`frontend-0`), a service (`frontend`), a node (`node-1`),
  * or `node.pod` in container metrics (which also tells the pod's node).
  */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { relative } from 'node:path';
 import { z } from 'zod';
 import type { Level, Span } from '../../types';
 import type { FaultDraft } from '../cases';
 import { columns, numberField, readCsv, textField, type CsvRecord } from '../csv';
-import { DataError } from '../errors';
+import { DataError, LayoutError, SettingsError } from '../errors';
 import { serviceOfOrdinalPod } from '../names';
 import { seriesData } from '../stores/metric-store';
 import type { Importer } from '../telemetry';
 import { epochToUs, isoUs } from '../time';
-import { walkFiles } from './walk';
+import { sourceDir, walkFiles } from './walk';
 
 export const Aiops2022Settings = z
   .object({
@@ -44,27 +46,82 @@ function timeUs(file: string, rec: CsvRecord, i: number): number {
   return us;
 }
 
+type Kind = 'span' | 'metric' | 'truth';
+const TABLES: Record<Kind, string> = {
+  span: `spans (${SPAN.join(',')})`,
+  metric: `metrics (${METRIC.join(',')})`,
+  truth: `ground truth (${TRUTH.join(',')})`,
+};
+
+/** First line of a file (at most 64 KiB are read). */
+function firstLine(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(65536);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.toString('utf8', 0, n).split(/\r?\n/)[0];
+  } catch {
+    return '';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Which table a CSV holds, by a column only that table has. */
+function kindOf(header: string): Kind | undefined {
+  const names = header.split(',').map((x) => x.trim().replace(/^\uFEFF/, ''));
+  return names.includes('span_id') ? 'span' : names.includes('kpi_name') ? 'metric' : names.includes('failure_type') ? 'truth' : undefined;
+}
+
+/**
+ * Sorts the source's CSVs by table before anything is read. Spans and ground truth are
+ * required; when one is absent, a CSV whose header matches no table is named at its line 1
+ * (a damaged header), else the layout error says what the format keeps.
+ */
+function layout(src: string): { files: { file: string; kind: Kind }[]; parts: string[] } {
+  const files: { file: string; kind: Kind }[] = [];
+  const unknown: string[] = [];
+  for (const file of walkFiles(src, (n) => n.endsWith('.csv'))) {
+    const kind = kindOf(firstLine(file));
+    if (kind) files.push({ file, kind });
+    else unknown.push(file);
+  }
+  for (const kind of ['span', 'truth'] as const) {
+    if (files.some((f) => f.kind === kind)) continue;
+    const known = Object.values(TABLES).join('; ');
+    if (unknown.length) throw new DataError(unknown[0], 1, `header matches no table of the aiops2022 layout (${known}), and the source has no ${TABLES[kind]}`);
+    throw new LayoutError(src, `holds no CSV of ${TABLES[kind]}`, `the aiops2022 layout keeps spans, metrics and ground truth in CSV files anywhere under it, told apart by their headers (${known})`);
+  }
+  const parts = unknown.map((f) => `${relative(src, f)} ignored: its header matches no table of the aiops2022 layout`);
+  if (!files.some((f) => f.kind === 'metric')) parts.push(`no CSV of ${TABLES.metric} under ${src}: the dataset has no metrics`);
+  return { files, parts };
+}
+
+function nodeRegExp(pattern: string): RegExp {
+  try {
+    return new RegExp(pattern);
+  } catch (e) {
+    throw new SettingsError(`importer.nodePattern: ${(e as Error).message}`);
+  }
+}
+
 export const aiops2022: Importer<typeof Aiops2022Settings> = {
   name: 'aiops2022',
   describe: 'AIOps Challenge 2022 / OpenRCA CSV layout (spans, metrics, ground truth)',
   settings: Aiops2022Settings,
   async import(src, s, progress) {
-    const isNode = new RegExp(s.nodePattern);
+    sourceDir(src, 'the aiops2022 layout keeps spans, metrics and ground truth there, in CSV files told apart by their headers');
+    const { files, parts } = layout(src);
+    const isNode = nodeRegExp(s.nodePattern);
     const spans: Span[] = [];
     const points = new Map<string, { component: string; level: Level; name: string; points: [number, number][] }>();
     const nodeOfPod = new Map<string, string>();
     const truthRows: { file: string; rec: CsvRecord; c: Record<(typeof TRUTH)[number], number> }[] = [];
-    for (const file of walkFiles(src, (n) => n.endsWith('.csv'))) {
+    for (const { file, kind } of files) {
       progress(`reading ${file}`);
-      let kind: 'span' | 'metric' | 'truth' | 'other' | undefined;
-      let c: Record<string, number> = {};
+      let c: Record<string, number> | undefined;
       for await (const rec of readCsv(file)) {
-        if (!kind) {
-          const h = rec.header;
-          kind = h.includes('span_id') ? 'span' : h.includes('kpi_name') ? 'metric' : h.includes('failure_type') ? 'truth' : 'other';
-          if (kind === 'other') break;
-          c = columns(file, h, kind === 'span' ? SPAN : kind === 'metric' ? METRIC : TRUTH);
-        }
+        c ??= columns(file, rec.header, kind === 'span' ? SPAN : kind === 'metric' ? METRIC : TRUTH);
         if (kind === 'span') {
           const pod = textField(file, rec, c.cmdb_id, 'cmdb_id');
           const parent = rec.fields[c.parent_span] ?? '';
@@ -138,6 +195,7 @@ export const aiops2022: Importer<typeof Aiops2022Settings> = {
       logs: { templates: [], records: [] },
       pods,
       faults,
+      gaps: { parts },
     };
   },
 };

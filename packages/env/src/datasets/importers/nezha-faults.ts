@@ -5,6 +5,7 @@
  * fault's, so each disagreement is recorded in the fault's notes.
  */
 import { readFileSync } from 'node:fs';
+import { jsonError, parseJson, type JsonPath } from '../json';
 import { serviceOfDeploymentPod } from '../names';
 import { isoUs, utcSeconds } from '../time';
 import type { FaultDraft } from '../cases';
@@ -22,21 +23,29 @@ export function readNezhaFaults(
   toleranceSec: number,
   nodeOfPod: (pod: string) => string | undefined,
 ): FaultDraft[] {
-  const doc = JSON.parse(readFileSync(file, 'utf8')) as Record<string, RawFault[]>;
-  const raw: { f: RawFault; where: string }[] = [];
-  for (const hour of Object.keys(doc).sort()) {
-    if (!Array.isArray(doc[hour])) throw new Error(`${file}: "${hour}" is not a list of faults`);
-    doc[hour].forEach((f, i) => raw.push({ f, where: `${file}: "${hour}"[${i}]` }));
+  const text = readFileSync(file, 'utf8');
+  const doc = parseJson(file, text);
+  const bad = (path: JsonPath, message: string) => jsonError(file, text, path, message);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad([], 'not a map of hour -> list of faults');
+  const byHour = doc as Record<string, unknown>;
+  const raw: { f: RawFault; path: JsonPath }[] = [];
+  for (const hour of Object.keys(byHour).sort()) {
+    const list = byHour[hour];
+    if (!Array.isArray(list)) throw bad([hour], 'not a list of faults');
+    list.forEach((f: unknown, i) => {
+      if (typeof f !== 'object' || f === null || Array.isArray(f)) throw bad([hour, i], 'not a fault object');
+      raw.push({ f: f as RawFault, path: [hour, i] });
+    });
   }
   const stampOwners = new Map<string, string>();
-  return raw.map(({ f, where }) => {
+  return raw.map(({ f, path }) => {
     for (const k of ['inject_time', 'inject_timestamp', 'inject_pod', 'inject_type'] as const) {
-      if (typeof f[k] !== 'string' || !f[k]) throw new Error(`${where}: missing ${k}`);
+      if (typeof f[k] !== 'string' || !f[k]) throw bad(path, `missing ${k}`);
     }
     const at = utcSeconds(f.inject_time);
-    if (at === undefined) throw new Error(`${where}: inject_time '${f.inject_time}' is not YYYY-MM-DD HH:MM:SS`);
+    if (at === undefined) throw bad([...path, 'inject_time'], `'${f.inject_time}' is not YYYY-MM-DD HH:MM:SS`);
     const stamp = Number(f.inject_timestamp);
-    if (!Number.isFinite(stamp)) throw new Error(`${where}: inject_timestamp '${f.inject_timestamp}' is not a number`);
+    if (!Number.isFinite(stamp)) throw bad([...path, 'inject_timestamp'], `'${f.inject_timestamp}' is not a number`);
     const id = `nezha-${f.inject_time.replace(/\D/g, '').replace(/^(\d{8})/, '$1-')}`;
     const notes: string[] = [];
     const off = at - stamp;

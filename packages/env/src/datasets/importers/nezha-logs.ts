@@ -10,7 +10,6 @@ import { DataError } from '../errors';
 import { levelInText, TemplateTable } from '../log-template';
 import { serviceOfDeploymentPod } from '../names';
 import { isoToUs, nsStringToUs } from '../time';
-import { csvFiles } from './nezha-spans';
 
 const COLS = ['Timestamp', 'TimeUnixNano', 'Node', 'PodName', 'TraceID', 'SpanID', 'Log'] as const;
 /** Characters at the start of a line that hold its time and level. */
@@ -35,13 +34,13 @@ export interface NezhaLogs {
   corrupt: string[];
 }
 
-export async function readNezhaLogs(dir: string, onFile?: (file: string) => void): Promise<NezhaLogs> {
+export async function readNezhaLogs(files: string[], onFile?: (file: string) => void): Promise<NezhaLogs> {
   const nodeOfPod = new Map<string, string>();
   const templates = new TemplateTable();
   const records: LogRecord[] = [];
   let badTimes = 0;
   const corrupt: string[] = [];
-  for (const file of csvFiles(dir)) {
+  for (const file of files) {
     onFile?.(file);
     let c: Record<(typeof COLS)[number], number> | undefined;
     // Node and pod come before the quoted Log field, so a cheap split of the raw row finds them.

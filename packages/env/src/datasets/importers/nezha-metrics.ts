@@ -5,16 +5,14 @@
  * slightly different seconds), which places the pods that never log (the logs are the only
  * explicit pod-to-node mapping) on the node of the logging pods they match; a pod whose node
  * stays unknown keeps its Node* series.
- * `front_service.csv` measures the whole frontend ('Frontend'); it is attached, as
- * service-level series, to the configured frontend service (ts-ui-dashboard, the nginx in
- * front of the gateway).
+ * `front_service.csv` measures the whole front-end ('Frontend'); it is attached, as
+ * service-level series, to the front-end service (set, or the service of the entry spans).
  */
 import { basename } from 'node:path';
 import type { Level } from '../../types';
 import { columns, numberField, readCsv } from '../csv';
 import { DataError } from '../errors';
 import { seriesData, type MetricSeriesData } from '../stores/metric-store';
-import { csvFiles } from './nezha-spans';
 
 type Points = Map<string, [number, number][]>;
 
@@ -80,12 +78,12 @@ export interface NezhaMetrics {
   inferred: string[];
 }
 
-export async function readNezhaMetrics(dir: string, frontendService: string, logNodes: Map<string, string>): Promise<NezhaMetrics> {
+export async function readNezhaMetrics(files: string[], frontendService: string | undefined, logNodes: Map<string, string>): Promise<NezhaMetrics> {
   const series: MetricSeriesData[] = [];
   const pods = new Map<string, Points>();
-  for (const file of csvFiles(dir)) {
+  for (const file of files) {
     const name = basename(file);
-    if (name === 'front_service.csv') {
+    if (name === 'front_service.csv' && frontendService !== undefined) {
       for (const [col, pts] of await readTable(file, ['Time', 'ServiceName'])) series.push(seriesData(frontendService, 'service', col, pts));
       continue;
     }

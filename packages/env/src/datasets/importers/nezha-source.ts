@@ -5,8 +5,9 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { LayoutError } from '../errors';
 
 const run = promisify(execFile);
 
@@ -15,28 +16,38 @@ export interface NezhaTree {
   rca: string;
   /** construct_data/<date> (fault-free) */
   construct: string;
+  /** Where the logs come from: the tree's log folder or the logs archive. */
+  logsSource: string;
+  /** A path of the tree as the user can find it: itself, or its place in the archive. */
+  show(path: string): string;
   /** Removes the temp extraction, if any. */
   dispose(): void;
 }
 
 export async function openNezha(src: string, date: string, withLogs: boolean): Promise<NezhaTree> {
-  const at = (root: string): NezhaTree => ({
+  const at = (root: string, show: (p: string) => string, logsSource: string): Omit<NezhaTree, 'dispose'> => ({
     rca: join(root, 'rca_data', date),
     construct: join(root, 'construct_data', date),
-    dispose: () => {},
+    logsSource,
+    show,
   });
-  if (existsSync(join(src, 'rca_data', date))) return at(src);
+  if (existsSync(join(src, 'rca_data', date))) return { ...at(src, (p) => p, join(src, 'rca_data', date, 'log')), dispose: () => {} };
   const data = join(src, `trainticket-${date}.tgz`);
-  if (!existsSync(data)) throw new Error(`nezha: neither ${join(src, 'rca_data', date)} nor ${data} exists`);
+  if (!existsSync(data)) {
+    throw new LayoutError(
+      join(src, 'rca_data', date),
+      `is missing, and so is ${data}`,
+      'the Nezha layout keeps the fault day there (trace/, metric/, log/, traceid/ and the fault list), with the fault-free traces in construct_data/<date>/trace; or give the directory of the published trainticket-<date>.tgz files',
+    );
+  }
   const tmp = mkdtempSync(join(tmpdir(), 'nezha-'));
+  const logs = join(src, `trainticket-${date}-logs.tgz`);
   try {
-    const archives = [data];
-    const logs = join(src, `trainticket-${date}-logs.tgz`);
-    if (withLogs && existsSync(logs)) archives.push(logs);
-    await Promise.all(archives.map((a) => run('tar', ['-xzf', a, '-C', tmp])));
+    await Promise.all((withLogs && existsSync(logs) ? [data, logs] : [data]).map((a) => run('tar', ['-xzf', a, '-C', tmp])));
   } catch (e) {
     rmSync(tmp, { recursive: true, force: true });
     throw new Error(`nezha: cannot extract ${data}: ${(e as Error).message}`);
   }
-  return { ...at(tmp), dispose: () => rmSync(tmp, { recursive: true, force: true }) };
+  const show = (p: string) => `${relative(tmp, p)} (extracted from ${src})`;
+  return { ...at(tmp, show, logs), dispose: () => rmSync(tmp, { recursive: true, force: true }) };
 }

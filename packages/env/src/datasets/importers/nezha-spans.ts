@@ -3,8 +3,6 @@
  * EndTimeUnixNano,Duration`. Start/end are Unix ns (cut to µs as strings), Duration is µs;
  * ParentID `root` marks the entry span. There is no status column.
  */
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Span } from '../../types';
 import { columns, numberField, readCsv, textField } from '../csv';
 import { DataError } from '../errors';
@@ -12,13 +10,6 @@ import { serviceOfDeploymentPod } from '../names';
 import { nsStringToUs } from '../time';
 
 const COLS = ['TraceID', 'SpanID', 'ParentID', 'PodName', 'OperationName', 'StartTimeUnixNano', 'EndTimeUnixNano', 'Duration'] as const;
-
-export function csvFiles(dir: string): string[] {
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.csv'))
-    .sort()
-    .map((f) => join(dir, f));
-}
 
 export async function readNezhaSpans(file: string, out: Span[]): Promise<void> {
   let c: Record<(typeof COLS)[number], number> | undefined;
@@ -42,10 +33,4 @@ export async function readNezhaSpans(file: string, out: Span[]): Promise<void> {
       status: 'unset',
     });
   }
-}
-
-export async function readNezhaSpanDir(dir: string): Promise<Span[]> {
-  const out: Span[] = [];
-  for (const file of csvFiles(dir)) await readNezhaSpans(file, out);
-  return out;
 }

@@ -5,17 +5,18 @@
  * service = pod less its last two dash segments, pod -> node from the logs' Node column
  * (completed from identical Node* metric series).
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename } from 'node:path';
 import { z } from 'zod';
+import type { Span } from '../../types';
+import { SettingsError } from '../errors';
+import { serviceOfDeploymentPod } from '../names';
 import type { Importer } from '../telemetry';
 import { readNezhaFaults } from './nezha-faults';
+import { nezhaLayout } from './nezha-layout';
 import { readNezhaLogs } from './nezha-logs';
 import { readNezhaMetrics } from './nezha-metrics';
 import { openNezha } from './nezha-source';
-import { csvFiles, readNezhaSpans, readNezhaSpanDir } from './nezha-spans';
-import { serviceOfDeploymentPod } from '../names';
-import type { Span } from '../../types';
+import { readNezhaSpans } from './nezha-spans';
 
 export const NezhaSettings = z
   .object({
@@ -25,12 +26,37 @@ export const NezhaSettings = z
     faultWindowSec: z.number().positive().default(180),
     /** inject_timestamp agrees with inject_time when within this many seconds. Default 60. */
     injectToleranceSec: z.number().nonnegative().default(60),
-    /** Service that front_service.csv (the whole 'Frontend') is attached to. Default ts-ui-dashboard. */
-    frontendService: z.string().min(1).default('ts-ui-dashboard'),
+    /**
+     * Service that front_service.csv (the whole 'Frontend') is attached to. Default: the service
+     * of the entry spans (ts-gateway-service on TrainTicket, frontend on Online Boutique), when
+     * one service holds most of them; otherwise it must be set.
+     */
+    frontendService: z.string().min(1).optional(),
     /** Import the logs (rca_data/<date>/log, 133 MB for 2023-01-29). Default true. */
     logs: z.boolean().default(true),
   })
   .strict();
+
+/** The front-end: the setting, or the service holding most entry spans. */
+function frontendOf(setting: string | undefined, spans: Span[]): { service: string; chosenBy: string } {
+  if (setting) return { service: setting, chosenBy: 'setting importer.frontendService' };
+  const count = new Map<string, number>();
+  let total = 0;
+  for (const s of spans) {
+    if (s.parentId !== null) continue;
+    count.set(s.service, (count.get(s.service) ?? 0) + 1);
+    total++;
+  }
+  const ranked = [...count].sort((a, b) => b[1] - a[1]);
+  if (ranked.length && ranked[0][1] * 2 > total) {
+    return { service: ranked[0][0], chosenBy: `detected: the service of ${ranked[0][1]} of the ${total} entry spans` };
+  }
+  const seen = ranked.slice(0, 5).map(([svc, n]) => `${svc} (${n})`).join(', ');
+  throw new SettingsError(
+    `importer.frontendService: front_service.csv's series need the front-end service, and no service holds most entry spans ` +
+      `(${seen || 'there are none'}); set it`,
+  );
+}
 
 export const nezha: Importer<typeof NezhaSettings> = {
   name: 'nezha',
@@ -40,25 +66,34 @@ export const nezha: Importer<typeof NezhaSettings> = {
     progress(`opening ${src} for ${s.date}`);
     const tree = await openNezha(src, s.date, s.logs);
     try {
-      const logDir = join(tree.rca, 'log');
-      const logs =
-        s.logs && existsSync(logDir)
-          ? await readNezhaLogs(logDir, (f) => progress(`logs ${f.split('/').pop()}`))
-          : { nodeOfPod: new Map<string, string>(), templates: { templates: [] }, records: [], badTimes: 0, corrupt: [] };
+      const layout = nezhaLayout(tree, s.date, s.logs);
+      const logs = layout.logFiles.length
+        ? await readNezhaLogs(layout.logFiles, (f) => progress(`logs ${basename(f)}`))
+        : { nodeOfPod: new Map<string, string>(), templates: { templates: [] }, records: [], badTimes: 0, corrupt: [] };
       if (logs.badTimes) progress(`logs: ${logs.badTimes} warn/error rows with an overflowed TimeUnixNano timed by their Timestamp`);
       if (logs.corrupt.length) progress(`logs: skipped ${logs.corrupt.length} corrupt rows (first ${logs.corrupt[0]})`);
-      progress('metrics');
-      const metrics = await readNezhaMetrics(join(tree.rca, 'metric'), s.frontendService, logs.nodeOfPod);
-      if (metrics.inferred.length) progress(`metrics: ${metrics.inferred.length} pods placed on a node by their Node* series`);
-      const nodeOf = (pod: string) => metrics.nodeOfPod.get(pod);
       const spans: Span[] = [];
-      for (const file of csvFiles(join(tree.rca, 'trace'))) {
-        progress(`traces ${file.split('/').pop()}`);
+      for (const file of layout.traceFiles) {
+        progress(`traces ${basename(file)}`);
         await readNezhaSpans(file, spans);
       }
-      const baselineSpans = await readNezhaSpanDir(join(tree.construct, 'trace'));
-      const faults = readNezhaFaults(join(tree.rca, `${s.date}-fault_list.json`), s.faultWindowSec, s.injectToleranceSec, nodeOf);
-      const podNames = new Set([...spans.map((x) => x.pod), ...metrics.series.filter((m) => m.level === 'pod').map((m) => m.component)]);
+      const hasFront = layout.metricFiles.some((f) => basename(f) === 'front_service.csv');
+      const frontend = hasFront ? frontendOf(s.frontendService, spans) : undefined;
+      if (frontend) progress(`front-end service ${frontend.service} (${frontend.chosenBy})`);
+      progress('metrics');
+      const metrics = await readNezhaMetrics(layout.metricFiles, frontend?.service, logs.nodeOfPod);
+      if (metrics.inferred.length) progress(`metrics: ${metrics.inferred.length} pods placed on a node by their Node* series`);
+      const nodeOf = (pod: string) => metrics.nodeOfPod.get(pod);
+      const baselineSpans: Span[] = [];
+      for (const file of layout.baselineFiles) await readNezhaSpans(file, baselineSpans);
+      const faults = readNezhaFaults(layout.faultList, s.faultWindowSec, s.injectToleranceSec, nodeOf);
+      const metricPods = new Set(metrics.series.filter((m) => m.level === 'pod').map((m) => m.component));
+      const unmeasured = [...new Set(spans.map((x) => x.pod))].filter((p) => !metricPods.has(p)).sort();
+      const parts = [...layout.gaps.parts];
+      if (unmeasured.length) {
+        parts.push(`metric files missing for ${unmeasured.length} pods seen in the traces (${unmeasured.slice(0, 5).join(', ')}${unmeasured.length > 5 ? ', ...' : ''}): the dataset has no metrics for them`);
+      }
+      const podNames = new Set([...spans.map((x) => x.pod), ...metricPods]);
       const pods = [...podNames].map((pod) => {
         const node = nodeOf(pod);
         return { pod, service: serviceOfDeploymentPod(pod), ...(node ? { node } : {}) };
@@ -70,6 +105,8 @@ export const nezha: Importer<typeof NezhaSettings> = {
         logs: { templates: logs.templates.templates, records: logs.records },
         pods,
         faults,
+        gaps: { ...layout.gaps, parts },
+        ...(frontend ? { frontend } : {}),
       };
     } finally {
       tree.dispose();

@@ -1,0 +1,114 @@
+/**
+ * Gaps: parts and stretches of a source that are missing but can be imported around. An
+ * importer reports what its layout tells it (SourceGaps); for a source that declares no
+ * recording, long silences between its spans are the gaps. Each fault whose window touches a
+ * trace gap gets what it lost.
+ */
+import type { DatasetGaps, Fault, FaultGap, Span, TimeGap } from '../types';
+import { isoUs } from './time';
+
+export interface Interval {
+  fromUs: number;
+  toUs: number;
+}
+
+/** Trace coverage of a source: where it recorded, and where its own layout says traces are missing. */
+export interface TraceCoverage {
+  recorded: Interval[];
+  missing: TimeGap[];
+}
+
+export interface SourceGaps {
+  /** Set when the format keeps fault-free traces and the source lacks them: what is missing. */
+  baseline?: string;
+  /** Absent: the import finds the silences of the spans instead. */
+  traces?: TraceCoverage;
+  logs?: TimeGap[];
+  /** Other missing parts, each saying what is missing and what the dataset lacks for it. */
+  parts?: string[];
+}
+
+/** Stretches longer than `maxSilenceUs` between consecutive span starts are missing; the rest is recorded. */
+export function silences(spans: Span[], maxSilenceUs: number): TraceCoverage {
+  const starts = Float64Array.from(spans, (s) => s.startUs).sort();
+  const recorded: Interval[] = [];
+  const missing: TimeGap[] = [];
+  if (!starts.length) return { recorded, missing };
+  let from = starts[0];
+  for (let i = 1; i < starts.length; i++) {
+    if (starts[i] - starts[i - 1] <= maxSilenceUs) continue;
+    recorded.push({ fromUs: from, toUs: starts[i - 1] });
+    const minutes = ((starts[i] - starts[i - 1]) / 60e6).toFixed(1);
+    missing.push({ fromUs: starts[i - 1], toUs: starts[i], what: `no span starts for ${minutes} min` });
+    from = starts[i];
+  }
+  recorded.push({ fromUs: from, toUs: starts[starts.length - 1] });
+  return { recorded, missing };
+}
+
+function merged(list: Interval[]): Interval[] {
+  const out: Interval[] = [];
+  for (const x of [...list].sort((a, b) => a.fromUs - b.fromUs)) {
+    const last = out[out.length - 1];
+    if (last && x.fromUs <= last.toUs) last.toUs = Math.max(last.toUs, x.toUs);
+    else out.push({ fromUs: x.fromUs, toUs: x.toUs });
+  }
+  return out;
+}
+
+function overlapUs(w: Interval, list: Interval[]): number {
+  let n = 0;
+  for (const x of list) n += Math.max(0, Math.min(w.toUs, x.toUs) - Math.max(w.fromUs, x.fromUs));
+  return n;
+}
+
+/**
+ * Faults whose window touches a trace gap. `flagged[i]` counts fault i's anomalous requests
+ * (those the rule keeps, before the cap `maxCases`); the lost cases are that count per recorded
+ * second times the missing seconds, within the cap.
+ */
+export function faultGaps(faults: Fault[], flagged: number[], maxCases: number, traces: TraceCoverage): FaultGap[] {
+  const missing = merged(traces.missing);
+  const recorded = merged(traces.recorded);
+  const out: FaultGap[] = [];
+  faults.forEach((f, i) => {
+    const w = { fromUs: f.startUs, toUs: f.endUs };
+    const missingUs = overlapUs(w, missing);
+    if (missingUs === 0) return;
+    const recordedUs = overlapUs(w, recorded);
+    const expected = recordedUs > 0 ? Math.min(maxCases, Math.round((flagged[i] * (recordedUs + missingUs)) / recordedUs)) : null;
+    out.push({
+      faultId: f.id,
+      missingSec: Math.round(missingUs / 1e6),
+      recordedSec: Math.round(recordedUs / 1e6),
+      cases: f.caseCount,
+      casesLost: expected === null ? null : Math.max(0, expected - f.caseCount),
+    });
+  });
+  return out;
+}
+
+function stretch(g: { fromUs: number; toUs: number }): string {
+  const [a, b] = [isoUs(g.fromUs), isoUs(g.toUs)];
+  const whole = a.slice(17, 23) === '00.000' && b.slice(17, 23) === '00.000';
+  const time = (iso: string) => iso.slice(11, whole ? 16 : 19);
+  return `${a.slice(0, 10)} ${time(a)}-${b.slice(0, 10) === a.slice(0, 10) ? '' : `${b.slice(0, 10)} `}${time(b)} UTC`;
+}
+
+/** One line per gap, as the import prints them and the run report can show them (none for a dataset imported before gaps were kept). */
+export function gapLines(g: DatasetGaps | undefined): string[] {
+  const lines: string[] = [];
+  if (!g) return lines;
+  if (g.baseline) lines.push(`fault-free traces missing: ${g.baseline.missing}; baseline taken from ${g.baseline.fallback}`);
+  for (const t of g.traces) lines.push(`traces missing for ${stretch(t)}: ${t.what}${t.requests === undefined ? '' : ` (${t.requests} requests listed)`}`);
+  for (const l of g.logs) lines.push(`logs missing for ${stretch(l)}: ${l.what}`);
+  lines.push(...g.parts);
+  for (const f of g.faults) {
+    const cost =
+      f.casesLost === null
+        ? 'nothing of its window was recorded, so its lost cases cannot be estimated'
+        : `about ${f.casesLost} lost`;
+    lines.push(`fault ${f.faultId}: ${f.missingSec} s of its window without traces (${f.recordedSec} s recorded); ${f.cases} cases kept, ${cost}`);
+  }
+  return lines;
+}
