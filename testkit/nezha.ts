@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CaseSettings, FORMAT_VERSION, GapSettings, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
@@ -66,5 +66,43 @@ export function extractNezhaRaw(members: string[]): string {
   const archive = (suffix: string) => join(NEZHA_RAW, `trainticket-${NEZHA_DATE}${suffix}.tgz`);
   if (data.length) execFileSync('tar', ['-xzf', archive(''), '-C', out, ...data]);
   if (logs.length) execFileSync('tar', ['-xzf', archive('-logs'), '-C', out, ...logs]);
+  return out;
+}
+
+/**
+ * A cut of the real day that is complete for the minutes it names: the fault list, every
+ * metric file, the fault-free traces and, per minute `HH_MM`, its trace and traceid files (and
+ * log file `withLogs`). Extracted from the shared archives into a fresh temp dir.
+ */
+export function nezhaCut(minutes: string[], withLogs = false): string {
+  const r = `rca_data/${NEZHA_DATE}`;
+  return extractNezhaRaw([
+    `${r}/${NEZHA_DATE}-fault_list.json`,
+    `${r}/metric`,
+    `construct_data/${NEZHA_DATE}/trace`,
+    ...minutes.flatMap((m) => [`${r}/trace/${m}_trace.csv`, `${r}/traceid/${m}_traceid.csv`, ...(withLogs ? [`${r}/log/${m}_log.csv`] : [])]),
+  ]);
+}
+
+/**
+ * A damaged copy of a source tree in a fresh temp dir: every file a symlink to the original
+ * (the data is large and left untouched), less the `remove`d files and folders (paths relative
+ * to the tree), with the `write` files holding new content instead.
+ */
+export function damagedCopy(tree: string, damage: { remove?: string[]; write?: Record<string, string | Buffer> }): string {
+  const out = mkdtempSync(join(tmpdir(), 'nezha-damaged-'));
+  const removed = new Set(damage.remove ?? []);
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(tree, rel))) {
+      const r = rel ? `${rel}/${name}` : name;
+      if (removed.has(r)) continue;
+      if (statSync(join(tree, r)).isDirectory()) {
+        mkdirSync(join(out, r), { recursive: true });
+        walk(r);
+      } else if (damage.write?.[r] === undefined) symlinkSync(join(tree, r), join(out, r));
+    }
+  };
+  walk('');
+  for (const [r, content] of Object.entries(damage.write ?? {})) writeFileSync(join(out, r), content);
   return out;
 }

@@ -64,12 +64,12 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
 
   progress(`indexing ${t.spans.length} spans`);
   const topology = topologyOf(t);
-  const baselineSpans = t.baselineSpans.length ? t.baselineSpans : outsideFaults(t);
-  progress(`baseline from ${baselineSpans.length} fault-free spans`);
+  const baselineTraces = new ColumnarTraceStore(toTraceColumns(t.baselineSpans.length ? t.baselineSpans : outsideFaults(t)));
+  progress(`baseline from ${baselineTraces.size} fault-free spans`);
   const coverage = t.gaps?.traces ?? silences(t.spans, gapSettings.max_silence_sec * 1e6);
   const gaps: DatasetGaps = {
     ...(t.gaps?.baseline
-      ? { baseline: { missing: t.gaps.baseline, fallback: `the ${baselineSpans.length} spans of requests that start outside every fault window` } }
+      ? { baseline: { missing: t.gaps.baseline, fallback: `the ${baselineTraces.size} spans of requests that start outside every fault window` } }
       : {}),
     traces: coverage.missing,
     logs: t.gaps?.logs ?? [],
@@ -90,7 +90,7 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
     },
     topology,
     traces: toTraceColumns(t.spans),
-    baseline: computeBaseline(new ColumnarTraceStore(toTraceColumns(baselineSpans)), caseSettings.anomaly.minBaselineCount),
+    baseline: computeBaseline(baselineTraces, caseSettings.anomaly.minBaselineCount),
     metrics: t.metrics,
     logs: { ...t.logs, rates: healthyRates(t.logs.records, windows, topology.services) },
     faults: [],
