@@ -3,7 +3,8 @@
  * of rca_data/<date>, fault-free traces of construct_data/<date> as the baseline, and the
  * day's fault list. Quirks handled: µs durations vs ns times, wrong inject_timestamp,
  * service = pod less its last two dash segments, pod -> node from the logs' Node column
- * (completed from identical Node* metric series).
+ * (completed from identical Node* metric series). The layout is checked first (nezha-layout);
+ * front_service.csv goes to the front-end service: the setting, or the service of the entry spans.
  */
 import { basename } from 'node:path';
 import { z } from 'zod';
@@ -37,8 +38,8 @@ export const NezhaSettings = z
   })
   .strict();
 
-/** The front-end: the setting, or the service holding most entry spans. */
-function frontendOf(setting: string | undefined, spans: Span[]): { service: string; chosenBy: string } {
+/** The front-end: the setting, or the service holding most entry spans; none when there are no entry spans. */
+function frontendOf(setting: string | undefined, spans: Span[]): { service: string; chosenBy: string } | undefined {
   if (setting) return { service: setting, chosenBy: 'setting importer.frontendService' };
   const count = new Map<string, number>();
   let total = 0;
@@ -47,14 +48,15 @@ function frontendOf(setting: string | undefined, spans: Span[]): { service: stri
     count.set(s.service, (count.get(s.service) ?? 0) + 1);
     total++;
   }
+  if (total === 0) return undefined;
   const ranked = [...count].sort((a, b) => b[1] - a[1]);
-  if (ranked.length && ranked[0][1] * 2 > total) {
+  if (ranked[0][1] * 2 > total) {
     return { service: ranked[0][0], chosenBy: `detected: the service of ${ranked[0][1]} of the ${total} entry spans` };
   }
   const seen = ranked.slice(0, 5).map(([svc, n]) => `${svc} (${n})`).join(', ');
   throw new SettingsError(
     `importer.frontendService: front_service.csv's series need the front-end service, and no service holds most entry spans ` +
-      `(${seen || 'there are none'}); set it`,
+      `(${seen}); set it`,
   );
 }
 
@@ -80,6 +82,8 @@ export const nezha: Importer<typeof NezhaSettings> = {
       const hasFront = layout.metricFiles.some((f) => basename(f) === 'front_service.csv');
       const frontend = hasFront ? frontendOf(s.frontendService, spans) : undefined;
       if (frontend) progress(`front-end service ${frontend.service} (${frontend.chosenBy})`);
+      const parts = [...layout.gaps.parts];
+      if (hasFront && !frontend) parts.push('front_service.csv left out: no entry span tells the front-end service (set importer.frontendService)');
       progress('metrics');
       const metrics = await readNezhaMetrics(layout.metricFiles, frontend?.service, logs.nodeOfPod);
       if (metrics.inferred.length) progress(`metrics: ${metrics.inferred.length} pods placed on a node by their Node* series`);
@@ -89,7 +93,6 @@ export const nezha: Importer<typeof NezhaSettings> = {
       const faults = readNezhaFaults(layout.faultList, s.faultWindowSec, s.injectToleranceSec, nodeOf);
       const metricPods = new Set(metrics.series.filter((m) => m.level === 'pod').map((m) => m.component));
       const unmeasured = [...new Set(spans.map((x) => x.pod))].filter((p) => !metricPods.has(p)).sort();
-      const parts = [...layout.gaps.parts];
       if (unmeasured.length) {
         parts.push(`metric files missing for ${unmeasured.length} pods seen in the traces (${unmeasured.slice(0, 5).join(', ')}${unmeasured.length > 5 ? ', ...' : ''}): the dataset has no metrics for them`);
       }
