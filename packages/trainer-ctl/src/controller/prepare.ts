@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { importDataset } from '@thinkfl/env';
+import { gapLines, importDataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');
@@ -59,7 +59,8 @@ export async function prepareInputs(config: RunConfig, log: (line: string) => vo
   const { dataset, model } = config;
   if (!existsSync(join(dataset.path, 'meta.json')) && dataset.import) {
     log(`prepare: importing ${dataset.import.format} from ${dataset.import.src} into ${dataset.path}`);
-    await importDataset({ format: dataset.import.format, src: dataset.import.src, out: dataset.path, settings: dataset.import.settings });
+    const imported = await importDataset({ format: dataset.import.format, src: dataset.import.src, out: dataset.path, settings: dataset.import.settings });
+    for (const line of gapLines(imported.meta.gaps)) log(`prepare: warning: ${line}`);
   }
   if (existsSync(model.dir) && model.create_tiny) checkTinyModel(model.dir, model.create_tiny);
   if (!existsSync(model.dir) && model.create_tiny) {
