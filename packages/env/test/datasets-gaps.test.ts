@@ -2,13 +2,15 @@
  * Damaged copies of the real Nezha 2023-01-29 data (a cut of its first four faults, 08:43 to
  * 09:05, every file a symlink except the damage): a missing required part is an error naming
  * it and what the format keeps there; gaps are imported around, kept in meta.json and priced
- * per fault; --strict fails on them; a failed import leaves no output directory.
+ * per fault; --strict fails on them; a failed import leaves no output directory. The aiops2022
+ * and otlp layouts are checked on the same real rows converted to their formats.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { damagedCopy, NEZHA_DATASET, nezhaCut } from '../../../testkit/nezha';
+import { realRowSources } from '../../../testkit/real-rows';
 import { DataError, gapLines, GapsError, importDataset, LayoutError, loadDataset, SettingsError, type LoadedDataset } from '../src/datasets/index';
 
 const R = 'rca_data/2023-01-29';
@@ -219,5 +221,69 @@ describe('front-end service', () => {
     expect(leftBehind('frontend-ambiguous')).toEqual([]);
     const ok = await nezha(src, 'frontend-ambiguous', { importer: { frontendService: 'ts-gateway-service' } });
     expect(ok.meta.frontend!.chosenBy).toBe('setting importer.frontendService');
+  });
+});
+
+describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
+  let rows: ReturnType<typeof realRowSources>;
+  let starts: { faulty: number[]; clean: number[] };
+  beforeAll(() => {
+    rows = realRowSources(mkdtempSync(join(tmpdir(), 'real-rows-')));
+    const us = (file: string) =>
+      readFileSync(join(rows.raw, file), 'utf8')
+        .split('\n')
+        .slice(1, 301)
+        .map((l) => Number(BigInt(l.split(',')[5]) / 1000n));
+    starts = { faulty: us(`${R}/trace/08_44_trace.csv`), clean: us(`${C}/trace/08_50_trace.csv`) };
+  });
+  afterAll(() => rmSync(rows.raw, { recursive: true, force: true }));
+
+  const run = (format: 'aiops2022' | 'otlp', src: string, name: string) =>
+    importDataset({ format, src, out: out(name), settings: rows.sources[format].settings });
+
+  it.each([
+    ['groundtruth.csv', /holds no CSV of ground truth \(timestamp,level,cmdb_id,failure_type\): the aiops2022 layout keeps spans, metrics and ground truth in CSV files/],
+    ['trace', /holds no CSV of spans \(timestamp,cmdb_id,span_id,trace_id,duration,status_code,operation_name,parent_span\)/],
+  ])('aiops2022 without %s: a layout error', async (part, message) => {
+    const err = await run('aiops2022', damagedCopy(rows.sources.aiops2022.src, { remove: [part] }), `aiops-no-${part}`).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(LayoutError);
+    expect((err as Error).message).toMatch(message);
+    expect(leftBehind(`aiops-no-${part}`)).toEqual([]);
+  });
+
+  it('aiops2022: no metrics and a CSV of unknown header are gaps; a silence is a trace gap priced per fault', async () => {
+    const src = damagedCopy(rows.sources.aiops2022.src, { remove: ['metric'], write: { 'notes.csv': 'when,what\n1,x\n' } });
+    const d = await run('aiops2022', src, 'aiops-gaps');
+    const g = d.meta.gaps!;
+    expect(g.parts).toEqual(['notes.csv ignored: its header matches no table of the aiops2022 layout', `no CSV of metrics (timestamp,cmdb_id,kpi_name,value) under ${src}: the dataset has no metrics`]);
+    // The fault day's rows end at 08:43:2x and the fault-free rows start at 08:49: more than 300 s without a span.
+    const last = Math.max(...starts.faulty);
+    const first = Math.min(...starts.clean);
+    expect(first - last).toBeGreaterThan(300e6);
+    expect(g.traces).toEqual([{ fromUs: last, toUs: first, what: `no span starts for ${((first - last) / 60e6).toFixed(1)} min` }]);
+    const start = Date.UTC(2023, 0, 29, 8, 43, 4) * 1000;
+    const f = d.faults.find((x) => x.startUs === start)!;
+    expect(g.faults).toEqual([
+      {
+        faultId: f.id,
+        missingSec: Math.round((start + 180e6 - last) / 1e6),
+        recordedSec: Math.round((last - Math.min(...starts.faulty)) / 1e6),
+        cases: f.caseCount,
+        casesLost: expect.any(Number),
+      },
+    ]);
+    const strict = await importDataset({ format: 'aiops2022', src, out: out('aiops-strict'), strict: true, settings: { ...rows.sources.aiops2022.settings, gaps: { max_silence_sec: 600 } } }).catch((e: Error) => e);
+    expect(strict).toBeInstanceOf(GapsError);
+    expect((strict as Error).message).not.toContain('traces missing');
+    expect(leftBehind('aiops-strict')).toEqual([]);
+  });
+
+  it('otlp without its labels or without exports: layout errors', async () => {
+    const noLabels = await run('otlp', damagedCopy(rows.sources.otlp.src, { remove: ['labels.json'] }), 'otlp-no-labels').catch((e: Error) => e);
+    expect(noLabels).toBeInstanceOf(LayoutError);
+    expect((noLabels as Error).message).toMatch(/labels.json is missing: the otlp layout keeps the faults there: a JSON list of \{time, level, component, type, durationSec\?\}/);
+    const noTraces = await run('otlp', damagedCopy(rows.sources.otlp.src, { remove: ['traces.jsonl', 'first.json'] }), 'otlp-no-traces').catch((e: Error) => e);
+    expect(noTraces).toBeInstanceOf(LayoutError);
+    expect((noTraces as Error).message).toMatch(/holds no .json or .jsonl file: the otlp layout keeps OTLP\/JSON trace exports there/);
   });
 });
