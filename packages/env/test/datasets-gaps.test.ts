@@ -5,7 +5,7 @@
  * per fault; --strict fails on them; a failed import leaves no output directory. The aiops2022
  * and otlp layouts are checked on the same real rows converted to their formats.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -150,9 +150,14 @@ describe('gaps imported around', () => {
     rmSync(withLogs, { recursive: true, force: true });
   });
 
-  it('logs asked for but absent: a gap that says how to leave them out on purpose', async () => {
+  it('logs asked for but absent or empty (as in the published data archive): a gap that says how to leave them out', async () => {
     const g = (await nezha(cut, 'no-logs', { importer: { logs: true } })).meta.gaps!;
     expect(g.parts).toEqual([`logs missing: ${join(cut, R, 'log')} not found; the dataset has no logs (set importer.logs: false to leave them out on purpose)`]);
+    const empty = damagedCopy(cut, {});
+    mkdirSync(join(empty, R, 'log'));
+    const e = (await nezha(empty, 'empty-logs', { importer: { logs: true } })).meta.gaps!;
+    expect(e.parts).toEqual([`logs missing: ${join(empty, R, 'log')} holds no log file; the dataset has no logs (set importer.logs: false to leave them out on purpose)`]);
+    expect(e.logs).toEqual([]);
   });
 });
 

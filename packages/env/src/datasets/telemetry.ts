@@ -28,5 +28,10 @@ export interface Importer<S extends z.ZodType = z.ZodType> {
   describe: string;
   /** Settings of this importer (zod, a doc comment per knob). */
   settings: S;
+  /**
+   * Checks the source's layout before reading: a missing required part is a LayoutError naming
+   * it and what the format keeps there, a bad row a DataError (file:line); what can be imported
+   * around goes to Telemetry.gaps.
+   */
   import(src: string, settings: z.infer<S>, progress: Progress): Promise<Telemetry>;
 }

@@ -62,7 +62,16 @@ export interface NezhaLayout {
 }
 
 /** Missing minutes of `have`, merged into runs of consecutive minutes; `requests` from the traceid index. */
-function missingRuns(dayUs: number, index: number[], have: Map<number, string>, name: (m: number) => string, traceids: Map<number, string>, counted: boolean): TimeGap[] {
+function missingRuns(
+  dayUs: number,
+  index: number[],
+  have: Map<number, string>,
+  dir: string,
+  kind: string,
+  show: (path: string) => string,
+  traceids: Map<number, string>,
+  counted: boolean,
+): TimeGap[] {
   const out: TimeGap[] = [];
   let run: { first: number; last: number; files: string[]; requests: number } | undefined;
   const close = () => {
@@ -70,7 +79,7 @@ function missingRuns(dayUs: number, index: number[], have: Map<number, string>, 
     out.push({
       fromUs: dayUs + (run.first - 1) * 60e6,
       toUs: dayUs + run.last * 60e6,
-      what: run.files.join(', '),
+      what: run.files.length === 1 ? show(join(dir, run.files[0])) : `${show(dir)}: ${run.files.join(', ')}`,
       ...(counted ? { requests: run.requests } : {}),
     });
     run = undefined;
@@ -80,7 +89,7 @@ function missingRuns(dayUs: number, index: number[], have: Map<number, string>, 
     if (run && m !== run.last + 1) close();
     run ??= { first: m, last: m, files: [], requests: 0 };
     run.last = m;
-    run.files.push(name(m));
+    run.files.push(`${minuteName(m)}_${kind}.csv`);
     const ids = traceids.get(m);
     if (ids) run.requests += readFileSync(ids, 'utf8').split('\n').filter((l) => l.trim()).length;
   }
@@ -105,16 +114,20 @@ export function nezhaLayout(tree: NezhaTree, date: string, withLogs: boolean): N
   const constructDir = join(tree.construct, 'trace');
   const baselineFiles = isDir(constructDir) ? csvIn(constructDir) : [];
   if (!baselineFiles.length) {
-    baseline = `${tree.show(constructDir)} ${isDir(constructDir) ? 'holds no trace file' : 'is missing'} (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`;
+    const problem = isDir(constructDir) ? 'holds no trace file' : 'is missing';
+    baseline = `${tree.show(constructDir)} ${problem} (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`;
   }
   if (!metricFiles.some((f) => f.endsWith('/front_service.csv'))) {
     parts.push(`${tree.show(join(metricDir, 'front_service.csv'))} is missing: the dataset has no front-end-wide success rate and latency series`);
   }
 
+  // The published data archive holds an empty log/ folder: logs are there only with files in it.
   const logDir = join(tree.rca, 'log');
-  const logsThere = withLogs && isDir(logDir);
+  const logFiles = withLogs && isDir(logDir) ? csvIn(logDir) : [];
+  const logsThere = logFiles.length > 0;
   if (withLogs && !logsThere) {
-    parts.push(`logs missing: ${tree.logsSource} not found; the dataset has no logs (set importer.logs: false to leave them out on purpose)`);
+    const where = existsSync(tree.logsSource) ? `${tree.show(tree.logsSource)} holds no log file` : `${tree.logsSource} not found`;
+    parts.push(`logs missing: ${where}; the dataset has no logs (set importer.logs: false to leave them out on purpose)`);
   }
   const traceidDir = join(tree.rca, 'traceid');
   if (!isDir(traceidDir)) {
@@ -130,17 +143,16 @@ export function nezhaLayout(tree: NezhaTree, date: string, withLogs: boolean): N
   const traceids = minutes(traceidDir, 'traceid');
   const index = [...new Set([...traceMin.keys(), ...traceids.keys(), ...logMin.keys()])].sort((a, b) => a - b);
   const recorded: Interval[] = [...traceMin.keys()].map((m) => ({ fromUs: dayUs + (m - 1) * 60e6, toUs: dayUs + m * 60e6 }));
-  const rel = (kind: string) => (m: number) => tree.show(join(tree.rca, kind, `${minuteName(m)}_${kind}.csv`));
   return {
     faultList,
     traceFiles,
     baselineFiles,
     metricFiles,
-    logFiles: logsThere ? csvIn(logDir) : [],
+    logFiles,
     gaps: {
       ...(baseline ? { baseline } : {}),
-      traces: { recorded, missing: missingRuns(dayUs, index, traceMin, rel('trace'), traceids, traceids.size > 0) },
-      logs: logsThere ? missingRuns(dayUs, index, logMin, rel('log'), traceids, false) : [],
+      traces: { recorded, missing: missingRuns(dayUs, index, traceMin, traceDir, 'trace', tree.show, traceids, traceids.size > 0) },
+      logs: logsThere ? missingRuns(dayUs, index, logMin, logDir, 'log', tree.show, traceids, false) : [],
       parts,
     },
   };

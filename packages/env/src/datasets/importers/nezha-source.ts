@@ -37,7 +37,8 @@ export async function openNezha(src: string, date: string, withLogs: boolean): P
     throw new LayoutError(
       join(src, 'rca_data', date),
       `is missing, and so is ${data}`,
-      'the Nezha layout keeps the fault day there (trace/, metric/, log/, traceid/ and the fault list), with the fault-free traces in construct_data/<date>/trace; or give the directory of the published trainticket-<date>.tgz files',
+      'the Nezha layout keeps the fault day there (trace/, metric/, log/, traceid/ and the fault list), with the ' +
+        'fault-free traces in construct_data/<date>/trace; or give the directory of the published trainticket-<date>.tgz files',
     );
   }
   const tmp = mkdtempSync(join(tmpdir(), 'nezha-'));

@@ -94,7 +94,8 @@ export const nezha: Importer<typeof NezhaSettings> = {
       const metricPods = new Set(metrics.series.filter((m) => m.level === 'pod').map((m) => m.component));
       const unmeasured = [...new Set(spans.map((x) => x.pod))].filter((p) => !metricPods.has(p)).sort();
       if (unmeasured.length) {
-        parts.push(`metric files missing for ${unmeasured.length} pods seen in the traces (${unmeasured.slice(0, 5).join(', ')}${unmeasured.length > 5 ? ', ...' : ''}): the dataset has no metrics for them`);
+        const some = `${unmeasured.slice(0, 5).join(', ')}${unmeasured.length > 5 ? ', ...' : ''}`;
+        parts.push(`metric files missing for ${unmeasured.length} pods seen in the traces (${some}): the dataset has no metrics for them`);
       }
       const podNames = new Set([...spans.map((x) => x.pod), ...metricPods]);
       const pods = [...podNames].map((pod) => {
