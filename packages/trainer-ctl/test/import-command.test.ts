@@ -51,6 +51,16 @@ describe('trainer-ctl import', () => {
     expect(meta.gaps.faults.map((f: { faultId: string }) => f.faultId)).toEqual(['nezha-20230129-085816']);
   });
 
+  it('eval on that dataset repeats the gaps on stderr and in its results', async () => {
+    const r = await cli(['eval', '--dataset', 'ds', '--policy', 'microrank', '--limit', '2', '--out', 'eval.json']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^warning: dataset ds: traces missing for 2023-01-29 08:59-09:00 UTC: /m);
+    expect(r.stderr).toMatch(/^warning: dataset ds: fault nezha-20230129-085816: 60 s of its window without traces/m);
+    const gaps = JSON.parse(readFileSync(join(dir, 'eval.json'), 'utf8')).dataset.gaps as string[];
+    expect(gaps).toHaveLength(2);
+    expect(gaps[0]).toMatch(/^traces missing for 2023-01-29 08:59-09:00 UTC/);
+  });
+
   it('--strict fails on the same source, exit 2, and leaves no directory', async () => {
     const r = await cli(['import', '--format', 'nezha', '--src', src, '--out', 'strict', '--settings', 'settings.yaml', '--strict']);
     expect(r.code).toBe(2);

@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { evaluate, formatSummary, loadDataset, policyNames, solverFor, spreadCases } from '@thinkfl/env';
+import { evaluate, formatSummary, gapLines, loadDataset, policyNames, solverFor, spreadCases } from '@thinkfl/env';
 import { createProgress } from '../progress';
 
 interface EvalArgs {
@@ -36,6 +36,8 @@ export const command: CommandModule<object, EvalArgs> = {
   handler: async (args) => {
     const dir = resolve(args.dataset);
     const dataset = await loadDataset(dir);
+    // Figures on a dataset imported around gaps are read with them in view.
+    for (const line of gapLines(dataset.meta.gaps)) process.stderr.write(`warning: dataset ${dataset.meta.name}: ${line}\n`);
     const cases = spreadCases(dataset.cases, args.limit);
     if (!cases.length) throw new Error(`dataset ${dir} has no cases to evaluate`);
     const solve = solverFor(dataset, args.policy, { protocol: args.protocol });
@@ -57,7 +59,7 @@ export const command: CommandModule<object, EvalArgs> = {
       out,
       `${JSON.stringify(
         {
-          dataset: { dir, name: dataset.meta.name },
+          dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) },
           policy: args.policy,
           protocol: isAgent ? args.protocol : null,
           createdAt: new Date().toISOString(),
