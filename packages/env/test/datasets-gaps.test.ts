@@ -141,12 +141,17 @@ describe('gaps imported around', () => {
     expect(g.faults.map((f) => [f.faultId, f.missingSec])).toEqual([['nezha-20230129-085206', 54]]);
   });
 
-  it('a missing log minute is found from the trace minutes, and listed', async () => {
+  it('a missing log minute is found from the trace minutes, and a missing trace minute from the log minutes', async () => {
     const withLogs = nezhaCut(['08_58', '08_59', '09_00'], true);
     const src = damagedCopy(withLogs, { remove: [`${R}/log/08_59_log.csv`] });
     const g = (await nezha(src, 'no-log-minute', { importer: { logs: true } })).meta.gaps!;
     expect(g.traces).toEqual([]);
     expect(g.logs).toEqual([{ fromUs: Date.UTC(2023, 0, 29, 8, 58) * 1000, toUs: Date.UTC(2023, 0, 29, 8, 59) * 1000, what: join(src, R, 'log', '08_59_log.csv') }]);
+    // A trace minute gone with its traceid file is still found, from the log minutes, without a request count.
+    const both = damagedCopy(withLogs, { remove: [`${R}/trace/09_00_trace.csv`, `${R}/traceid/09_00_traceid.csv`] });
+    const t = (await nezha(both, 'no-trace-nor-traceid', { importer: { logs: true } })).meta.gaps!;
+    expect(t.traces).toEqual([{ fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000, toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000, what: join(both, R, 'trace', '09_00_trace.csv') }]);
+    expect(t.faults.map((f) => f.faultId)).toEqual(['nezha-20230129-085816']);
     rmSync(withLogs, { recursive: true, force: true });
   });
 

@@ -61,7 +61,7 @@ export interface NezhaLayout {
   gaps: Required<Pick<SourceGaps, 'traces' | 'logs' | 'parts'>> & Pick<SourceGaps, 'baseline'>;
 }
 
-/** Missing minutes of `have`, merged into runs of consecutive minutes; `requests` from the traceid index. */
+/** Missing minutes of `have`, merged into runs of consecutive minutes; `requests` when the traceid index lists every one. */
 function missingRuns(
   dayUs: number,
   index: number[],
@@ -73,14 +73,14 @@ function missingRuns(
   counted: boolean,
 ): TimeGap[] {
   const out: TimeGap[] = [];
-  let run: { first: number; last: number; files: string[]; requests: number } | undefined;
+  let run: { first: number; last: number; files: string[]; requests: number | undefined } | undefined;
   const close = () => {
     if (!run) return;
     out.push({
       fromUs: dayUs + (run.first - 1) * 60e6,
       toUs: dayUs + run.last * 60e6,
       what: run.files.length === 1 ? show(join(dir, run.files[0])) : `${show(dir)}: ${run.files.join(', ')}`,
-      ...(counted ? { requests: run.requests } : {}),
+      ...(counted && run.requests !== undefined ? { requests: run.requests } : {}),
     });
     run = undefined;
   };
@@ -91,7 +91,7 @@ function missingRuns(
     run.last = m;
     run.files.push(`${minuteName(m)}_${kind}.csv`);
     const ids = traceids.get(m);
-    if (ids) run.requests += readFileSync(ids, 'utf8').split('\n').filter((l) => l.trim()).length;
+    run.requests = ids && run.requests !== undefined ? run.requests + readFileSync(ids, 'utf8').split('\n').filter((l) => l.trim()).length : undefined;
   }
   close();
   return out;
