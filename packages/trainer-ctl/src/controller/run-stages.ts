@@ -17,6 +17,12 @@ import { writeSnapshot, writeState, type RunState } from './state';
 import { groupIdOf, runGrpoStep } from './step';
 import { stepNote } from './step-metrics';
 import type { ControlTransport } from './transport';
+import { evalScalars, metricScalars } from '../logs/scalars';
+
+/** Where a run's scalars go besides metrics.jsonl (TensorBoard event files), by global step (metrics line count). */
+export interface ScalarSink {
+  scalars(step: number, values: Record<string, number>): void;
+}
 
 export interface StagesContext {
   config: RunConfig;
@@ -32,6 +38,7 @@ export interface StagesContext {
   stream?: ProgressStream;
   /** Where evaluation summaries go (default stdout). */
   print?: (text: string) => void;
+  scalars?: ScalarSink;
 }
 
 function enabled(config: RunConfig, stage: StageName): boolean {
@@ -49,6 +56,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
   if (record) {
     appendMetrics(ctx.runDir, record);
     state.metricsLines++;
+    ctx.scalars?.scalars(state.metricsLines, metricScalars(record));
   }
   writeState(ctx.runDir, state);
   if (result?.checkpointDir) {
@@ -65,6 +73,7 @@ function endWith(state: RunState, name: string): void {
 async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Promise<EvalReport> {
   const report = await runEvaluation({ ...ctx, cases: ctx.eval }, name, state.policyVersion);
   (ctx.print ?? console.log)(formatEvalReport(report));
+  ctx.scalars?.scalars(state.metricsLines, evalScalars(report));
   return report;
 }
 
