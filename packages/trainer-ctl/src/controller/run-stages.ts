@@ -82,7 +82,7 @@ async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> 
   await runSft(ctx, state.sft.updates, ({ result, record }) => {
     state.sft.updates = result.update + 1;
     commit(ctx, state, record, result);
-    progress ??= createProgress({ total: Number(record.of), label: 'priming sft', stream: ctx.stream });
+    progress ??= createProgress({ total: Number(record.of), label: 'priming sft', stream: ctx.stream, everyPct: 0 });
     const loss = typeof result.metrics.loss === 'number' ? `loss ${result.metrics.loss.toFixed(4)}` : '';
     progress.update(result.update + 1, loss);
   });
@@ -96,7 +96,8 @@ async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> 
 async function runStage(ctx: StagesContext, state: RunState, stage: StageName): Promise<void> {
   const { config } = ctx;
   const steps = config.stages[stage].steps;
-  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream });
+  // In a log (not a terminal) every step gets its own plain line.
+  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream, everyPct: 0 });
   for (let step = state.stages[stage].steps; step < steps; step++) {
     const last = step === steps - 1;
     const { record, groups, result } = await runGrpoStep(ctx, {
