@@ -13,7 +13,7 @@ export interface Verdict {
   detail: string;
 }
 
-const fmt = (x: number) => (Number.isInteger(x) ? String(x) : x.toPrecision(4));
+const fmt = (x: number) => String(Number(x.toPrecision(4)));
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 function reduce(values: number[], of: Expectation['of']): number {
