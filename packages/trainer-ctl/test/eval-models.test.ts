@@ -1,11 +1,12 @@
 /**
  * `trainer-ctl eval` on models: a tiny model fine-tuned (by the real engine) to replay the
  * scripted expert's episode on a real Nezha case is evaluated as a model directory on the onnx
- * backend, and the same model behind a real `trainer-ctl serve` through --openai; each beside
+ * backend, as a checkpoint (weights only, exported by the engine first), and behind a real
+ * `trainer-ctl serve` through --openai; each beside
  * the expert in one table, with vote ranks, the JSON and the transcripts.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +23,8 @@ const EPISODE = { protocol: 'rot', dMax: 2, toolSettings: { spanAliases: true } 
 let datasetDir: string;
 let dataset: Dataset;
 let modelDir: string;
+/** The same weights as a checkpoint holds them: no ONNX export. */
+let checkpointDir: string;
 let configFile: string;
 let expertRecord: EpisodeRecord;
 let memorizedLoss: number;
@@ -54,6 +57,8 @@ beforeAll(async () => {
   const sample = sftSample({ case: c, record: expertRecord, tools, untrainedTurns: [] }, loadChatModel(base));
   modelDir = join(dir, 'replayer');
   memorizedLoss = await memorize(base, sample.ids, sample.mask, modelDir);
+  checkpointDir = join(dir, 'checkpoint');
+  cpSync(modelDir, checkpointDir, { recursive: true, filter: (src) => !src.includes('/onnx') && !src.endsWith('.onnx') });
   configFile = join(dir, 'run.yaml');
   writeFileSync(
     configFile,
@@ -71,30 +76,33 @@ afterAll(async () => {
 });
 
 describe('trainer-ctl eval on models', () => {
-  it('evaluates a model directory on the onnx backend beside the expert: same episode, same answer, same ranks', async () => {
+  it('evaluates a model directory and a checkpoint on the onnx backend beside the expert: same episode, same answer, same ranks', async () => {
     expect(memorizedLoss).toBeLessThan(0.05);
+    expect(existsSync(join(checkpointDir, 'onnx'))).toBe(false);
     const out = join(dir, 'onnx.json');
     const episodes = join(dir, 'onnx-episodes.jsonl');
-    const { stdout } = await evalCli(['--model', modelDir, '--policy', 'expert', '--limit', '1', '--threads', '1', '--out', out, '--episodes', episodes]);
+    const { stdout } = await evalCli(['--model', modelDir, '--model', checkpointDir, '--policy', 'expert', '--limit', '1', '--threads', '1', '--out', out, '--episodes', episodes]);
     const json = JSON.parse(readFileSync(out, 'utf8'));
     // Scripted policies first, then models, each in the order given.
-    expect(json.policies.map((p: { policy: string }) => p.policy)).toEqual(['expert', modelDir]);
-    const [exp, model] = json.policies;
+    expect(json.policies.map((p: { policy: string }) => p.policy)).toEqual(['expert', modelDir, checkpointDir]);
+    const [exp, model, checkpoint] = json.policies;
     expect(model.protocol).toBe('rot');
     expect(model.requests[0].answer).toEqual(expertRecord.answer);
     expect(model.requests[0].ranks).toEqual(exp.requests[0].ranks);
     expect(model.faults[0].voteRanks).toEqual(exp.faults[0].voteRanks);
+    expect(checkpoint.requests[0].answer).toEqual(expertRecord.answer);
     // One request per fault: its vote is its own top-1, so vote and best rank agree at R@1.
     expect(model.perFaultVote.service.recall[1]).toBe(model.requests[0].ranks.service === 0 ? 1 : 0);
 
     const lines = readLines(episodes);
-    expect(lines.map((l) => l.policy)).toEqual(['expert', modelDir]);
+    expect(lines.map((l) => l.policy)).toEqual(['expert', modelDir, checkpointDir]);
     const said = (e: EpisodeRecord) => e.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
     expect(said(lines[1].episode)).toEqual(said(expertRecord));
+    expect(said(lines[2].episode)).toEqual(said(expertRecord));
     expect(lines[1].episode.stopReason).toBe(expertRecord.stopReason);
 
     for (const scope of ['per request, service', 'per fault, service', 'per fault by vote, service', 'per fault by vote, pod']) {
-      for (const p of [modelDir, 'expert']) expect(stdout).toMatch(new RegExp(`${scope}\\s+${p.replace(/[/.]/g, '\\$&')}\\s+1(\\s+\\d+\\.\\d\\d){5}\\s+\\d\\.\\d{4}`));
+      for (const p of [modelDir, checkpointDir, 'expert']) expect(stdout).toMatch(new RegExp(`${scope}\\s+${p.replace(/[/.]/g, '\\$&')}\\s+1(\\s+\\d+\\.\\d\\d){5}\\s+\\d\\.\\d{4}`));
     }
   });
 

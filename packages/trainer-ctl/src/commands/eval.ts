@@ -71,7 +71,7 @@ export const command: CommandModule<object, EvalArgs> = {
         type: 'string',
         array: true,
         default: [] as string[],
-        describe: 'model directory on the onnx backend (repeatable); with --openai, a model name on that server',
+        describe: 'model or checkpoint directory on the onnx backend (a checkpoint is exported first; repeatable); with --openai, a model name on that server',
       })
       .option('openai', { type: 'string', describe: 'base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1); --model names its models' })
       .option('config', { type: 'string', describe: 'run config whose episode and generation settings models play with (default: the model directory\'s run)' })

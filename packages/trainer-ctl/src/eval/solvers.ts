@@ -1,15 +1,17 @@
 /**
  * The policies `trainer-ctl eval` can play, each turned into a Solve: a scripted policy or
- * baseline of the environment, a model directory on the `onnx` backend (token-in/token-out
+ * baseline of the environment, a model (or checkpoint) directory on the `onnx` backend (token-in/token-out
  * through the model's own tokenizer and chat template, as in training), or a model on any
  * OpenAI-compatible server through chat completions with tools. Every agent plays the same
  * protocol and episode settings, so their figures compare.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { getPolicy, runEpisode, solverFor, type Dataset, type Solve } from '@thinkfl/env';
 import { ChatPolicy, loadChatModel, ModelPolicy, openBackend, type GenerationBackend } from '@thinkfl/rollout';
 import { loadRunConfig } from '../config/index';
+import { TrainEngine } from '../engine/index';
 
 export type PolicySpec =
   | { kind: 'scripted'; name: string }
@@ -74,6 +76,25 @@ export function playSettingsFromConfig(file: string): Pick<PlaySettings, 'protoc
   };
 }
 
+/** A directory the onnx backend can open: the model directory itself, or a checkpoint exported by the train engine. */
+async function onnxDir(dir: string): Promise<{ dir: string; cleanup: () => void }> {
+  if (existsSync(join(dir, 'onnx', 'model.onnx')) || existsSync(join(dir, 'model.onnx'))) return { dir, cleanup: () => {} };
+  if (!existsSync(join(dir, 'config.json'))) throw new Error(`--model ${dir}: neither an ONNX model (onnx/model.onnx) nor a checkpoint (config.json and weights)`);
+  // A checkpoint holds weights only (policies/v<N> hold the ONNX export): export it the way the train worker does.
+  const out = mkdtempSync(join(tmpdir(), 'eval-export-'));
+  const engine = new TrainEngine();
+  try {
+    await engine.request('load', { model_dir: dir });
+    await engine.request('export', { dir: out, format: 'onnx' });
+  } catch (e) {
+    rmSync(out, { recursive: true, force: true });
+    throw new Error(`--model ${dir}: exporting the checkpoint to ONNX failed: ${(e as Error).message}`);
+  } finally {
+    await engine.shutdown();
+  }
+  return { dir: out, cleanup: () => rmSync(out, { recursive: true, force: true }) };
+}
+
 /** One fresh policy per episode (a ModelPolicy holds one episode's tokens) over a shared backend. */
 function modelSolver(dataset: Dataset, backend: GenerationBackend, play: (b: GenerationBackend) => ChatPolicy | ModelPolicy, s: PlaySettings): Solve {
   return async (c) => {
@@ -90,10 +111,22 @@ export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySett
   }
   if (spec.kind === 'onnx') {
     const chat = loadChatModel(spec.dir);
-    const backend = await openBackend({ kind: 'onnx', modelDir: spec.dir, threads: s.threads }, '--model');
+    const model = await onnxDir(spec.dir);
+    const backend = await openBackend({ kind: 'onnx', modelDir: model.dir, threads: s.threads }, '--model').catch((e: Error) => {
+      model.cleanup();
+      throw e;
+    });
     const settings = { temperature: s.temperature, maxTokens: s.maxTokens, renderTools: s.renderTools, ...(s.maxContext !== undefined && { maxContext: s.maxContext }) };
     const solve = modelSolver(dataset, backend, (b) => new ModelPolicy({ backend: b, chat, settings, name: label }), s);
-    return { label, solve, protocol: s.protocol, close: () => backend.close() };
+    return {
+      label,
+      solve,
+      protocol: s.protocol,
+      close: async () => {
+        await backend.close();
+        model.cleanup();
+      },
+    };
   }
   const backend = await openBackend({ kind: 'openai', baseUrl: spec.baseUrl, model: spec.model, concurrency: s.concurrency }, '--openai');
   const solve = modelSolver(dataset, backend, (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label), s);
