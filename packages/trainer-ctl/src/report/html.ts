@@ -21,7 +21,7 @@ h1 { font-size: 1.4em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; } 
 table.eval { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 table.eval th, table.eval td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 table.eval td:first-child { text-align: left; } tr.policy { font-weight: bold; background: #eef5ff; }
-#transcripts { display: grid; grid-template-columns: 420px 1fr; gap: 12px; }
+#transcripts { display: grid; grid-template-columns: 420px 1fr; gap: 12px; } #case { max-width: 360px; }
 #episode-list li { cursor: pointer; margin: 2px 0; } #episode-list li:hover { background: #eef5ff; }
 .msg { border-left: 3px solid #ccc; margin: 6px 0; padding-left: 8px; } .msg.assistant { border-color: #1f77b4; } .msg.tool { border-color: #2ca02c; }
 .msg .role { font-weight: bold; font-size: 0.85em; color: #555; } .msg pre { white-space: pre-wrap; margin: 0; max-height: 18em; overflow: auto; }
