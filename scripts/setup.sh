@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh Debian machine (idempotent):
-# redis-server, Debian's PyTorch stack for the train engine, and the npm packages.
+# redis-server, Debian's PyTorch stack for the train engine, Chromium (the report test opens the
+# run report in it, driven by playwright-core: no browser download), the npm packages, and
+# TensorBoard at a pinned version in its own venv (the test that reads back the run's event files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(redis-server python3-torch python3-numpy python3-onnx python3-redis libopenblas0-pthread)
+debs=(redis-server python3-torch python3-numpy python3-onnx python3-redis libopenblas0-pthread chromium python3-venv)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -22,5 +24,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   # the project runs its CPU provider, which the package bundles. The script reads this
   # variable itself, so npm never sees an option it does not know (no warning on later commands).
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error
+fi
+# Kept in step with testkit/tensorboard.ts, which makes the same venv when it is missing.
+TB_VERSION=2.21.0
+TB_VENV=.cache/venv-tensorboard-$TB_VERSION
+if ! "$TB_VENV/bin/python" -c "import tensorboard, sys; sys.exit(tensorboard.__version__ != '$TB_VERSION')" 2>/dev/null; then
+  echo "setup: tensorboard $TB_VERSION into $TB_VENV" >&2
+  python3 -m venv --clear "$TB_VENV"
+  "$TB_VENV/bin/python" -m pip install --quiet "tensorboard==$TB_VERSION"
 fi
 echo "setup: done" >&2

@@ -24,14 +24,14 @@ function weight(spec: string | CompositeSpec, grader: string): number {
 }
 
 describe('presets', () => {
-  it('has tiny-cpu and one preset per backbone, all valid', () => {
+  it('has tiny-cpu, ci-smoke and one preset per backbone, all valid', () => {
     const names = readdirSync(CONFIGS).filter((f) => f.endsWith('.yaml')).map((f) => f.replace(/\.yaml$/, '')).sort();
-    expect(names).toEqual([...BACKBONES, 'tiny-cpu'].sort());
+    expect(names).toEqual([...BACKBONES, 'ci-smoke', 'tiny-cpu'].sort());
     for (const n of names) expect(load(n).run.name).toBe(n);
   });
 
   it('points every preset at the imported Nezha dataset of the repository', () => {
-    for (const n of [...BACKBONES, 'tiny-cpu']) expect(load(n).dataset.path).toBe(NEZHA_DATASET);
+    for (const n of [...BACKBONES, 'tiny-cpu', 'ci-smoke']) expect(load(n).dataset.path).toBe(NEZHA_DATASET);
   });
 
   it('makes swapping the backbone a one-line change', () => {

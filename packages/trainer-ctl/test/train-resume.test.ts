@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMetrics, readState, type ProcessRecord, type RunState } from '../src/controller/index';
 import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+import { readTensorboardScalars } from '../../../testkit/tensorboard';
 
 const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 let scratch: string;
@@ -158,6 +159,13 @@ describe('trainer-ctl train', () => {
     expect(final.done).toBe(true);
     expect(final.updates).toBe(unbroken.updates);
     expect(stepKeys(runDir)).toEqual(expectedKeys(runDir));
+    // TensorBoard, reading both processes' event files, sees each step once with the kept line's value.
+    const tb = readTensorboardScalars(join(runDir, 'tensorboard'));
+    readMetrics(runDir).forEach((m, i) => {
+      const points = tb[m.kind === 'sft' ? 'sft/train/loss' : `${m.stage}/train/loss`].filter(([step]) => step === i + 1);
+      expect(points).toHaveLength(1);
+      expect(points[0][1]).toBeCloseTo((m.train as Record<string, number>).loss, 5);
+    });
     // The killed controller's children were stopped by the resumed one, which then stopped its own.
     for (const p of left) expect(alive(p.pid)).toBe(false);
   }, TIMEOUT);

@@ -5,6 +5,7 @@
 import type { Case, Dataset, EpisodeRecord, GroundTruth, Level, RootCause } from '../types';
 import { rankOfTruth } from './match';
 import { bestRank, summarizeRanks, type RankSummary } from './metrics';
+import { voteRank } from './vote-rank';
 
 /** What solving one case produced: the ranked answer, and the episode when a protocol was played. */
 export interface SolveResult {
@@ -33,11 +34,15 @@ export interface FaultResult {
   cases: number;
   /** Best rank among the fault's requests per applicable level. */
   ranks: Partial<Record<Level, number | null>>;
+  /** Rank by majority vote of the requests' top-1 answers per applicable level (RCLAgent Eq. 10). */
+  voteRanks: Partial<Record<Level, number | null>>;
 }
 
 export interface EvalSummary {
   perRequest: Partial<Record<Level, RankSummary>>;
   perFault: Partial<Record<Level, RankSummary>>;
+  /** Per fault by majority vote (RCLAgent Eq. 10) instead of the best request. */
+  perFaultVote: Partial<Record<Level, RankSummary>>;
   /** Faults of the dataset that have no case and so cannot be scored. */
   faultsWithoutCases: string[];
 }
@@ -99,13 +104,15 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
 export function summarize(dataset: Dataset, levels: Level[], requests: RequestResult[], faults: FaultResult[]): EvalSummary {
   const perRequest: EvalSummary['perRequest'] = {};
   const perFault: EvalSummary['perFault'] = {};
+  const perFaultVote: EvalSummary['perFaultVote'] = {};
   for (const l of levels) {
     perRequest[l] = summarizeRanks(requests.filter((r) => l in r.ranks).map((r) => r.ranks[l] ?? null));
     perFault[l] = summarizeRanks(faults.filter((f) => l in f.ranks).map((f) => f.ranks[l] ?? null));
+    perFaultVote[l] = summarizeRanks(faults.filter((f) => l in f.voteRanks).map((f) => f.voteRanks[l] ?? null));
   }
   const faultIds = new Set(faults.map((f) => f.faultId));
   const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
-  return { perRequest, perFault, faultsWithoutCases };
+  return { perRequest, perFault, perFaultVote, faultsWithoutCases };
 }
 
 export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, opts: EvaluateOptions = {}): Promise<EvalResult> {
@@ -132,13 +139,16 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
   const faultInfo = new Map(dataset.faults.map((f) => [f.id, f]));
   const faults: FaultResult[] = [...byFault].map(([faultId, rs]) => {
     const f = faultInfo.get(faultId);
+    const truth = f?.truth ?? cases.find((c) => c.faultId === faultId)!.truth;
     const ranks: FaultResult['ranks'] = {};
+    const voteRanks: FaultResult['voteRanks'] = {};
     for (const l of levels) {
       const applicable = rs.filter((r) => l in r.ranks);
-      if (applicable.length) ranks[l] = bestRank(applicable.map((r) => r.ranks[l] ?? null));
+      if (!applicable.length) continue;
+      ranks[l] = bestRank(applicable.map((r) => r.ranks[l] ?? null));
+      voteRanks[l] = voteRank(applicable.map((r) => r.answer), truth, l, dataset.topology) ?? null;
     }
-    const truth = f?.truth ?? cases.find((c) => c.faultId === faultId)!.truth;
-    return { faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks };
+    return { faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks, voteRanks };
   });
   return { levels, requests, faults, ...summarize(dataset, levels, requests, faults) };
 }

@@ -1,24 +1,55 @@
-/** Plain-text table of an evaluation, as `trainer-ctl eval` prints it. */
+/**
+ * Plain-text tables of evaluations, as `trainer-ctl eval` prints them: one policy's scopes,
+ * or several policies on the same cases side by side (each scope's rows one per policy).
+ */
 import type { Level } from '../types';
 import type { EvalSummary } from './evaluate';
 import { RECALL_KS, type RankSummary } from './metrics';
 
 const pct = (x: number): string => (100 * x).toFixed(2).padStart(7);
 
-function row(label: string, s: RankSummary): string {
+const LABEL = 28;
+
+function figures(s: RankSummary): string {
   const recalls = RECALL_KS.map((k) => pct(s.recall[k] ?? 0)).join(' ');
-  return `${label.padEnd(22)}${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)}`;
+  return `${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)}`;
+}
+
+const figuresHead = (): string => `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)}`;
+
+/** The scopes of a summary at a level, in print order: per request, per fault (best request), per fault by vote. */
+function scopes(summary: EvalSummary, l: Level): [string, RankSummary | undefined][] {
+  return [
+    [`per request, ${l}`, summary.perRequest[l]],
+    [`per fault, ${l}`, summary.perFault[l]],
+    [`per fault by vote, ${l}`, summary.perFaultVote[l]],
+  ];
 }
 
 export function formatSummary(summary: EvalSummary, levels: Level[]): string {
-  const head = `${'scope'.padEnd(22)}${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)}`;
-  const lines = [head];
+  const lines = [`${'scope'.padEnd(LABEL)}${figuresHead()}`];
   for (const l of levels) {
-    if (summary.perRequest[l]) lines.push(row(`per request, ${l}`, summary.perRequest[l]));
-    if (summary.perFault[l]) lines.push(row(`per fault, ${l}`, summary.perFault[l]));
+    for (const [label, s] of scopes(summary, l)) if (s) lines.push(`${label.padEnd(LABEL)}${figures(s)}`);
   }
   if (summary.faultsWithoutCases.length) {
     lines.push(`faults without cases (not scored): ${summary.faultsWithoutCases.join(', ')}`);
   }
+  return lines.join('\n');
+}
+
+/** Several policies' evaluations on the same cases in one table: per scope, one row per policy. */
+export function formatComparison(results: { policy: string; summary: EvalSummary }[], levels: Level[]): string {
+  const width = Math.max(6, ...results.map((r) => r.policy.length)) + 2;
+  const lines = [`${'scope'.padEnd(LABEL)}${'policy'.padEnd(width)}${figuresHead()}`];
+  for (const l of levels) {
+    for (let i = 0; i < 3; i++) {
+      for (const r of results) {
+        const [label, s] = scopes(r.summary, l)[i];
+        if (s) lines.push(`${label.padEnd(LABEL)}${r.policy.padEnd(width)}${figures(s)}`);
+      }
+    }
+  }
+  const without = results[0]?.summary.faultsWithoutCases ?? [];
+  if (without.length) lines.push(`faults without cases (not scored): ${without.join(', ')}`);
   return lines.join('\n');
 }

@@ -4,3 +4,4 @@ export * from './evaluate';
 export * from './format';
 export * from './select';
 export * from './solver';
+export * from './vote-rank';

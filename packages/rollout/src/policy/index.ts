@@ -1,2 +1,3 @@
 export * from './settings';
 export * from './model-policy';
+export * from './chat-policy';

@@ -1,36 +1,94 @@
 /**
- * trainer-ctl eval: plays a policy without a model (scripted expert or a classic baseline)
- * on a dataset's cases and prints Recall@k and MRR per request and per fault, at service and
- * pod level; the full results go to a JSON file.
+ * trainer-ctl eval: plays policies on a dataset's cases and prints Recall@k and MRR per
+ * request, per fault (best request) and per fault by majority vote (RCLAgent Eq. 10), at
+ * service and pod level. A policy is a scripted one or baseline (--policy), a model directory
+ * on the onnx backend (--model DIR), or a model on an OpenAI-compatible server (--openai URL
+ * --model NAME). Several policies play the same cases and share one table; the full results go
+ * to a JSON file and, with --episodes, every transcript to a JSONL file.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { evaluate, formatSummary, gapLines, loadDataset, policyNames, solverFor, spreadCases } from '@thinkfl/env';
+import { evaluate, formatComparison, formatSummary, gapLines, loadDataset, policyNames, spreadCases, type EpisodeRecord, type EvalResult } from '@thinkfl/env';
 import { createProgress } from '../progress';
+import { enclosingRunConfig, openSolver, playSettingsFromConfig, specLabel, type PlaySettings, type PolicySpec } from '../eval/solvers';
 
 interface EvalArgs {
   dataset: string;
-  policy: string;
-  protocol: string;
+  policy: string[];
+  model: string[];
+  openai?: string;
+  config?: string;
+  protocol?: string;
+  temperature: number;
+  'max-tokens'?: number;
+  concurrency: number;
+  threads: number;
   limit?: number;
   out?: string;
+  episodes?: string;
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-');
 
+const positiveInt = (v: number | undefined, flag: string) => {
+  if (v !== undefined && (!Number.isInteger(v) || v < 1)) throw new Error(`${flag} must be a positive integer`);
+};
+
+function specsOf(args: EvalArgs): PolicySpec[] {
+  const specs: PolicySpec[] = args.policy.map((name) => ({ kind: 'scripted', name }));
+  for (const m of args.model) {
+    specs.push(args.openai ? { kind: 'openai', baseUrl: args.openai, model: m } : { kind: 'onnx', dir: resolve(m) });
+  }
+  return specs;
+}
+
+/** --config, else the run config of the first model directory's run, else the defaults. */
+function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
+  const firstDir = specs.find((s) => s.kind === 'onnx');
+  const file = args.config ?? (firstDir?.kind === 'onnx' ? enclosingRunConfig(firstDir.dir) : undefined);
+  const fromConfig = file ? playSettingsFromConfig(file) : undefined;
+  return {
+    protocol: args.protocol ?? fromConfig?.protocol ?? 'rot',
+    episode: fromConfig?.episode ?? {},
+    temperature: args.temperature,
+    maxTokens: args['max-tokens'] ?? fromConfig?.maxTokens ?? 512,
+    renderTools: fromConfig?.renderTools ?? true,
+    maxContext: fromConfig?.maxContext,
+    concurrency: args.concurrency,
+    threads: args.threads,
+  };
+}
+
 export const command: CommandModule<object, EvalArgs> = {
   command: 'eval',
-  describe: 'evaluate a scripted policy or baseline: Recall@1/2/3/5/10 and MRR per request and per fault',
+  describe: 'evaluate policies (scripted, a model directory, or a served model): Recall@1/2/3/5/10 and MRR per request and per fault',
   builder: (y) =>
     y
       .option('dataset', { type: 'string', demandOption: true, describe: 'dataset directory (written by trainer-ctl import)' })
-      .option('policy', { type: 'string', demandOption: true, choices: policyNames(), describe: 'policy to evaluate' })
-      .option('protocol', { type: 'string', default: 'rot', describe: 'episode protocol for agent policies' })
+      .option('policy', { type: 'string', array: true, default: [] as string[], choices: policyNames(), describe: 'scripted policy or baseline to evaluate (repeatable; listed before --model policies)' })
+      .option('model', {
+        type: 'string',
+        array: true,
+        default: [] as string[],
+        describe: 'model or checkpoint directory on the onnx backend (a checkpoint is exported first; repeatable); with --openai, a model name on that server',
+      })
+      .option('openai', { type: 'string', describe: 'base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1); --model names its models' })
+      .option('config', { type: 'string', describe: 'run config whose episode and generation settings models play with (default: the model directory\'s run)' })
+      .option('protocol', { type: 'string', describe: 'episode protocol of agent policies (default: the run config\'s, else rot)' })
+      .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature of model turns; 0 is greedy' })
+      .option('max-tokens', { type: 'number', describe: 'most tokens per model turn (default: the run config\'s generation.sampling.maxTokens, else 512)' })
+      .option('concurrency', { type: 'number', default: 1, describe: 'episodes played at once (requests in flight for --openai)' })
+      .option('threads', { type: 'number', default: 0, describe: 'onnxruntime threads per operator for --model directories; 0 lets it choose' })
       .option('limit', { type: 'number', describe: 'evaluate at most this many cases, spread over the faults' })
       .option('out', { type: 'string', describe: 'results JSON (default runs/eval-<policy>-<timestamp>.json)' })
+      .option('episodes', { type: 'string', describe: 'write every episode (transcript, answer, truth, ranks) to this JSONL file' })
       .check((a) => {
-        if (a.limit !== undefined && (!Number.isInteger(a.limit) || a.limit < 1)) throw new Error('--limit must be a positive integer');
+        positiveInt(a.limit, '--limit');
+        positiveInt(a.concurrency, '--concurrency');
+        positiveInt(a['max-tokens'], '--max-tokens');
+        if (a.openai !== undefined && !a.model.length) throw new Error('--openai needs --model NAME: the model to ask the server for');
+        if (!a.policy.length && !a.model.length) throw new Error('name a policy to evaluate: --policy NAME, --model DIR or --openai URL --model NAME');
         return true;
       }),
   handler: async (args) => {
@@ -40,40 +98,64 @@ export const command: CommandModule<object, EvalArgs> = {
     for (const line of gapLines(dataset.meta.gaps)) process.stderr.write(`warning: dataset ${dataset.meta.name}: ${line}\n`);
     const cases = spreadCases(dataset.cases, args.limit);
     if (!cases.length) throw new Error(`dataset ${dir} has no cases to evaluate`);
-    const solve = solverFor(dataset, args.policy, { protocol: args.protocol });
-    const progress = createProgress({ total: cases.length, label: `eval ${args.policy}` });
-    let hits = 0;
-    const result = await evaluate(dataset, cases, solve, {
-      onProgress: (done, _total, last) => {
-        if (last.ranks.service === 0) hits++;
-        progress.update(done, `service R@1 ${((100 * hits) / done).toFixed(1)}%`);
-      },
-    });
-    progress.finish();
+    const specs = specsOf(args);
+    const play = playSettings(args, specs);
+    const caseOf = new Map(cases.map((c) => [c.id, c]));
 
-    const out = resolve(args.out ?? `runs/eval-${args.policy}-${stamp()}.json`);
-    const faults = new Set(cases.map((c) => c.faultId)).size;
-    const isAgent = result.requests.some((r) => r.stopReason !== undefined);
+    const results: ({ policy: string; protocol: string | null } & EvalResult)[] = [];
+    const episodeLines: string[] = [];
+    for (const spec of specs) {
+      const solver = await openSolver(dataset, spec, play);
+      const episodes = new Map<string, EpisodeRecord>();
+      const progress = createProgress({ total: cases.length, label: `eval ${solver.label}` });
+      let hits = 0;
+      try {
+        const result = await evaluate(
+          dataset,
+          cases,
+          async (c) => {
+            const r = await solver.solve(c);
+            if (r.episode) episodes.set(c.id, r.episode);
+            return r;
+          },
+          {
+            concurrency: play.concurrency,
+            onProgress: (done, _total, last) => {
+              if (last.ranks.service === 0) hits++;
+              progress.update(done, `service R@1 ${((100 * hits) / done).toFixed(1)}%`);
+            },
+          },
+        );
+        progress.finish();
+        results.push({ policy: solver.label, protocol: solver.protocol, ...result });
+        for (const r of result.requests) {
+          const c = caseOf.get(r.caseId)!;
+          episodeLines.push(JSON.stringify({ policy: solver.label, caseId: r.caseId, faultId: r.faultId, truth: c.truth, answer: r.answer, ranks: r.ranks, error: r.error, episode: episodes.get(r.caseId) }));
+        }
+      } finally {
+        await solver.close();
+      }
+    }
+
+    const out = resolve(args.out ?? `runs/eval-${specs.length === 1 ? specLabel(specs[0]).replace(/[^A-Za-z0-9._-]+/g, '_') : 'compare'}-${stamp()}.json`);
+    const header = { dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) }, createdAt: new Date().toISOString(), cases: cases.length };
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(
-      out,
-      `${JSON.stringify(
-        {
-          dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) },
-          policy: args.policy,
-          protocol: isAgent ? args.protocol : null,
-          createdAt: new Date().toISOString(),
-          cases: cases.length,
-          ...result,
-        },
-        null,
-        1,
-      )}\n`,
-    );
-    const errors = result.requests.filter((r) => r.error).length;
-    console.log(`dataset ${dataset.meta.name}: policy ${args.policy}${isAgent ? ` (protocol ${args.protocol})` : ''}, ${cases.length} requests of ${faults} faults`);
-    console.log(formatSummary(result, result.levels));
-    if (errors) console.log(`${errors} request(s) failed (counted as misses; see "error" in the JSON)`);
+    writeFileSync(out, `${JSON.stringify(results.length === 1 ? { ...header, ...results[0] } : { ...header, policies: results }, null, 1)}\n`);
+    if (args.episodes) {
+      const file = resolve(args.episodes);
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, episodeLines.map((l) => `${l}\n`).join(''));
+    }
+
+    const faults = new Set(cases.map((c) => c.faultId)).size;
+    const names = results.map((r) => `${r.policy}${r.protocol ? ` (protocol ${r.protocol})` : ''}`).join(', ');
+    console.log(`dataset ${dataset.meta.name}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`);
+    console.log(results.length === 1 ? formatSummary(results[0], results[0].levels) : formatComparison(results.map((r) => ({ policy: r.policy, summary: r })), results[0].levels));
+    for (const r of results) {
+      const errors = r.requests.filter((q) => q.error).length;
+      if (errors) console.log(`${r.policy}: ${errors} request(s) failed (counted as misses; see "error" in the JSON)`);
+    }
+    if (args.episodes) console.log(`episodes: ${resolve(args.episodes)}`);
     console.log(`results: ${out}`);
   },
 };

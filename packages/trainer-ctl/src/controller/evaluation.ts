@@ -73,7 +73,7 @@ export async function runEvaluation(ctx: EvalContext, name: string, policyVersio
     formatValid: share(formatValid),
     answered: share((e) => e.stopReason === 'answered'),
     toolCalls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
-    summary: { levels: result.levels, perRequest: result.perRequest, perFault: result.perFault, faultsWithoutCases: result.faultsWithoutCases },
+    summary: { levels: result.levels, perRequest: result.perRequest, perFault: result.perFault, perFaultVote: result.perFaultVote, faultsWithoutCases: result.faultsWithoutCases },
     requests: result.requests,
   };
   writeFileSync(join(ctx.runDir, `eval-${name}.json`), `${JSON.stringify(report, null, 1)}\n`);

@@ -17,3 +17,4 @@ export * from './prepare';
 export * from './processes';
 export * from './train-run';
 export * from './status-report';
+export * from './status-watch';

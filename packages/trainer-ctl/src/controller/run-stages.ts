@@ -17,6 +17,12 @@ import { writeSnapshot, writeState, type RunState } from './state';
 import { groupIdOf, runGrpoStep } from './step';
 import { stepNote } from './step-metrics';
 import type { ControlTransport } from './transport';
+import { evalScalars, metricScalars } from '../logs/scalars';
+
+/** Where a run's scalars go besides metrics.jsonl (TensorBoard event files), by global step (metrics line count). */
+export interface ScalarSink {
+  scalars(step: number, values: Record<string, number>): void;
+}
 
 export interface StagesContext {
   config: RunConfig;
@@ -32,6 +38,7 @@ export interface StagesContext {
   stream?: ProgressStream;
   /** Where evaluation summaries go (default stdout). */
   print?: (text: string) => void;
+  scalars?: ScalarSink;
 }
 
 function enabled(config: RunConfig, stage: StageName): boolean {
@@ -49,6 +56,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
   if (record) {
     appendMetrics(ctx.runDir, record);
     state.metricsLines++;
+    ctx.scalars?.scalars(state.metricsLines, metricScalars(record));
   }
   writeState(ctx.runDir, state);
   if (result?.checkpointDir) {
@@ -65,6 +73,7 @@ function endWith(state: RunState, name: string): void {
 async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Promise<EvalReport> {
   const report = await runEvaluation({ ...ctx, cases: ctx.eval }, name, state.policyVersion);
   (ctx.print ?? console.log)(formatEvalReport(report));
+  ctx.scalars?.scalars(state.metricsLines, evalScalars(report));
   return report;
 }
 
@@ -73,7 +82,7 @@ async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> 
   await runSft(ctx, state.sft.updates, ({ result, record }) => {
     state.sft.updates = result.update + 1;
     commit(ctx, state, record, result);
-    progress ??= createProgress({ total: Number(record.of), label: 'priming sft', stream: ctx.stream });
+    progress ??= createProgress({ total: Number(record.of), label: 'priming sft', stream: ctx.stream, everyPct: 0 });
     const loss = typeof result.metrics.loss === 'number' ? `loss ${result.metrics.loss.toFixed(4)}` : '';
     progress.update(result.update + 1, loss);
   });
@@ -87,7 +96,8 @@ async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> 
 async function runStage(ctx: StagesContext, state: RunState, stage: StageName): Promise<void> {
   const { config } = ctx;
   const steps = config.stages[stage].steps;
-  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream });
+  // In a log (not a terminal) every step gets its own plain line.
+  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream, everyPct: 0 });
   for (let step = state.stages[stage].steps; step < steps; step++) {
     const last = step === steps - 1;
     const { record, groups, result } = await runGrpoStep(ctx, {

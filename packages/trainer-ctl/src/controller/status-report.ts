@@ -71,7 +71,14 @@ export async function runStatus(runDir: string, opts: { tail?: number; redisUrl?
 
 const fmt = (x: unknown) => (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(3)) : String(x));
 
-function metricsLine(m: MetricsRecord): string {
+/** One evaluation as status shows it. */
+export function evalLine(e: RunStatus['evals'][number]): string {
+  const mrr = e.summary.perFault.service?.mrr ?? e.summary.perFault.pod?.mrr;
+  return `eval ${e.name}: policy v${e.policyVersion}, format validity ${fmt(e.formatValid)}, per-fault MRR (service) ${fmt(mrr ?? '-')}`;
+}
+
+/** One metrics line as status shows it (indented). */
+export function metricsLine(m: MetricsRecord): string {
   if (m.kind === 'sft') return `  sft update ${m.update}/${m.of}: loss ${fmt((m.train as Record<string, number>).loss)}`;
   const r = m as MetricsRecord & { reward: { mean: number }; formatValid: number; zeroVarianceShare: number; train: Record<string, number>; toolCalls: number };
   return (
@@ -88,10 +95,7 @@ export function formatStatus(s: RunStatus): string {
     lines.push(`step: ${p.steps} done in ${s.stage}${s.stage === 'priming' ? `, sft ${st.sft.done ? 'done' : `${st.sft.updates} updates`}` : ''}`);
   }
   lines.push(`updates: ${st.updates}, policy v${st.policyVersion}, checkpoint: ${st.checkpoint ?? 'none'}, state written ${st.updatedAt}`);
-  for (const e of s.evals) {
-    const mrr = e.summary.perFault.service?.mrr ?? e.summary.perFault.pod?.mrr;
-    lines.push(`eval ${e.name}: policy v${e.policyVersion}, format validity ${fmt(e.formatValid)}, per-fault MRR (service) ${fmt(mrr ?? '-')}`);
-  }
+  for (const e of s.evals) lines.push(evalLine(e));
   lines.push(s.recent.length ? 'recent metrics:' : 'recent metrics: none yet', ...s.recent.map(metricsLine));
   if (!s.redisUrl) lines.push('workers: unknown (no Redis URL recorded)');
   else if (s.redisError) lines.push(`workers: Redis ${s.redisUrl} not reachable (${s.redisError})`);

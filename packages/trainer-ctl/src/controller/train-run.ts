@@ -18,6 +18,8 @@ import { runStages } from './run-stages';
 import { initialState, readState, rewindTo, writeState, type RunState } from './state';
 import { latestCheckpoint } from '../workers/run-files';
 import { configTeacher } from './teacher';
+import { EventFileWriter, TENSORBOARD_DIR } from '../logs/tensorboard';
+import { gateRun } from '../ci/gate';
 
 export interface TrainOptions {
   configFile: string;
@@ -66,6 +68,7 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
   const state = openState(config, runDir, opts.resume);
   if (state.done) {
     print(`run ${config.run.name} in ${runDir} is already complete (${state.updates} updates)`);
+    gateRun(runDir, config, print);
     return state;
   }
   writeState(runDir, state);
@@ -108,12 +111,16 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     const diversity = new RedisDiversityCache(transport.redis, { keyPrefix: `thinkfl:${runId}:diversity:`, ttlSeconds: 0 });
     const dataset = await loadDataset(config.dataset.path);
     const split = runCases(dataset, config);
+    const scalars = new EventFileWriter(join(runDir, TENSORBOARD_DIR));
+    // A resumed run replays the steps after state.json's count: TensorBoard drops what was logged for them.
+    if (state.metricsLines > 0) scalars.restart(state.metricsLines + 1);
     note(`run ${runId}: ${split.train.length} training cases, ${split.eval.length} held-out cases; run dir ${runDir}`);
     await runStages(
-      { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print },
+      { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print, scalars },
       state,
     );
     print(`run ${runId} complete: ${state.updates} updates, policy v${state.policyVersion}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
+    gateRun(runDir, config, print);
     return state;
   } finally {
     process.removeListener('SIGINT', onSignal);

@@ -1,5 +1,6 @@
 /** run: the run's identity and where its files go. */
 import { z } from 'zod';
+import { ExpectationSchema } from './expect';
 
 export const RunSection = z
   .strictObject({
@@ -24,5 +25,12 @@ export const RunSection = z
       .min(0)
       .default(0)
       .describe('Seed of case sampling, the case split default and the samplers (each sample derives its own). Default 0.'),
+    expect: z
+      .array(ExpectationSchema)
+      .default([])
+      .describe(
+        'Thresholds checked when the run completes (and on a re-run of a completed run): each is reported, junit.xml is ' +
+          'written beside metrics.jsonl, and the run exits non-zero naming every failed one. Default none.',
+      ),
   })
   .describe('The run: name, directories, seed.');

@@ -1,0 +1,138 @@
+/**
+ * What the run report shows, gathered from a run directory: every scalar series (the names of
+ * logs/scalars.ts), each held-out evaluation beside the scripted baselines played on the same
+ * cases, and the logged episodes with their case's truth.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { evaluate, loadDataset, policyNames, solverFor, type Dataset, type EpisodeRecord, type EvalSummary, type GroundTruth, type Level } from '@thinkfl/env';
+import { loadRunConfig, type RunConfig } from '../config/index';
+import { EPISODES_FILE } from '../controller/metrics-log';
+import { readState } from '../controller/state';
+import { readEvals, runSeries, type Point } from '../ci/series';
+
+interface EvalFile {
+  name: string;
+  policyVersion: number;
+  cases: number;
+  formatValid: number;
+  answered: number;
+  toolCalls: number;
+  summary: EvalSummary & { levels: Level[] };
+  requests: { caseId: string }[];
+}
+
+export interface EvalRow {
+  policy: string;
+  summary: Pick<EvalSummary, 'perRequest' | 'perFault' | 'perFaultVote'>;
+}
+
+export interface StageEval {
+  name: string;
+  policyVersion: number;
+  cases: number;
+  formatValid: number;
+  answered: number;
+  levels: Level[];
+  /** The trained policy first, then each scripted baseline on the same cases. */
+  rows: EvalRow[];
+}
+
+export interface ReportEpisode {
+  /** stage:step of a training step, or eval:<name>. */
+  tag: string;
+  caseId: string;
+  reward?: number;
+  toolCalls: number;
+  stopReason: EpisodeRecord['stopReason'];
+  answer: EpisodeRecord['answer'];
+  truth?: GroundTruth;
+  messages: EpisodeRecord['messages'];
+}
+
+export interface ReportData {
+  run: string;
+  runDir: string;
+  createdAt: string;
+  done: boolean;
+  updates: number;
+  series: Record<string, Point[]>;
+  evals: StageEval[];
+  episodes: ReportEpisode[];
+}
+
+/** The run's config: the original file run.json names (its relative paths resolve there), else the copy in the run directory. */
+function runConfig(runDir: string): RunConfig {
+  const info = join(runDir, 'run.json');
+  const original = existsSync(info) ? (JSON.parse(readFileSync(info, 'utf8')) as { configFile?: string }).configFile : undefined;
+  return loadRunConfig(original && existsSync(original) ? original : join(runDir, 'config.yaml'), { checkPaths: false }).config;
+}
+
+/** Every scripted policy and baseline on the evaluation's cases, played as the run's episodes are. */
+async function baselines(dataset: Dataset, config: RunConfig, caseIds: string[]): Promise<EvalRow[]> {
+  const byId = new Map(dataset.cases.map((c) => [c.id, c]));
+  const cases = caseIds.map((id) => byId.get(id)).filter((c) => c !== undefined);
+  const { protocol, ...episode } = config.episode;
+  const rows: EvalRow[] = [];
+  for (const name of policyNames()) {
+    const r = await evaluate(dataset, cases, solverFor(dataset, name, { protocol, episode }));
+    rows.push({ policy: `${name} (scripted)`, summary: r });
+  }
+  return rows;
+}
+
+function readEpisodes(runDir: string, truthOf: (caseId: string) => GroundTruth | undefined): ReportEpisode[] {
+  const file = join(runDir, EPISODES_FILE);
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as { stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord };
+      } catch {
+        throw new Error(`${file}:${i + 1}: not a JSON line`);
+      }
+    })
+    .map((e) => ({
+      tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
+      caseId: e.episode.caseId,
+      reward: e.reward,
+      toolCalls: e.episode.toolCalls.length,
+      stopReason: e.episode.stopReason,
+      answer: e.episode.answer,
+      truth: truthOf(e.episode.caseId),
+      messages: e.episode.messages,
+    }));
+}
+
+export async function gatherReport(runDir: string, opts: { baselines?: boolean } = {}): Promise<ReportData> {
+  const state = readState(runDir);
+  if (!state) throw new Error(`${runDir}: no state.json (not a run directory, or the run has not started)`);
+  const config = runConfig(runDir);
+  const dataset = await loadDataset(config.dataset.path);
+  const truth = new Map(dataset.cases.map((c) => [c.id, c.truth]));
+  const evals: StageEval[] = [];
+  // A run's evaluations share their held-out cases: the baselines are played once per case list.
+  const played = new Map<string, EvalRow[]>();
+  for (const e of readEvals<EvalFile>(runDir)) {
+    const rows: EvalRow[] = [{ policy: `policy v${e.policyVersion}`, summary: e.summary }];
+    const ids = e.requests.map((r) => r.caseId);
+    if (opts.baselines !== false) {
+      const key = ids.join('\n');
+      if (!played.has(key)) played.set(key, await baselines(dataset, config, ids));
+      rows.push(...played.get(key)!);
+    }
+    evals.push({ name: e.name, policyVersion: e.policyVersion, cases: e.cases, formatValid: e.formatValid, answered: e.answered, levels: e.summary.levels, rows });
+  }
+  return {
+    run: state.runName,
+    runDir,
+    createdAt: new Date().toISOString(),
+    done: state.done,
+    updates: state.updates,
+    series: Object.fromEntries(runSeries(runDir)),
+    evals,
+    episodes: readEpisodes(runDir, (id) => truth.get(id)),
+  };
+}
