@@ -20,3 +20,4 @@ export * from './oracl/tp-bonus';
 export * from './oracl/fn-penalty';
 export * from './oracl/tag-format';
 export * from './oracl/length-penalty';
+export * from './openrca/score';
