@@ -101,6 +101,8 @@ export interface RootCause {
   service?: string;
   pod?: string;
   reason?: string;
+  /** Fault type the policy names (e.g. cpu_contention), for graders over (component, type) pairs. */
+  type?: string;
 }
 
 export interface GroundTruth extends RootCause {

@@ -14,6 +14,8 @@ export interface GroupContext {
   /** Diversity-cache key of the question; the samples' common case id by default. */
   questionId?: string;
   podToService?: PodToService;
+  /** The fault's type (Fault.type), for ORACL's (component, type) pairs. */
+  faultType?: string;
   settings?: GraderSettingsInput;
   diversity?: DiversityCache;
 }
@@ -52,6 +54,7 @@ export async function gradeGroup(
     truth: group.truth,
     questionId: questionOf(episodes, group.questionId),
     podToService: group.podToService,
+    faultType: group.faultType,
     settings: parseGraderSettings(group.settings),
     diversity: group.diversity,
   };

@@ -5,12 +5,9 @@ import { hallucination } from './graders/hallucination';
 import { multiFactor } from './graders/multi-factor';
 import { recall } from './graders/recall';
 import { route } from './graders/route';
-import { oraclFBeta } from './oracl/fbeta';
-import { oraclFnPenalty } from './oracl/fn-penalty';
-import { oraclLength } from './oracl/length-penalty';
-import { oraclPodMatch } from './oracl/pod-match';
-import { oraclTagFormat } from './oracl/tag-format';
-import { oraclTpBonus } from './oracl/tp-bonus';
+import { oraclTagFormat } from './oracl/format';
+import { oraclLength } from './oracl/length';
+import { oraclFBeta, oraclFnPenalty, oraclPodMatch, oraclResult, oraclTpBonus } from './oracl/rewards';
 import type { Grader } from './types';
 
 const ALL: Grader[] = [
@@ -24,6 +21,7 @@ const ALL: Grader[] = [
   oraclFBeta,
   oraclTpBonus,
   oraclFnPenalty,
+  oraclResult,
   oraclTagFormat,
   oraclLength,
 ];

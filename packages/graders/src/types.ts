@@ -21,6 +21,8 @@ export interface GradeContext {
   /** Key of the question in the diversity cache (the case id by default). */
   questionId: string;
   podToService?: PodToService;
+  /** The fault's type (Fault.type), for graders over (component, type) pairs (ORACL Eq. 6). */
+  faultType?: string;
   /** Parsed settings of every grader (see settings.ts). */
   settings: GraderSettings;
   /** Needed only by the diversity grader. */
