@@ -279,6 +279,12 @@ export interface PolicyContext {
   turn: number;
   /** True on the forced final turn, where only print_results is offered. */
   final: boolean;
+  /**
+   * Structured form of what the protocol itself showed in its latest prompt (oracl's sketch,
+   * knowledgemind's scoring request, rcaflow's workflow step), for scripted policies; the text
+   * in `messages` says the same to a model. Undefined where the protocol shows nothing of its own.
+   */
+  environment?: unknown;
 }
 
 export interface Policy {

@@ -1,3 +1,4 @@
 /** The built-in protocols; each file registers itself. */
 import './rot';
 import './rclagent';
+import './oracl';

@@ -35,6 +35,20 @@ export const EpisodeSettingsSchema = z
         message: `initialTurns + reflectionTurns must be at most ${MAX_TOOL_TURNS}`,
       })
       .default({ initialTurns: 4, reflectionTurns: 6 }),
+    /** `oracl`: the environment's sketch of the request (ORACL's data collector; UNSPEC constants). */
+    oracl: z
+      .object({
+        /** |deviation| in sigmas from which a metric is binned Medium. Default 1. */
+        medium_sigma: z.number().positive().default(1),
+        /** |deviation| in sigmas from which a metric is binned High (the tools' n-sigma band). Default 3. */
+        high_sigma: z.number().positive().default(3),
+        /** Most pods of the trace described in the sketch. Default 20. */
+        max_pods: z.number().int().min(1).default(20),
+        /** Most error/warning log templates listed per pod. Default 5. */
+        max_templates: z.number().int().min(0).default(5),
+      })
+      .refine((o) => o.high_sigma > o.medium_sigma, { message: 'high_sigma must exceed medium_sigma', path: ['high_sigma'] })
+      .prefault({}),
     /** Settings of the tools (thresholds, windows, observation bounds, span aliases). */
     toolSettings: ToolSettingsSchema.default(ToolSettingsSchema.parse({})),
   });

@@ -2,3 +2,4 @@
 import './selftime';
 import './microrank';
 import './expert/expert';
+import './oracl-script';

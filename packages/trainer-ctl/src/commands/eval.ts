@@ -6,13 +6,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { evaluate, formatSummary, loadDataset, policyNames, solverFor, spreadCases } from '@thinkfl/env';
+import { evaluate, formatSummary, getPolicy, loadDataset, policyNames, solverFor, spreadCases } from '@thinkfl/env';
 import { createProgress } from '../progress';
 
 interface EvalArgs {
   dataset: string;
   policy: string;
-  protocol: string;
+  protocol?: string;
   limit?: number;
   out?: string;
 }
@@ -26,7 +26,7 @@ export const command: CommandModule<object, EvalArgs> = {
     y
       .option('dataset', { type: 'string', demandOption: true, describe: 'dataset directory (written by trainer-ctl import)' })
       .option('policy', { type: 'string', demandOption: true, choices: policyNames(), describe: 'policy to evaluate' })
-      .option('protocol', { type: 'string', default: 'rot', describe: 'episode protocol for agent policies' })
+      .option('protocol', { type: 'string', describe: "episode protocol for agent policies (default: the policy's own, else rot)" })
       .option('limit', { type: 'number', describe: 'evaluate at most this many cases, spread over the faults' })
       .option('out', { type: 'string', describe: 'results JSON (default runs/eval-<policy>-<timestamp>.json)' })
       .check((a) => {
@@ -52,6 +52,8 @@ export const command: CommandModule<object, EvalArgs> = {
     const out = resolve(args.out ?? `runs/eval-${args.policy}-${stamp()}.json`);
     const faults = new Set(cases.map((c) => c.faultId)).size;
     const isAgent = result.requests.some((r) => r.stopReason !== undefined);
+    const def = getPolicy(args.policy);
+    const protocol = args.protocol ?? (def.kind === 'agent' ? def.protocol : undefined) ?? 'rot';
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
@@ -59,7 +61,7 @@ export const command: CommandModule<object, EvalArgs> = {
         {
           dataset: { dir, name: dataset.meta.name },
           policy: args.policy,
-          protocol: isAgent ? args.protocol : null,
+          protocol: isAgent ? protocol : null,
           createdAt: new Date().toISOString(),
           cases: cases.length,
           ...result,
@@ -69,7 +71,7 @@ export const command: CommandModule<object, EvalArgs> = {
       )}\n`,
     );
     const errors = result.requests.filter((r) => r.error).length;
-    console.log(`dataset ${dataset.meta.name}: policy ${args.policy}${isAgent ? ` (protocol ${args.protocol})` : ''}, ${cases.length} requests of ${faults} faults`);
+    console.log(`dataset ${dataset.meta.name}: policy ${args.policy}${isAgent ? ` (protocol ${protocol})` : ''}, ${cases.length} requests of ${faults} faults`);
     console.log(formatSummary(result, result.levels));
     if (errors) console.log(`${errors} request(s) failed (counted as misses; see "error" in the JSON)`);
     console.log(`results: ${out}`);

@@ -1,0 +1,66 @@
+/** The seed systems' protocols and scripted stand-ins on the real Nezha data. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { loadDataset } from '../src/datasets/index';
+import { binOf, buildSketch, parseEpisodeSettings, parseRootTag, runEpisode, sketchId } from '../src/episodes/index';
+import { getPolicy, parsePolicySettings } from '../src/policies/index';
+import type { Case, Dataset } from '../src/types';
+
+let ds: Dataset;
+let kase: Case;
+
+beforeAll(async () => {
+  ds = await loadDataset(await ensureNezhaDataset());
+  kase = ds.cases[0];
+});
+
+const agent = (name: string) => {
+  const def = getPolicy(name);
+  if (def.kind !== 'agent') throw new Error(`${name} is no agent`);
+  return { policy: def.create(ds, parsePolicySettings(def, {})), protocol: def.protocol! };
+};
+
+describe('oracl sketch and <root> parsing', () => {
+  it('bins deviations Low / Medium / High at 1 and 3 sigma', () => {
+    const s = parseEpisodeSettings({}).oracl;
+    expect([binOf(0.99, s), binOf(-1, s), binOf(2.99, s), binOf(-3, s), binOf(40, s)]).toEqual(['Low', 'Medium', 'Medium', 'High', 'High']);
+    expect([sketchId(1), sketchId(10), sketchId(11)]).toEqual(['①', '⑩', '(11)']);
+  });
+
+  it("describes every pod of the case's trace once, with the calls between pods", () => {
+    const settings = parseEpisodeSettings({});
+    const sk = buildSketch(ds, kase, settings.toolSettings, settings.oracl);
+    const spans = ds.traces.trace(kase.traceId);
+    const pods = new Set(spans.map((s) => s.pod));
+    expect(sk.pods.length + sk.omitted).toBe(pods.size);
+    expect(sk.pods.reduce((n, p) => n + p.spans, 0)).toBe(spans.filter((s) => sk.pods.some((p) => p.pod === s.pod)).length);
+    // Calls counted by hand: spans whose parent runs on another pod.
+    const cross = spans.filter((s) => s.parentId !== null && ds.traces.span(s.parentId)!.pod !== s.pod).length;
+    expect(sk.edges.reduce((n, e) => n + e.calls, 0)).toBe(cross);
+  });
+
+  it('reads causes in the accepted forms', () => {
+    const pod = kase.truth.pod!;
+    const svc = kase.truth.service!;
+    expect(parseRootTag(`x <root>\n1. ${pod} | exception\n${svc}: return\n</root>`, ds.topology)).toEqual({
+      ok: true,
+      answer: [{ service: svc, pod, type: 'exception' }, { service: svc, type: 'return' }],
+    });
+    expect(parseRootTag(`<root>${svc} (cpu_contention); nowhere-service</root>`, ds.topology)).toEqual({
+      ok: true,
+      answer: [{ service: svc, type: 'cpu_contention' }, { service: 'nowhere-service' }],
+    });
+    expect(parseRootTag(`<root>[{"pod": "${pod}", "type": "return"}]</root>`, ds.topology)).toEqual({ ok: true, answer: [{ service: svc, pod, type: 'return' }] });
+    expect(parseRootTag('<root> </root>', ds.topology)).toEqual({ ok: false, error: 'the <root> tag is empty' });
+  });
+
+  it('oracl-script plays its protocol from the sketch alone and gives a well-tagged answer', async () => {
+    const { policy, protocol } = agent('oracl-script');
+    expect(protocol).toBe('oracl');
+    const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.answer!.length).toBeGreaterThan(0);
+    expect(ep.answer!.every((r) => r.pod && r.type)).toBe(true);
+    expect(ep.messages[2].content).toMatch(/^<think>\(templated\)[\s\S]*<\/think>\n<Fault>[\s\S]*<\/Fault>\n<Counterfactual>[\s\S]*<\/Counterfactual>\n<root>[\s\S]+<\/root>$/);
+  });
+});

@@ -1,0 +1,50 @@
+/**
+ * The seed systems' protocols played by a model-like policy (ReplayPolicy messages) on the real
+ * Nezha data, through parsing, the environment and grading.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { loadDataset, ReplayPolicy, runEpisode, type Case, type Dataset } from '@thinkfl/env';
+import { gradeGroup } from '../src/index';
+
+let ds: Dataset;
+let kase: Case;
+let faultType: string;
+
+beforeAll(async () => {
+  ds = await loadDataset(await ensureNezhaDataset());
+  kase = ds.cases[0];
+  faultType = ds.faults.find((f) => f.id === kase.faultId)!.type;
+});
+
+const TAGGED = (root: string) =>
+  `<think>The sketch shows errors below the order call.</think>\n<Fault>a failing service</Fault>\n<Counterfactual>without it the caller would not fail</Counterfactual>\n<root>${root}</root>`;
+
+describe('oracl', () => {
+  it('parses the <root> tag of one tagged turn and grades it with the oracl preset', async () => {
+    const pod = kase.truth.pod!;
+    const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
+    const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy([TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]) });
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.answer).toEqual([
+      { service: ds.topology.serviceOfPod(other), pod: other, type: 'cpu_contention' },
+      { service: kase.truth.service, pod, type: faultType },
+    ]);
+    expect(ep.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
+    expect(ep.messages[1].content).toMatch(/Call graph \(caller -> callee: calls\):\n① -> ②/);
+    expect(ep.turns).toEqual([expect.objectContaining({ parsed: true, offered: [] })]);
+    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
+    // pods {other, truth}: S_pod = 1/(2+eps); pairs TP 1, FP 1, FN 0: F_2 = 5/(6+eps); bonus 0.5; format 0; length 0
+    const eps = 1e-6;
+    expect(g.totals[0]).toBeCloseTo(0.1 / (2 + eps) + (0.9 * 5) / (6 + eps) + 0.5, 9);
+  });
+
+  it('an answer without <root> is a parse error with no answer, and is graded', async () => {
+    const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy(['<think>no idea</think>']) });
+    expect(ep.stopReason).toBe('no_answer');
+    expect(ep.parseErrors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
+    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
+    // result 0 - 0.5 (one miss); format: think passes, Fault/Counterfactual/root absent: 12/16
+    expect(g.totals[0]).toBeCloseTo(-0.5 - 0.75, 12);
+  });
+});
