@@ -64,3 +64,21 @@ describe('oracl sketch and <root> parsing', () => {
     expect(ep.messages[2].content).toMatch(/^<think>\(templated\)[\s\S]*<\/think>\n<Fault>[\s\S]*<\/Fault>\n<Counterfactual>[\s\S]*<\/Counterfactual>\n<root>[\s\S]+<\/root>$/);
   });
 });
+
+describe('rclagent-script', () => {
+  it('plays the three phases: trace only, deeper then metrics, final union', async () => {
+    const { policy, protocol } = agent('rclagent-script');
+    expect(protocol).toBe('rclagent');
+    const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.parseErrors).toEqual([]);
+    const answers = ep.toolCalls.filter((c) => c.name === 'print_results');
+    expect(answers).toHaveLength(3);
+    const phase1 = ep.toolCalls.filter((c) => c.turn < answers[0].turn);
+    expect(phase1.every((c) => c.name === 'search_traces')).toBe(true);
+    expect(ep.toolCalls.some((c) => c.name === 'search_fluctuating_metrics' && c.turn > answers[0].turn)).toBe(true);
+    // The final answer is R1 then R0 (Eq. 8).
+    const r = (i: number) => (answers[i].observation.data as { answer: { pod?: string }[] }).answer.map((x) => x.pod);
+    expect(ep.answer!.map((x) => x.pod)).toEqual([...new Set([...r(1), ...r(0)])].slice(0, 5));
+  });
+});

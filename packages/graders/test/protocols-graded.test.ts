@@ -48,3 +48,28 @@ describe('oracl', () => {
     expect(g.totals[0]).toBeCloseTo(-0.5 - 0.75, 12);
   });
 });
+
+describe('rclagent', () => {
+  it('grades a replayed three-phase episode with the stage-3 reward', async () => {
+    const pod = kase.truth.pod!;
+    const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      protocol: 'rclagent',
+      policy: new ReplayPolicy([
+        call('search_traces', { parent_span_id: kase.entrySpanId }),
+        call('print_results', { root_causes: [{ pod }] }),
+        call('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
+        call('print_results', { root_causes: [{ pod }] }),
+        'I forgot the format',
+      ]),
+    });
+    // The final review failed: forced answer R1 ∪ R0 = [pod].
+    expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod }] });
+    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p) }, 'stage3');
+    // R = 1 (rank 0); path of 2 steps, the truth named at step 2 (metrics of the pod): P = min(2/(2-0), 1) = 1; H = 0.
+    expect(g.samples[0].graders.multi_factor.parts).toMatchObject({ R: 1, H: 0 });
+    expect(g.totals[0]).toBeCloseTo(1 + 0.2 * g.samples[0].graders.multi_factor.parts.P, 12);
+  });
+});

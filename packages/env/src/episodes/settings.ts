@@ -23,9 +23,18 @@ export const EpisodeSettingsSchema = z
       .default(['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results'])
       .refine((t) => t.every((n) => getTool(n)), { message: `unknown tool; known tools: ${toolNames().join(', ')}` })
       .refine((t) => t.includes('print_results'), { message: 'tools must include print_results' }),
-    /** Phase budgets of `rclagent` (RCLAgent); their sum is at most 20. */
+    /** Phase budgets and agents of `rclagent` (RCLAgent); the budgets sum to at most 20. */
     rclagent: z
       .object({
+        /**
+         * Tools of RCLAgent's agents, A: trace, metric and format (the paper has no log agent).
+         * Phase 1 offers them without the metrics tool. Default search_traces, search_fluctuating_metrics, print_results.
+         */
+        tools: z
+          .array(z.string().min(1))
+          .default(['search_traces', 'search_fluctuating_metrics', 'print_results'])
+          .refine((t) => t.every((n) => getTool(n)), { message: `unknown tool; known tools: ${toolNames().join(', ')}` })
+          .refine((t) => t.includes('print_results'), { message: 'tools must include print_results' }),
         /** Turns of the initial reasoning phase (no metrics tool). Default 4. */
         initialTurns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(4),
         /** Turns of the critical reflection phase, which must go deeper before answering. Default 6. */
@@ -34,7 +43,7 @@ export const EpisodeSettingsSchema = z
       .refine((r) => r.initialTurns + r.reflectionTurns <= MAX_TOOL_TURNS, {
         message: `initialTurns + reflectionTurns must be at most ${MAX_TOOL_TURNS}`,
       })
-      .default({ initialTurns: 4, reflectionTurns: 6 }),
+      .prefault({}),
     /** `oracl`: the environment's sketch of the request (ORACL's data collector; UNSPEC constants). */
     oracl: z
       .object({

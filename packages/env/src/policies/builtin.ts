@@ -3,3 +3,4 @@ import './selftime';
 import './microrank';
 import './expert/expert';
 import './oracl-script';
+import './rclagent-script';
