@@ -12,6 +12,7 @@ export * from './graders/hallucination';
 export * from './graders/multi-factor';
 export * from './graders/format';
 export * from './graders/diversity';
+export * from './graders/fault-type';
 export * from './openrca/score';
 export * from './oracl/settings';
 export * from './oracl/pairs';

@@ -1,5 +1,6 @@
 /** Every grader by name. Adding a grader is adding its file and its line here. */
 import { diversity } from './graders/diversity';
+import { faultType } from './graders/fault-type';
 import { format } from './graders/format';
 import { hallucination } from './graders/hallucination';
 import { multiFactor } from './graders/multi-factor';
@@ -17,6 +18,7 @@ const ALL: Grader[] = [
   multiFactor,
   format,
   diversity,
+  faultType,
   oraclPodMatch,
   oraclFBeta,
   oraclTpBonus,

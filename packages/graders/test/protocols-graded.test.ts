@@ -73,3 +73,20 @@ describe('rclagent', () => {
     expect(g.totals[0]).toBeCloseTo(1 + 0.2 * g.samples[0].graders.multi_factor.parts.P, 12);
   });
 });
+
+describe('fault_type grader (KnowledgeMind FT@k)', () => {
+  it('scores 1/(r+1) for the true type at place r when the top component is right, else 0', async () => {
+    const pod = kase.truth.pod!;
+    const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
+    const { faultType: grader } = await import('../src/index');
+    const ctx = { truth: kase.truth, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType: 'return', settings: (await import('../src/index')).parseGraderSettings({}) };
+    const ep = (answer: unknown) => ({ caseId: 'q', protocol: 'knowledgemind', messages: [], toolCalls: [], turns: [], parseErrors: [], answer, path: [], stopReason: 'answered', timing: { startedAt: 0, wallMs: 0 } }) as never;
+    // types for the right pod: exception, cpu, return -> return at place 2 -> 1/3
+    const three = [{ pod, type: 'exception' }, { pod, type: 'CPU contention' }, { pod, type: 'Return' }];
+    expect((await grader.grade(ep(three), ctx)).score).toBeCloseTo(1 / 3, 12);
+    expect((await grader.grade(ep([{ pod, type: 'return' }]), ctx)).score).toBe(1);
+    // wrong top component: 0 even with the right type further down
+    expect((await grader.grade(ep([{ pod: other, type: 'return' }, { pod, type: 'return' }]), ctx)).score).toBe(0);
+    expect((await grader.grade(ep([{ pod, type: 'exception' }]), ctx)).score).toBe(0);
+  });
+});

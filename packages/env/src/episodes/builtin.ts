@@ -2,3 +2,4 @@
 import './rot';
 import './rclagent';
 import './oracl';
+import './knowledgemind/protocol';

@@ -58,6 +58,25 @@ export const EpisodeSettingsSchema = z
       })
       .refine((o) => o.high_sigma > o.medium_sigma, { message: 'high_sigma must exceed medium_sigma', path: ['high_sigma'] })
       .prefault({}),
+    /** `knowledgemind`: KnowledgeMind's MCTS (../shared/seeds/003 Alg. 2; every constant UNSPEC there). */
+    knowledgemind: z
+      .object({
+        /** MCTS rounds (selection, expansion, simulation, back propagation); each asks the policy up to twice. Default 6. */
+        simulations: z.number().int().min(1).max(9).default(6),
+        /** C of UCT(v) = Q/N + C sqrt(ln N(parent) / N). Default sqrt(2). */
+        exploration: z.number().nonnegative().default(Math.SQRT2),
+        /** A log template alarms when new or at least this many times its usual rate. Default 3. */
+        log_ratio: z.number().positive().default(3),
+        /** A metric series alarms beyond this many sigmas of its usual band. Default 5. */
+        metric_sigma: z.number().positive().default(5),
+        /** Fault ids of the training split that form the case library (never the case's own fault). Default none (rules only, as the paper's comparison). */
+        kb_faults: z.array(z.string().min(1)).default([]),
+        /** Library cases compared by Jaccard over alarm sets. Default 3. */
+        kb_top_k: z.number().int().min(1).default(3),
+        /** Jaccard from which a library case is a full match (the model's judgement in the paper). Default 1. */
+        kb_full_match: z.number().gt(0).max(1).default(1),
+      })
+      .prefault({}),
     /** Settings of the tools (thresholds, windows, observation bounds, span aliases). */
     toolSettings: ToolSettingsSchema.default(ToolSettingsSchema.parse({})),
   });

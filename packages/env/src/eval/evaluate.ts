@@ -5,7 +5,7 @@
  * Recall@k/MRR over each.
  */
 import type { Case, Dataset, EpisodeRecord, GroundTruth, Level, RootCause } from '../types';
-import { componentAt, rankOfTruth } from './match';
+import { componentAt, faultTypeRank, rankOfTruth } from './match';
 import { batchVoteRanks, bestRank, summarizeRanks, voteRank, type RankSummary } from './metrics';
 
 /** What solving one case produced: the ranked answer, and the episode when a protocol was played. */
@@ -22,6 +22,8 @@ export interface RequestResult {
   answer: RootCause[] | null;
   /** Truth rank per applicable level (null: absent). */
   ranks: Partial<Record<Level, number | null>>;
+  /** Rank of the true fault type when the top service is right (KnowledgeMind FT@k); null: wrong service or type not given. */
+  typeRank: number | null;
   /** Per applicable level, the component the answer's first item naming one there names (its vote); null: none. */
   top: Partial<Record<Level, string | null>>;
   stopReason?: EpisodeRecord['stopReason'];
@@ -51,6 +53,8 @@ export interface EvalSummary {
   perFaultVote?: Partial<Record<Level, RankSummary>>;
   /** Batches of VOTE_BATCH requests of one fault, each ranked by its vote (RCLAgent's evaluation script); absent as above. */
   perBatchVote?: Partial<Record<Level, RankSummary>>;
+  /** Requests by the fault type within the top k with the top service right: recall[k] is KnowledgeMind's FT@k. */
+  perRequestType?: RankSummary;
   /** Faults of the dataset that have no case and so cannot be scored. */
   faultsWithoutCases: string[];
 }
@@ -103,6 +107,11 @@ function topsOf(dataset: Dataset, c: Case, answer: RootCause[] | null, levels: L
   return top;
 }
 
+function typeRankOf(dataset: Dataset, c: Case, answer: RootCause[] | null): number | null {
+  const type = dataset.faults.find((f) => f.id === c.faultId)?.type;
+  return type ? faultTypeRank(answer, c.truth, type, c.truth.service ? 'service' : c.truth.level, dataset.topology) : null;
+}
+
 async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]): Promise<RequestResult> {
   const base = { caseId: c.id, faultId: c.faultId };
   try {
@@ -111,11 +120,12 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
       ...base,
       answer,
       ranks: ranksOf(dataset, c, answer, levels),
+      typeRank: typeRankOf(dataset, c, answer),
       top: topsOf(dataset, c, answer, levels),
       ...(episode ? { stopReason: episode.stopReason, toolCalls: episode.toolCalls.length } : {}),
     };
   } catch (err) {
-    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), top: topsOf(dataset, c, null, levels), error: (err as Error).message };
+    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), typeRank: null, top: topsOf(dataset, c, null, levels), error: (err as Error).message };
   }
 }
 
@@ -134,7 +144,8 @@ export function summarize(dataset: Dataset, levels: Level[], requests: RequestRe
   }
   const faultIds = new Set(faults.map((f) => f.faultId));
   const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
-  return { perRequest, perFault, perFaultVote, perBatchVote, faultsWithoutCases };
+  const perRequestType = summarizeRanks(requests.map((r) => r.typeRank ?? null));
+  return { perRequest, perFault, perFaultVote, perBatchVote, perRequestType, faultsWithoutCases };
 }
 
 export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, opts: EvaluateOptions = {}): Promise<EvalResult> {

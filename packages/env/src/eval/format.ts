@@ -19,6 +19,7 @@ export function formatSummary(summary: EvalSummary, levels: Level[]): string {
     if (summary.perFaultVote?.[l]) lines.push(row(`per fault by vote, ${l}`, summary.perFaultVote[l]));
     if (summary.perBatchVote?.[l]) lines.push(row(`per 10-batch vote, ${l}`, summary.perBatchVote[l]));
   }
+  if (summary.perRequestType && summary.perRequestType.found > 0) lines.push(row('fault type, service right', summary.perRequestType));
   if (summary.faultsWithoutCases.length) {
     lines.push(`faults without cases (not scored): ${summary.faultsWithoutCases.join(', ')}`);
   }

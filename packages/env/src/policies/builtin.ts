@@ -4,3 +4,4 @@ import './microrank';
 import './expert/expert';
 import './oracl-script';
 import './rclagent-script';
+import './knowledgemind-script';
