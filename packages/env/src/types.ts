@@ -103,6 +103,8 @@ export interface RootCause {
   reason?: string;
   /** Fault type the policy names (e.g. cpu_contention), for graders over (component, type) pairs. */
   type?: string;
+  /** Occurrence time the policy names, "YYYY-MM-DD HH:MM:SS" (OpenRCA's answer field). */
+  time?: string;
 }
 
 export interface GroundTruth extends RootCause {

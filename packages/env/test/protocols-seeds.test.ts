@@ -82,3 +82,23 @@ describe('rclagent-script', () => {
     expect(ep.answer!.map((x) => x.pod)).toEqual([...new Set([...r(1), ...r(0)])].slice(0, 5));
   });
 });
+
+describe('knowledgemind-script and rcaflow-script', () => {
+  it('knowledgemind-script answers the end of the most-visited path with top-3 types', async () => {
+    const { policy, protocol } = agent('knowledgemind-script');
+    const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.parseErrors).toEqual([]);
+    expect(new Set(ep.answer!.map((r) => r.service)).size).toBe(1);
+    expect(ep.answer!.map((r) => r.type)).toHaveLength(3);
+  });
+
+  it('rcaflow-script follows the workflow and answers with reason and time', async () => {
+    const { policy, protocol } = agent('rcaflow-script');
+    const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.parseErrors).toEqual([]);
+    expect(ep.answer!.every((r) => /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(r.time ?? ''))).toBe(true);
+    expect(ep.toolCalls.some((c) => c.name === 'report_confidence')).toBe(true);
+  });
+});

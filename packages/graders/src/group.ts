@@ -16,6 +16,10 @@ export interface GroupContext {
   podToService?: PodToService;
   /** The fault's type (Fault.type), for ORACL's (component, type) pairs. */
   faultType?: string;
+  /** The fault's start, Unix µs (OpenRCA's occurrence time). */
+  faultStartUs?: number;
+  /** An OpenRCA query's scoring points and failures. */
+  openrca?: { scoringPoints: string; failures: number };
   settings?: GraderSettingsInput;
   diversity?: DiversityCache;
 }
@@ -55,6 +59,8 @@ export async function gradeGroup(
     questionId: questionOf(episodes, group.questionId),
     podToService: group.podToService,
     faultType: group.faultType,
+    faultStartUs: group.faultStartUs,
+    openrca: group.openrca,
     settings: parseGraderSettings(group.settings),
     diversity: group.diversity,
   };

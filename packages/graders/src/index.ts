@@ -14,6 +14,7 @@ export * from './graders/format';
 export * from './graders/diversity';
 export * from './graders/fault-type';
 export * from './openrca/score';
+export * from './openrca/graders';
 export * from './oracl/settings';
 export * from './oracl/pairs';
 export * from './oracl/rewards';

@@ -9,6 +9,7 @@ import { route } from './graders/route';
 import { oraclTagFormat } from './oracl/format';
 import { oraclLength } from './oracl/length';
 import { oraclFBeta, oraclFnPenalty, oraclPodMatch, oraclResult, oraclTpBonus } from './oracl/rewards';
+import { openrcaCorrect, openrcaScore } from './openrca/graders';
 import type { Grader } from './types';
 
 const ALL: Grader[] = [
@@ -26,6 +27,8 @@ const ALL: Grader[] = [
   oraclResult,
   oraclTagFormat,
   oraclLength,
+  openrcaScore,
+  openrcaCorrect,
 ];
 
 export const GRADERS: ReadonlyMap<string, Grader> = new Map(ALL.map((g) => [g.name, g]));

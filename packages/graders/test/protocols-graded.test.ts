@@ -90,3 +90,71 @@ describe('fault_type grader (KnowledgeMind FT@k)', () => {
     expect((await grader.grade(ep([{ pod, type: 'exception' }]), ctx)).score).toBe(0);
   });
 });
+
+describe('openrca graders on an rcaflow episode', () => {
+  it("turns the answer into OpenRCA's JSON and scores it with the reference rules", async () => {
+    const { openRcaAnswer, scoringPointsOf, parseGraderSettings } = await import('../src/index');
+    const pod = kase.truth.pod!;
+    const fault = ds.faults.find((f) => f.id === kase.faultId)!;
+    const ctx = { truth: kase.truth, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs, settings: parseGraderSettings({}) };
+    const t = new Date(Math.floor(fault.startUs / 1000) + 45_000).toISOString().slice(0, 19).replace('T', ' ');
+    const sp = scoringPointsOf(ctx);
+    expect(sp.failures).toBe(1);
+    expect(sp.points.split('\n')).toHaveLength(3);
+    const ep = (answer: unknown) => ({ caseId: 'q', protocol: 'rcaflow', messages: [], toolCalls: [], turns: [], parseErrors: [], answer, path: [], stopReason: 'answered', timing: { startedAt: 0, wallMs: 0 } }) as never;
+    expect(openRcaAnswer([{ pod, type: faultType, time: t }], 1, ctx)).toBe(
+      JSON.stringify({ '1': { 'root cause occurrence datetime': t, 'root cause component': pod, 'root cause reason': faultType } }),
+    );
+    // All three points (45 s off is within 60 s): 1, Correct.
+    let g = await gradeGroup([ep([{ pod, type: faultType, time: t }])], { ...ctx, questionId: 'q' }, { terms: [{ grader: 'openrca_score', weight: 1 }, { grader: 'openrca_correct', weight: 10 }] });
+    expect(g.totals[0]).toBe(11);
+    // Right pod, wrong type, no time: 1 of 3 -> 0.33, not Correct.
+    g = await gradeGroup([ep([{ pod, type: 'cpu_contention' }])], { ...ctx, questionId: 'q' }, { terms: [{ grader: 'openrca_score', weight: 1 }, { grader: 'openrca_correct', weight: 10 }] });
+    expect(g.totals[0]).toBe(0.33);
+  });
+});
+
+describe('knowledgemind and rcaflow played by a replayed policy, then graded', () => {
+  const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+
+  it('knowledgemind: scores through tools, answer graded by recall and fault_type', async () => {
+    const pod = kase.truth.pod!;
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      protocol: 'knowledgemind',
+      settings: { knowledgemind: { simulations: 1 } },
+      policy: new ReplayPolicy([
+        call('score_services', { scores: { [kase.truth.service!]: 8 } }),
+        call('score_simulation', { score: 7 }),
+        call('print_results', { root_causes: [{ pod, type: 'cpu_contention' }, { pod, type: faultType }] }),
+      ]),
+    });
+    expect(ep.stopReason).toBe('answered');
+    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, { terms: [{ grader: 'recall', weight: 1 }, { grader: 'fault_type', weight: 1 }] });
+    // recall 1 (rank 0); the true type second -> 1/2
+    expect(g.totals[0]).toBe(1.5);
+  });
+
+  it('rcaflow: the workflow steps, then the answer graded by OpenRCA rules', async () => {
+    const pod = kase.truth.pod!;
+    const ts = Math.floor(kase.timestampUs / 1e6);
+    const fault = ds.faults.find((f) => f.id === kase.faultId)!;
+    const t = new Date(Math.floor(fault.startUs / 1000)).toISOString().slice(0, 19).replace('T', ' ');
+    // Confidence 1 everywhere, so no re-plan: one reply fits every offered step of the default workflow.
+    class Stepper extends ReplayPolicy {
+      override async next(ctx: Parameters<ReplayPolicy['next']>[0]) {
+        const tool = ctx.tools[0].name;
+        if (tool === 'search_traces') return { content: call(tool, { parent_span_id: kase.entrySpanId }) };
+        if (tool === 'search_fluctuating_metrics' || tool === 'search_logs') return { content: call(tool, { service_name: pod, timestamp: ts }) };
+        if (tool === 'report_confidence') return { content: call(tool, { confidence: 1 }) };
+        return { content: call('print_results', { root_causes: [{ pod, type: faultType, time: t }] }) };
+      }
+    }
+    const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'rcaflow', policy: new Stepper([]) });
+    expect(ep.stopReason).toBe('answered');
+    expect(ep.parseErrors).toEqual([]);
+    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs }, { terms: [{ grader: 'openrca_correct', weight: 1 }] });
+    expect(g.totals[0]).toBe(1);
+  });
+});

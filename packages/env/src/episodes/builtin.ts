@@ -3,3 +3,4 @@ import './rot';
 import './rclagent';
 import './oracl';
 import './knowledgemind/protocol';
+import './rcaflow/protocol';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import '../tools/builtin';
 import { getTool, toolNames } from '../tools/registry';
 import { ToolSettingsSchema } from '../tools/settings';
+import { WorkflowSchema } from './rcaflow/tree';
 
 /** Hard cap on tool turns of any protocol (ThinkFL: D_max up to 20). */
 export const MAX_TOOL_TURNS = 20;
@@ -75,6 +76,17 @@ export const EpisodeSettingsSchema = z
         kb_top_k: z.number().int().min(1).default(3),
         /** Jaccard from which a library case is a full match (the model's judgement in the paper). Default 1. */
         kb_full_match: z.number().gt(0).max(1).default(1),
+      })
+      .prefault({}),
+    /** `rcaflow`: RCAFlow's behaviour-tree execution (../shared/seeds/004). */
+    rcaflow: z
+      .object({
+        /** theta: re-plan when the policy's confidence is at most this. Default 0.90 (RCAFlow). */
+        theta: z.number().min(0).max(1).default(0.9),
+        /** A log template makes a logs step succeed when new or at least this many times its usual rate. Default 3. */
+        log_ratio: z.number().positive().default(3),
+        /** The workflow (behaviour tree as JSON, see rcaflow/tree.ts); default: the OpenRCA RCA-agent rules over the project's tools. */
+        workflow: WorkflowSchema.optional(),
       })
       .prefault({}),
     /** Settings of the tools (thresholds, windows, observation bounds, span aliases). */

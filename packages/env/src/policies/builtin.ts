@@ -5,3 +5,4 @@ import './expert/expert';
 import './oracl-script';
 import './rclagent-script';
 import './knowledgemind-script';
+import './rcaflow-script';

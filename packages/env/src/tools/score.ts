@@ -33,3 +33,14 @@ registerTool({
     return okObservation(ctx.settings, `Score ${a.score} recorded.`, a, []);
   },
 });
+
+registerTool({
+  name: 'report_confidence',
+  description: 'Report your confidence from 0 to 1 that the steps so far found the root cause, as {"confidence": c}.',
+  args: z.object({ confidence: z.number().min(0).max(1).describe('Confidence in [0, 1]') }),
+  terminal: false,
+  argComponents: () => [],
+  run(ctx, a) {
+    return okObservation(ctx.settings, `Confidence ${a.confidence} recorded.`, a, []);
+  },
+});
