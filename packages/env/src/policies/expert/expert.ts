@@ -35,8 +35,8 @@ export const ExpertSettingsSchema = z.object({
    * templates new to the service. Default 3.
    */
   log_survey: z.number().int().min(0).default(3),
-  /** Turns kept for checks even while a strong lead is open in the trace. Default 1. */
-  lead_checks: z.number().int().min(0).default(1),
+  /** Turns kept for checks even while a strong lead is open in the trace. Default 0 (chosen on the tuning faults of scripts/expert-split.ts). */
+  lead_checks: z.number().int().min(0).default(0),
   /** Suspect score of the last callee of a span whose error handler ran (the call that threw). Default 0.6. */
   caller_error_weight: z.number().nonnegative().default(0.6),
   /** Suspect score of error log templates above their usual rate but not new (they rise with any fault upstream). Default 0.5. */
