@@ -7,8 +7,8 @@
  *   predicted pairs, FN = true pairs not predicted. Without a known true type (the context
  *   carries none) a pair matches on its component alone, and `typeKnown` says so.
  */
-import { componentAt, type EpisodeRecord } from '@thinkfl/env';
-import { matchContext, normalizeItem, normalizeName } from '../match';
+import { componentAt, normalizeFaultType, type EpisodeRecord } from '@thinkfl/env';
+import { matchContext, normalizeItem } from '../match';
 import type { GradeContext } from '../types';
 
 export interface OraclSets {
@@ -20,17 +20,12 @@ export interface OraclSets {
   typeKnown: boolean;
 }
 
-/** Fault type for comparison: lower-case, separators dropped ("CPU contention" = "cpu_contention"). */
-export function normalizeType(t: unknown): string {
-  return (normalizeName(t) ?? '').replace(/[^a-z0-9]/g, '');
-}
-
 export function oraclSets(episode: EpisodeRecord, ctx: GradeContext): OraclSets {
   const mc = matchContext(ctx.podToService);
   const level = ctx.truth.level;
   const want = componentAt(normalizeItem(ctx.truth), level, mc);
   if (want === undefined) throw new Error(`ground truth of question ${ctx.questionId} names no ${level}`);
-  const wantType = ctx.faultType === undefined ? undefined : normalizeType(ctx.faultType);
+  const wantType = ctx.faultType === undefined ? undefined : normalizeFaultType(ctx.faultType);
   const pods = new Set<string>();
   const pairs = new Set<string>();
   let tp = false;
@@ -38,7 +33,7 @@ export function oraclSets(episode: EpisodeRecord, ctx: GradeContext): OraclSets 
     const c = componentAt(normalizeItem(item), level, mc);
     if (c === undefined) continue;
     pods.add(c);
-    const type = normalizeType((item as { type?: unknown }).type);
+    const type = normalizeFaultType((item as { type?: unknown }).type);
     pairs.add(`${c}|${type}`);
     if (c === want && (wantType === undefined || type === wantType)) tp = true;
   }

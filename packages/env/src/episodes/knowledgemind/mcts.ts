@@ -78,15 +78,3 @@ export function mostVisitedPath(root: MctsNode): MctsNode[] {
   }
   return path;
 }
-
-/** Depth-first list of a tree (for finding nodes by service). */
-export function walk(root: MctsNode): MctsNode[] {
-  const out: MctsNode[] = [];
-  const stack = [root];
-  while (stack.length) {
-    const v = stack.pop()!;
-    out.push(v);
-    for (let i = v.children.length - 1; i >= 0; i--) stack.push(v.children[i]);
-  }
-  return out;
-}
