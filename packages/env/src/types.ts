@@ -101,6 +101,10 @@ export interface RootCause {
   service?: string;
   pod?: string;
   reason?: string;
+  /** Fault type the policy names (e.g. cpu_contention), for graders over (component, type) pairs. */
+  type?: string;
+  /** Occurrence time the policy names, "YYYY-MM-DD HH:MM:SS" (OpenRCA's answer field). */
+  time?: string;
 }
 
 export interface GroundTruth extends RootCause {
@@ -318,6 +322,12 @@ export interface PolicyContext {
   turn: number;
   /** True on the forced final turn, where only print_results is offered. */
   final: boolean;
+  /**
+   * Structured form of what the protocol itself showed in its latest prompt (oracl's sketch,
+   * knowledgemind's scoring request, rcaflow's workflow step), for scripted policies; the text
+   * in `messages` says the same to a model. Undefined where the protocol shows nothing of its own.
+   */
+  environment?: unknown;
 }
 
 export interface Policy {

@@ -53,6 +53,29 @@ describe('evaluate on the real dataset', () => {
     expect(formatSummary(r, r.levels)).toMatch(/per fault, service\s+\d+/);
   });
 
+  it("ranks each fault by the vote of its requests' top answers, in full and in batches of 10", async () => {
+    const r = await evaluate(ds, ds.cases, solverFor(ds, 'selftime'));
+    for (const f of r.faults) {
+      const mine = r.requests.filter((q) => q.faultId === f.faultId);
+      // Counted by hand here: votes per top service, ties kept in first-seen order.
+      const votes = new Map<string, number>();
+      for (const q of mine) {
+        const top = q.answer?.[0];
+        const svc = top?.service ?? (top?.pod ? ds.topology.serviceOfPod(top.pod) : undefined);
+        if (svc) votes.set(svc, (votes.get(svc) ?? 0) + 1);
+      }
+      const order = [...votes].sort((a, b) => b[1] - a[1]).map(([s]) => s);
+      const at = order.indexOf(f.truth.service!);
+      expect(f.voteRanks.service).toBe(at < 0 ? null : at);
+      expect(f.batchVoteRanks.service).toHaveLength(Math.ceil(mine.length / 10));
+      // A vote can never beat the best request.
+      if (f.voteRanks.service !== null) expect(f.voteRanks.service!).toBeGreaterThanOrEqual(f.ranks.service!);
+    }
+    expect(r.perFaultVote!.service!.n).toBe(r.faults.length);
+    expect(r.perBatchVote!.service!.n).toBe(r.faults.reduce((n, f) => n + f.batchVoteRanks.service!.length, 0));
+    expect(formatSummary(r, r.levels)).toMatch(/per fault by vote, service\s+\d+/);
+  });
+
   it('counts a policy that throws as a miss with its error', async () => {
     const r = await evaluate(ds, cases.slice(0, 3), async (c) => {
       if (c === cases[1]) throw new Error('boom');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bestRank, rankOfTruth, summarizeRanks, type MatchContext } from '../src/eval';
+import { batchVoteRanks, bestRank, rankOfTruth, summarizeRanks, voteRank, type MatchContext } from '../src/eval';
 import type { GroundTruth } from '../src/types';
 
 const ctx: MatchContext = {
@@ -62,6 +62,13 @@ describe('summarizeRanks', () => {
     expect(s.mrr).toBeCloseTo(0.375, 12);
   });
 
+  it('MRR with the top-10 cut-off (RCLAgent Eq. 9) counts ranks 10 and beyond as absent', () => {
+    // 0-based ranks 0, 9, 10, 14: MRR = (1 + 1/10 + 1/11 + 1/15)/4; top-10 MRR = (1 + 1/10)/4 = 0.275
+    const s = summarizeRanks([0, 9, 10, 14]);
+    expect(s.mrr).toBeCloseTo((1 + 1 / 10 + 1 / 11 + 1 / 15) / 4, 12);
+    expect(s.mrrTop10).toBeCloseTo(0.275, 12);
+  });
+
   it('an empty table gives zeros, not NaN', () => {
     const s = summarizeRanks([]);
     expect(s.n).toBe(0);
@@ -80,5 +87,32 @@ describe('bestRank', () => {
     expect(bestRank([null, 3, 1, null, 1])).toBe(1);
     expect(bestRank([null, null])).toBeNull();
     expect(bestRank([])).toBeNull();
+  });
+});
+
+describe('voteRank (RCLAgent Eq. 10)', () => {
+  it('orders components by votes, ties in first-seen order', () => {
+    // votes: b 3, a 2, c 2 (a seen before c), d 1 -> order b, a, c, d
+    const tops = ['a', 'b', 'c', 'b', 'a', 'c', 'b', 'd', null, undefined];
+    expect(voteRank(tops, 'b')).toBe(0);
+    expect(voteRank(tops, 'a')).toBe(1);
+    expect(voteRank(tops, 'c')).toBe(2);
+    expect(voteRank(tops, 'd')).toBe(3);
+    expect(voteRank(tops, 'e')).toBeNull();
+    // c seen first now: c before a at equal counts
+    expect(voteRank(['c', 'a', 'a', 'c'], 'a')).toBe(1);
+  });
+
+  it('differs from the best rank: one lucky request does not make a fault found first', () => {
+    expect(voteRank(['x', 'x', 'truth'], 'truth')).toBe(1);
+  });
+
+  it("RCLAgent's script mode: consecutive batches of 10, one rank each", () => {
+    // batch 1: 6 x, 4 t -> t second; batch 2: 7 t, 3 x -> t first; batch 3 (2 requests): x, y -> t absent
+    const tops = [...Array(6).fill('x'), ...Array(4).fill('t'), ...Array(7).fill('t'), ...Array(3).fill('x'), 'x', 'y'];
+    expect(batchVoteRanks(tops, 't')).toEqual([1, 0, null]);
+    const s = summarizeRanks(batchVoteRanks(tops, 't'));
+    expect(s.recall[1]).toBeCloseTo(1 / 3, 12);
+    expect(s.mrr).toBeCloseTo((1 / 2 + 1) / 3, 12);
   });
 });

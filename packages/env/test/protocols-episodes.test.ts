@@ -170,29 +170,46 @@ describe('rot', () => {
 
 describe('rclagent', () => {
   const metrics = (name: string) => hermes('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
+  const answerAll = (pods: string[]) => hermes('print_results', { root_causes: pods.map((pod) => ({ pod })) });
 
-  it('runs initial reasoning without metrics, reflection that must go deeper, and a final review', async () => {
+  it('runs initial reasoning with trace and format only, reflection that must go below R0, and a final review given R0 and R1', async () => {
     const pod = kase.truth.pod as string;
+    const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
     const p = new Recording([
       traces(kase.entrySpanId), // phase 1
-      answer('first-guess'), // phase 1 hypothesis
+      answer(pod), // phase 1: R0
       traces(kase.entrySpanId), // phase 2: repeats a call, not deeper
-      metrics(pod), // phase 2: deeper
-      answer('second-guess'), // phase 2 answer, now offered
+      metrics(other), // phase 2: new, but not on R0's components
+      metrics(pod), // phase 2: metrics of R0: deeper
+      answer('second-guess'), // phase 2 answer R1, now offered
       answer(pod), // phase 3
     ]);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
     expect(ep).toMatchObject({ protocol: 'rclagent', stopReason: 'answered', answer: [{ pod }] });
     const offered = p.seen.map((s) => s.tools);
-    expect(offered[0]).toEqual(['search_traces', 'search_logs', 'print_results']);
-    expect(offered[2]).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs']);
-    expect(offered[3]).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs']);
-    expect(offered[4]).toContain('print_results');
-    expect(offered[5]).toEqual(['print_results']);
-    expect(p.seen.map((s) => s.final)).toEqual([false, false, false, false, false, true]);
-    expect(ep.messages.some((m) => m.role === 'user' && m.content.includes('first-guess'))).toBe(true);
-    expect(ep.path.map((s) => s.tool)).toEqual(['search_traces', 'search_traces', 'search_fluctuating_metrics']);
+    expect(offered[0]).toEqual(['search_traces', 'print_results']);
+    expect(offered[2]).toEqual(['search_traces', 'search_fluctuating_metrics']);
+    expect(offered[3]).toEqual(['search_traces', 'search_fluctuating_metrics']);
+    expect(offered[4]).toEqual(['search_traces', 'search_fluctuating_metrics']);
+    expect(offered[5]).toEqual(['search_traces', 'search_fluctuating_metrics', 'print_results']);
+    expect(offered[6]).toEqual(['print_results']);
+    expect(p.seen.map((s) => s.final)).toEqual([false, false, false, false, false, false, true]);
+    // The downstream hint follows the deeper call; the final review restates R0 and R1.
+    expect(ep.messages.find((m) => m.role === 'tool' && m.content.includes('often originates downstream'))?.name).toBe('search_fluctuating_metrics');
+    const review = ep.messages.filter((m) => m.role === 'user').at(-1)!.content;
+    expect(review).toContain(`initial answer was ${pod}`);
+    expect(review).toContain('you answered second-guess');
+    expect(ep.path.map((s) => s.tool)).toEqual(['search_traces', 'search_traces', 'search_fluctuating_metrics', 'search_fluctuating_metrics']);
     expect(ep.parseErrors).toEqual([]);
+  });
+
+  it('counts search_traces below an R0 span as deeper', async () => {
+    const entryPod = ds.traces.span(kase.entrySpanId)!.pod;
+    const child = ds.traces.children(kase.entrySpanId)[0];
+    const p = new Recording([answer(entryPod), traces(child.spanId), answer('x'), answer(entryPod)]);
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
+    expect(p.seen[2].tools).toContain('print_results');
+    expect(ep.stopReason).toBe('answered');
   });
 
   it('rejects the metrics tool in phase 1 and print_results before going deeper', async () => {
@@ -201,10 +218,19 @@ describe('rclagent', () => {
     expect(ep.turns[0]).toMatchObject({ offeredTool: false });
     expect(ep.turns[2]).toMatchObject({ offeredTool: false });
     expect(ep.turns).toHaveLength(1 + 1 + 6 + 1);
-    expect(ep.stopReason).toBe('no_answer');
+    // The final turn failed: the answer is forced to the union R1 then R0, here R0 = [a].
+    expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod: 'a' }] });
   });
 
-  it('has no answer when the final review is not a valid print_results', async () => {
+  it('forces the union R1 then R0 when the final review fails (Eq. 8)', async () => {
+    const pod = kase.truth.pod as string;
+    const p = new Recording([answerAll(['r0-a', pod]), metrics(pod), answerAll(['r1-a', pod]), 'not a call']);
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
+    expect(ep.stopReason).toBe('forced_answer');
+    expect(ep.answer).toEqual([{ pod: 'r1-a' }, { pod }, { pod: 'r0-a' }]);
+  });
+
+  it('has no answer when no phase answered and the final review is not a valid print_results', async () => {
     const ep = await runEpisode({
       dataset: ds,
       case: kase,

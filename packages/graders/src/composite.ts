@@ -33,13 +33,13 @@ export const COMPOSITE_PRESETS: Readonly<Record<string, CompositeSpec>> = {
   stage2: { terms: [{ grader: 'recall', weight: 1 }, { grader: 'diversity', weight: 0.8 }] },
   /** Stage 3, rank-oriented refinement: the multi-factor grader (Eq. 8). */
   stage3: { terms: [{ grader: 'multi_factor', weight: 1 }] },
-  /** ORACL's reward: its graders summed (penalties already score negative). */
+  /**
+   * ORACL's reward, Eq. 13 without its KL term (that is the loss's kl_coef): R_result (Eq. 7-8)
+   * + R_format (Eq. 9) + R_length (Eq. 11); penalties already score negative.
+   */
   oracl: {
     terms: [
-      { grader: 'oracl_pod_match', weight: 1 },
-      { grader: 'oracl_fbeta', weight: 1 },
-      { grader: 'oracl_tp_bonus', weight: 1 },
-      { grader: 'oracl_fn_penalty', weight: 1 },
+      { grader: 'oracl_result', weight: 1 },
       { grader: 'oracl_tag_format', weight: 1 },
       { grader: 'oracl_length', weight: 1 },
     ],

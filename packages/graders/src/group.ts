@@ -14,6 +14,12 @@ export interface GroupContext {
   /** Diversity-cache key of the question; the samples' common case id by default. */
   questionId?: string;
   podToService?: PodToService;
+  /** The fault's type (Fault.type), for ORACL's (component, type) pairs. */
+  faultType?: string;
+  /** The fault's start, Unix µs (OpenRCA's occurrence time). */
+  faultStartUs?: number;
+  /** An OpenRCA query's scoring points and failures. */
+  openrca?: { scoringPoints: string; failures: number };
   settings?: GraderSettingsInput;
   diversity?: DiversityCache;
 }
@@ -52,6 +58,9 @@ export async function gradeGroup(
     truth: group.truth,
     questionId: questionOf(episodes, group.questionId),
     podToService: group.podToService,
+    faultType: group.faultType,
+    faultStartUs: group.faultStartUs,
+    openrca: group.openrca,
     settings: parseGraderSettings(group.settings),
     diversity: group.diversity,
   };

@@ -1,16 +1,15 @@
 /** Every grader by name. Adding a grader is adding its file and its line here. */
 import { diversity } from './graders/diversity';
+import { faultType } from './graders/fault-type';
 import { format } from './graders/format';
 import { hallucination } from './graders/hallucination';
 import { multiFactor } from './graders/multi-factor';
 import { recall } from './graders/recall';
 import { route } from './graders/route';
-import { oraclFBeta } from './oracl/fbeta';
-import { oraclFnPenalty } from './oracl/fn-penalty';
-import { oraclLength } from './oracl/length-penalty';
-import { oraclPodMatch } from './oracl/pod-match';
-import { oraclTagFormat } from './oracl/tag-format';
-import { oraclTpBonus } from './oracl/tp-bonus';
+import { oraclTagFormat } from './oracl/format';
+import { oraclLength } from './oracl/length';
+import { oraclFBeta, oraclFnPenalty, oraclPodMatch, oraclResult, oraclTpBonus } from './oracl/rewards';
+import { openrcaCorrect, openrcaScore } from './openrca/graders';
 import type { Grader } from './types';
 
 const ALL: Grader[] = [
@@ -20,12 +19,16 @@ const ALL: Grader[] = [
   multiFactor,
   format,
   diversity,
+  faultType,
   oraclPodMatch,
   oraclFBeta,
   oraclTpBonus,
   oraclFnPenalty,
+  oraclResult,
   oraclTagFormat,
   oraclLength,
+  openrcaScore,
+  openrcaCorrect,
 ];
 
 export const GRADERS: ReadonlyMap<string, Grader> = new Map(ALL.map((g) => [g.name, g]));

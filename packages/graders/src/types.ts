@@ -21,6 +21,12 @@ export interface GradeContext {
   /** Key of the question in the diversity cache (the case id by default). */
   questionId: string;
   podToService?: PodToService;
+  /** The fault's type (Fault.type), for graders over (component, type) pairs (ORACL Eq. 6). */
+  faultType?: string;
+  /** The fault's start, Unix µs: the occurrence time OpenRCA grading checks when no OpenRCA query is given. */
+  faultStartUs?: number;
+  /** An OpenRCA query's scoring points and its number of failures (openrca_* graders). */
+  openrca?: { scoringPoints: string; failures: number };
   /** Parsed settings of every grader (see settings.ts). */
   settings: GraderSettings;
   /** Needed only by the diversity grader. */

@@ -50,13 +50,16 @@ describe('gradeGroup', () => {
     expect(g.samples[3].graders.multi_factor.parts).toEqual({ R: 1, P: 0.75, H: 0.25 });
   });
 
-  it('ORACL preset sums its graders', async () => {
+  it('ORACL preset sums Eq. 8 (result), Eq. 9 (format) and Eq. 11 (length)', async () => {
     const g = await gradeGroup(GROUP, base, 'oracl');
-    // 0: match 1 + F1 1 + tp 0.5 + fn 0 + tag 0 + length 0 = 2.5
-    // 1: 0 + 2/3 + 0.5 + 0 + 0 + 0
-    // 2: 0 + 0 + 0 - 0.5 (missed) - 0.5 (no answer) + 0 = -1
-    // 3: 0 + 2/3 + 0.5 + 0 + 0 + 0
-    expect(g.totals.map((t) => +t.toFixed(12))).toEqual([2.5, +(2 / 3 + 0.5).toFixed(12), -1, +(2 / 3 + 0.5).toFixed(12)]);
+    // No fault type given: pairs match on the pod. No assistant text: all 4 tags fail all 4 checks (-1); length 0.
+    // 0: 0.1*1 + 0.9*1 + 0.5 - 0 - 1 = 0.5
+    // 1: pods 1/1 -> 0.1*(1/2) + 0.9*(5/6) + 0.5 - 1 = 0.3
+    // 2: 0 + 0 + 0 - 0.5 (one miss) - 1 = -1.5
+    // 3: as 1 (the invented pod is one more wrong pod) = 0.3
+    const want = [0.5, 0.3, -1.5, 0.3];
+    g.totals.forEach((t, i) => expect(t).toBeCloseTo(want[i], 5));
+    expect(Object.keys(g.samples[0].graders)).toEqual(['oracl_result', 'oracl_tag_format', 'oracl_length']);
   });
 
   it('takes an explicit composite with custom settings', async () => {

@@ -1,121 +1,152 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage, EpisodeRecord, RootCause } from '@thinkfl/env';
 import {
-  fBeta,
-  hasTagOnce,
+  gradeGroup,
+  lengthScore,
   oraclFBeta,
   oraclFnPenalty,
   oraclLength,
   oraclPodMatch,
+  oraclResult,
   oraclTagFormat,
   oraclTpBonus,
+  parseComposite,
   parseGraderSettings,
+  tagChecks,
+  type GradeContext,
+  type Grader,
   type GraderSettingsInput,
 } from '../src/index';
 import { ctxFor, episode, POD, SERVICE_TRUTH } from './fixtures/episodes';
 
-const grade = (g: { grade: typeof oraclPodMatch.grade }, ep: EpisodeRecord, s?: GraderSettingsInput) =>
-  Promise.resolve(g.grade(ep, ctxFor(undefined, s)));
+const typed = (t: string | undefined, s?: GraderSettingsInput): GradeContext => ({ ...ctxFor(undefined, s), faultType: t });
+const score = async (g: Grader, ep: EpisodeRecord, ctx: GradeContext) => (await g.grade(ep, ctx)).score;
+const EPS = 1e-6;
 
-describe('ORACL set graders (Eq. 5, 6-8, 9, 10), default settings', () => {
-  const table: {
-    name: string;
-    answer: RootCause[] | null;
-    podMatch: number;
-    f: number;
-    tp: number;
-    fn: number;
-  }[] = [
-    // TP 1, FP 0, FN 0: P = R = 1, F1 = 1; bonus 0.5*1; penalty 0
-    { name: 'exactly the true pod', answer: [{ pod: POD.contacts }], podMatch: 1, f: 1, tp: 0.5, fn: 0 },
-    // Duplicates collapse to one predicted cause.
-    { name: 'true pod twice', answer: [{ pod: POD.contacts }, { pod: POD.contacts.toUpperCase() }], podMatch: 1, f: 1, tp: 0.5, fn: 0 },
-    // TP 1, FP 1: P = 1/2, R = 1, F1 = 2*(1/2)/(3/2) = 2/3
-    { name: 'true pod and one other', answer: [{ pod: POD.order }, { pod: POD.contacts }], podMatch: 0, f: 2 / 3, tp: 0.5, fn: 0 },
-    // TP 1, FP 3: P = 1/4, R = 1, F1 = 2*(1/4)/(5/4) = 0.4
-    { name: 'true pod among four', answer: [{ pod: POD.order }, { pod: POD.route }, { pod: POD.travel }, { pod: POD.contacts }], podMatch: 0, f: 0.4, tp: 0.5, fn: 0 },
-    // TP 0, FN 1: F = 0, penalty -0.5
-    { name: 'only wrong pods', answer: [{ pod: POD.order }], podMatch: 0, f: 0, tp: 0, fn: -0.5 },
-    // Items naming no pod are no prediction at pod level: TP 1, FP 0
-    { name: 'service-only item beside the true pod', answer: [{ service: 'ts-order-service' }, { pod: POD.contacts }], podMatch: 1, f: 1, tp: 0.5, fn: 0 },
-    { name: 'empty answer', answer: [], podMatch: 0, f: 0, tp: 0, fn: -0.5 },
-    { name: 'no answer', answer: null, podMatch: 0, f: 0, tp: 0, fn: -0.5 },
+describe('ORACL Eq. 5-8 with the default settings (beta 2, alpha 0.1, delta 0.5, d 0.5, tau_fn 0)', () => {
+  // The truth: pod ts-contacts-service, type "exception".
+  const table: { name: string; answer: RootCause[] | null; sPod: number; f: number; tp: number; fn: number }[] = [
+    // POD 1/0; pairs TP 1 FP 0 FN 0: F = 5/(5+eps)
+    { name: 'true pod, true type', answer: [{ pod: POD.contacts, type: 'exception' }], sPod: 1 / (1 + EPS), f: 5 / (5 + EPS), tp: 1, fn: 0 },
+    // type compared without case and separators
+    { name: 'true pod, type spelled differently', answer: [{ pod: POD.contacts, type: ' Exception ' }], sPod: 1 / (1 + EPS), f: 5 / (5 + EPS), tp: 1, fn: 0 },
+    // POD 1/0 (type ignored); pairs TP 0 FP 1 FN 1: F = 0; penalty 0.5*max(0, 1-0)
+    { name: 'true pod, wrong type', answer: [{ pod: POD.contacts, type: 'cpu_contention' }], sPod: 1 / (1 + EPS), f: 0, tp: 0, fn: -0.5 },
+    // POD 1/1: 1/(2+eps); pairs TP 1 FP 1 FN 0: F = 5/(5+1+eps)
+    { name: 'true pair and one other pod', answer: [{ pod: POD.order, type: 'exception' }, { pod: POD.contacts, type: 'exception' }], sPod: 1 / (2 + EPS), f: 5 / (6 + EPS), tp: 1, fn: 0 },
+    // same pod twice with two types: POD 1/0; pairs TP 1, FP 1: F = 5/6
+    { name: 'true pod with two types', answer: [{ pod: POD.contacts, type: 'return' }, { pod: POD.contacts, type: 'exception' }], sPod: 1 / (1 + EPS), f: 5 / (6 + EPS), tp: 1, fn: 0 },
+    // POD 0/2: 0; pairs TP 0, FP 2, FN 1: 0
+    { name: 'only wrong pods', answer: [{ pod: POD.order, type: 'exception' }, { pod: POD.route }], sPod: 0, f: 0, tp: 0, fn: -0.5 },
+    { name: 'no answer', answer: null, sPod: 0, f: 0, tp: 0, fn: -0.5 },
   ];
-  it.each(table)('$name', async ({ answer, podMatch, f, tp, fn }) => {
+  it.each(table)('$name', async ({ answer, sPod, f, tp, fn }) => {
     const ep = episode({ answer });
-    expect((await grade(oraclPodMatch, ep)).score).toBe(podMatch);
-    expect((await grade(oraclFBeta, ep)).score).toBeCloseTo(f, 12);
-    expect((await grade(oraclTpBonus, ep)).score).toBe(tp);
-    expect((await grade(oraclFnPenalty, ep)).score).toBe(fn);
+    const ctx = typed('exception');
+    expect(await score(oraclPodMatch, ep, ctx)).toBeCloseTo(sPod, 12);
+    expect(await score(oraclFBeta, ep, ctx)).toBeCloseTo(f, 12);
+    expect(await score(oraclTpBonus, ep, ctx)).toBe(tp);
+    expect(await score(oraclFnPenalty, ep, ctx)).toBe(fn);
+    // Eq. 7-8: 0.1 S_pod + 0.9 F + 0.5 1[TP>0] + fn
+    expect(await score(oraclResult, ep, ctx)).toBeCloseTo(0.1 * sPod + 0.9 * f + 0.5 * tp + fn, 12);
   });
 
-  it('F-beta weighs recall by beta', () => {
-    // TP 1, FP 1, FN 0: P = 1/2, R = 1. beta 2: 5*(1/2)/(4*(1/2) + 1) = 2.5/3
-    expect(fBeta({ predicted: 2, truePositives: 1, falsePositives: 1, falseNegatives: 0 }, 2).f).toBeCloseTo(2.5 / 3, 12);
-    // beta 0.5: 1.25*(1/2)/(0.25*(1/2) + 1) = 0.625/1.125
-    expect(fBeta({ predicted: 2, truePositives: 1, falsePositives: 1, falseNegatives: 0 }, 0.5).f).toBeCloseTo(0.625 / 1.125, 12);
+  it('beta > 1 weighs a miss above a false alarm', async () => {
+    // beta 3: TP 1, FP 2: 10/(10 + 2 + eps)
+    const ep = episode({ answer: [{ pod: POD.order, type: 'x' }, { pod: POD.route, type: 'x' }, { pod: POD.contacts, type: 'exception' }] });
+    expect(await score(oraclFBeta, ep, typed('exception', { oracl: { beta: 3 } }))).toBeCloseTo(10 / (12 + EPS), 12);
+    expect(() => parseGraderSettings({ oracl: { beta: 1 } })).toThrow(/graders\.oracl\.beta/);
+  });
+
+  it('the false-negative tolerance lifts the penalty (Eq. 8)', async () => {
+    const ep = episode({ answer: [{ pod: POD.order }] });
+    expect(await score(oraclFnPenalty, ep, typed('exception', { oracl: { fn_tolerance: 1 } }))).toBe(0);
+    expect(await score(oraclFnPenalty, ep, typed('exception', { oracl: { fn_weight: 2 } }))).toBe(-2);
+    // 0.1*0 + 0.9*0 + 0 - 2
+    expect(await score(oraclResult, ep, typed('exception', { oracl: { fn_weight: 2 } }))).toBe(-2);
+  });
+
+  it('without a known true type, pairs match on the component', async () => {
+    const r = await oraclFBeta.grade(episode({ answer: [{ pod: POD.contacts, type: 'anything' }] }), typed(undefined));
+    expect(r.score).toBeCloseTo(5 / (5 + EPS), 12);
+    expect(r.parts.typeKnown).toBe(0);
   });
 
   it('matches at service level through pods', async () => {
-    // Two pods of one service plus the true service's pod: predicted {order, contacts}: F1 = 2/3
+    // predicted services {order, contacts}: POD 1/1, pairs TP 1 FP 1 (types ignored without a known type)
     const ep = episode({ answer: [{ pod: POD.order }, { service: 'ts-order-service' }, { pod: POD.contacts }] });
-    const r = await oraclFBeta.grade(ep, ctxFor(SERVICE_TRUTH));
-    expect(r.score).toBeCloseTo(2 / 3, 12);
-  });
-
-  it('uses the configured bonus and penalty', async () => {
-    const s = { oracl: { tpBonus: 2, fnPenalty: 3 } };
-    expect((await grade(oraclTpBonus, episode({ answer: [{ pod: POD.contacts }] }), s)).score).toBe(2);
-    expect((await grade(oraclFnPenalty, episode({ answer: [{ pod: POD.order }] }), s)).score).toBe(-3);
+    const r = await oraclPodMatch.grade(ep, { ...ctxFor(SERVICE_TRUTH) });
+    expect(r.score).toBeCloseTo(1 / (2 + EPS), 12);
   });
 });
 
 const say = (content: string): ChatMessage => ({ role: 'assistant', content });
 
-describe('ORACL tag-format penalty (Eq. 11)', () => {
-  const table: { name: string; final: string; answer: RootCause[] | null; tags: string[]; score: number }[] = [
-    { name: 'answer parsed, no tags required', final: 'anything', answer: [{ pod: POD.contacts }], tags: [], score: 0 },
-    { name: 'no parsed answer', final: '<think>x</think>', answer: null, tags: [], score: -0.5 },
-    { name: 'required tags present once', final: '<think>slow child</think><tool_call>{}</tool_call>', answer: [{ pod: POD.order }], tags: ['think', 'tool_call'], score: 0 },
-    { name: 'tag missing', final: '<tool_call>{}</tool_call>', answer: [{ pod: POD.order }], tags: ['think', 'tool_call'], score: -0.5 },
-    { name: 'tag twice', final: '<think>a</think><think>b</think>', answer: [{ pod: POD.order }], tags: ['think'], score: -0.5 },
-    { name: 'tag unclosed', final: '<think>a', answer: [{ pod: POD.order }], tags: ['think'], score: -0.5 },
-    { name: 'tags reversed', final: '</think>a<think>', answer: [{ pod: POD.order }], tags: ['think'], score: -0.5 },
+describe('ORACL Eq. 9 format: -C_invalid/C_total, 4 checks per tag', () => {
+  const two = ['think', 'root'];
+  const table: { name: string; text: string; invalid: number }[] = [
+    { name: 'both well formed', text: '<think>a</think>\n<root>x</root>', invalid: 0 },
+    // root: content blank (1)
+    { name: 'empty root', text: '<think>a</think><root> </root>', invalid: 1 },
+    // root absent: 4
+    { name: 'root missing', text: '<think>a</think>', invalid: 4 },
+    // think twice: pair not once -> 4
+    { name: 'think twice', text: '<think>a</think><think>b</think><root>x</root>', invalid: 4 },
+    // root reversed: order (1) and content (1)
+    { name: 'root reversed', text: '<think>a</think></root>x<root>', invalid: 2 },
+    // root nested in think: think tangled (1), root tangled (1)
+    { name: 'root nested in think', text: '<think>a<root>x</root></think>', invalid: 2 },
+    // crossing: think tangled, root tangled
+    { name: 'crossing pairs', text: '<think>a<root>b</think>c</root>', invalid: 2 },
   ];
-  it.each(table)('$name', async ({ final, answer, tags, score }) => {
-    const ep = episode({ answer, messages: [{ role: 'user', content: '<think>' }, say('<think>early</think>'), say(final)] });
-    expect((await grade(oraclTagFormat, ep, { oracl: { tags } })).score).toBe(score);
+  it.each(table)('$name', async ({ text, invalid }) => {
+    expect(tagChecks(text, two)).toEqual({ invalid, total: 8 });
+    const ep = episode({ messages: [say('<think>earlier</think>'), say(text)] });
+    expect(await score(oraclTagFormat, ep, ctxFor(undefined, { oracl: { tags: two } }))).toBeCloseTo(-invalid / 8, 12);
   });
 
-  it('hasTagOnce', () => {
-    expect([hasTagOnce('<a>x</a>', 'a'), hasTagOnce('<a>x</a><a>', 'a'), hasTagOnce('', 'a')]).toEqual([true, false, false]);
+  it('defaults to the tags think, Fault, Counterfactual, root', async () => {
+    const ok = '<think>a</think><Fault>b</Fault><Counterfactual>c</Counterfactual><root>d</root>';
+    expect(await score(oraclTagFormat, episode({ messages: [say(ok)] }), ctxFor())).toBe(0);
+    // Only think present: 3 tags x 4 = 12 of 16
+    expect(await score(oraclTagFormat, episode({ messages: [say('<think>a</think>')] }), ctxFor())).toBe(-0.75);
   });
 });
 
-describe('ORACL length penalty (Eq. 11), correct answers only', () => {
-  const s = { oracl: { targetChars: 100, maxChars: 300, lengthPenalty: 0.5 } };
+describe('ORACL Eq. 10-11 length: correct * s(L) on the final generation', () => {
+  it('s(L) is 0 up to L_min, linear to -1 at L_max', () => {
+    expect([lengthScore(100, 100, 300), lengthScore(200, 100, 300), lengthScore(250, 100, 300), lengthScore(300, 100, 300), lengthScore(900, 100, 300)]).toEqual([
+      0, -0.5, -0.75, -1, -1,
+    ]);
+  });
+
+  const s = { oracl: { length_min: 100, length_max: 300 } };
   const table: { name: string; chars: number; answer: RootCause[]; score: number }[] = [
-    { name: 'short and correct', chars: 80, answer: [{ pod: POD.contacts }], score: 0 },
-    { name: 'at the target', chars: 100, answer: [{ pod: POD.contacts }], score: 0 },
-    // (200 - 100)/(300 - 100) = 0.5 -> -0.5*0.5
-    { name: 'half-way', chars: 200, answer: [{ pod: POD.contacts }], score: -0.25 },
-    { name: 'beyond the maximum', chars: 1000, answer: [{ pod: POD.contacts }], score: -0.5 },
-    { name: 'long but wrong', chars: 1000, answer: [{ pod: POD.order }], score: 0 },
+    { name: 'short and correct', chars: 80, answer: [{ pod: POD.contacts, type: 'exception' }], score: 0 },
+    // (200 - 100)/(300 - 100) = 0.5
+    { name: 'half-way and correct', chars: 200, answer: [{ pod: POD.contacts, type: 'exception' }], score: -0.5 },
+    { name: 'beyond L_max and correct', chars: 1000, answer: [{ pod: POD.contacts, type: 'exception' }], score: -1 },
+    { name: 'long but wrong type', chars: 1000, answer: [{ pod: POD.contacts, type: 'return' }], score: 0 },
   ];
-  it.each(table)('$name', async ({ chars, answer, score }) => {
-    // Assistant text split over a plain message and a native tool call's arguments; user text does not count.
-    const half = Math.floor(chars / 2);
-    const messages: ChatMessage[] = [
-      { role: 'user', content: 'u'.repeat(500) },
-      say('a'.repeat(half)),
-      { role: 'assistant', content: '', tool_calls: [{ id: '1', type: 'function', function: { name: 'print_results', arguments: 'b'.repeat(chars - half) } }] },
-    ];
-    const r = await grade(oraclLength, episode({ answer, messages }), s);
-    expect(r.score).toBeCloseTo(score, 12);
+  it.each(table)('$name', async ({ chars, answer, score: want }) => {
+    // Only the final generation counts: an earlier long message does not.
+    const ep = episode({ answer, messages: [say('e'.repeat(5000)), { role: 'user', content: 'u'.repeat(500) }, say('a'.repeat(chars))] });
+    const r = await oraclLength.grade(ep, typed('exception', s));
+    expect(r.score).toBeCloseTo(want, 12);
     expect(r.parts.chars).toBe(chars);
   });
 
-  it('refuses maxChars not above targetChars, naming the path', () => {
-    expect(() => parseGraderSettings({ oracl: { targetChars: 10, maxChars: 10 } })).toThrow(/graders\.oracl\.maxChars: maxChars must exceed targetChars/);
+  it('refuses length_max not above length_min, naming the path', () => {
+    expect(() => parseGraderSettings({ oracl: { length_min: 10, length_max: 10 } })).toThrow(/graders\.oracl\.length_max: length_max must exceed length_min/);
+  });
+});
+
+describe('the oracl preset sums Eq. 8, 9 and 11', () => {
+  it('grades a well-formed correct answer by hand', async () => {
+    const text = '<think>a</think><Fault>b</Fault><Counterfactual>c</Counterfactual><root>d</root>';
+    const ep = episode({ answer: [{ pod: POD.contacts, type: 'exception' }], messages: [say(text)] });
+    const g = await gradeGroup([ep], { truth: typed('exception').truth, podToService: typed('x').podToService, faultType: 'exception' }, parseComposite('oracl'));
+    // 0.1/(1+eps) + 0.9*5/(5+eps) + 0.5 + 0 (format) + 0 (short)
+    expect(g.totals[0]).toBeCloseTo(0.1 / (1 + EPS) + (0.9 * 5) / (5 + EPS) + 0.5, 9);
   });
 });

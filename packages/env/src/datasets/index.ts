@@ -17,3 +17,4 @@ export { truthName, touchesTruth } from './cases';
 export { maskLog } from './log-template';
 export { DataError, GapsError, LayoutError, SettingsError } from './errors';
 export { formatImportSummary } from './summary';
+export { readOpenRca, readOpenRcaQueries, readOpenRcaRecords, queryWindow, failureCount, type OpenRcaQuery, type OpenRcaRecord } from './importers/openrca';

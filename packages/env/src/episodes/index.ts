@@ -5,3 +5,5 @@ export * from './registry';
 export * from './session';
 export * from './replay-policy';
 export * from './run-episode';
+export * from './sketch';
+export * from './root-tag';

@@ -43,15 +43,23 @@ export const FORCE_ANSWER =
   'You have used all your tool turns. Call print_results now with your ranked root causes; no other tool is available.';
 
 export const RCL_INITIAL =
-  'Phase 1, initial reasoning: explore the trace (metrics are not available yet) and give a first hypothesis with print_results.';
+  'Phase 1, initial reasoning: recursively search the suspect traces (metrics are not available yet) and give a first hypothesis with print_results.';
 
 export function rclReflection(hypothesis: string): string {
   return (
-    `Phase 2, critical reflection: your hypothesis so far is ${hypothesis}. Question it: it may be a symptom, not the cause. ` +
-    'Go deeper before answering again: inspect the children of the suspected span, and the metrics and logs of the suspected components. ' +
-    'print_results is offered again once you have made a new exploration call.'
+    `Phase 2, critical reflection: your hypothesis so far is ${hypothesis}. Even if you have defined the root cause, inspect deeper: ` +
+    'search the traces below the suspected spans, or check the metrics of the suspected components. ' +
+    'print_results is offered again once you have made a new call that goes deeper.'
   );
 }
 
-export const RCL_FINAL =
-  'Phase 3, final review: weigh all the evidence and give your final ranked root causes with print_results.';
+/** Step 2 of the reflection, once the policy went deeper (RCLAgent Fig. 7). */
+export const RCL_DOWNSTREAM =
+  '[The root cause often originates downstream; you may confirm it with metrics. print_results is available again.]';
+
+export function rclFinal(initial: string, reflected: string): string {
+  return (
+    `Phase 3, final review: your initial answer was ${initial}; after reflection you answered ${reflected}. ` +
+    'Rethink the whole investigation and return the correct root causes, most likely first, with print_results.'
+  );
+}

@@ -12,6 +12,9 @@ import type {
 } from '../types';
 import { canonicalJson } from './canonical';
 
+/** A free-text turn (no tool offered): the message, or the policy's failure. */
+export type TextOutcome = { kind: 'text'; content: string } | { kind: 'policy_error' };
+
 export type TurnOutcome =
   | { kind: 'answered'; answer: RootCause[] }
   | { kind: 'called'; call: ToolCallRecord; newStep: boolean }
@@ -62,6 +65,8 @@ export class EpisodeSession {
   private readonly seenSteps = new Set<string>();
   /** The policy's error, once a turn ended with 'policy_error'. */
   private policyError?: string;
+  /** What the protocol shows policies as structured data (PolicyContext.environment). */
+  environment?: unknown;
 
   constructor(
     readonly kase: Case,
@@ -79,12 +84,9 @@ export class EpisodeSession {
     if (last && last.role !== 'assistant') last.content = `${last.content}\n${text}`;
   }
 
-  /** One assistant turn with the given tools offered. */
-  async turn(offered: readonly string[], final: boolean): Promise<TurnOutcome> {
-    const turn = this.turns.length;
-    let msg: AssistantMessage;
+  private async ask(offered: readonly string[], final: boolean, turn: number): Promise<AssistantMessage | undefined> {
     try {
-      msg = sanitize(
+      const msg = sanitize(
         await this.policy.next({
           case: this.kase,
           messages: [...this.messages],
@@ -92,14 +94,44 @@ export class EpisodeSession {
           toolCalls: [...this.toolCalls],
           turn,
           final,
+          ...(this.environment !== undefined ? { environment: this.environment } : {}),
         }),
         turn,
       );
+      this.messages.push({ role: 'assistant', content: msg.content, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) });
+      return msg;
     } catch (e) {
       this.policyError = e instanceof Error ? e.message : String(e);
-      return { kind: 'policy_error' };
+      return undefined;
     }
-    this.messages.push({ role: 'assistant', content: msg.content, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) });
+  }
+
+  /**
+   * One assistant turn that offers no tool (ORACL's single tagged turn): the protocol reads the
+   * text and reports how it parsed with `recordText`.
+   */
+  async text(final: boolean): Promise<TextOutcome> {
+    const msg = await this.ask([], final, this.turns.length);
+    return msg ? { kind: 'text', content: msg.content } : { kind: 'policy_error' };
+  }
+
+  /** Records how the protocol read the latest free-text turn; an error is a parse error of that turn. */
+  recordText(error?: string): void {
+    const turn = this.turns.length;
+    if (error === undefined) {
+      this.turns.push({ turn, offered: [], parsed: true, offeredTool: true, argsValid: true });
+      return;
+    }
+    this.turns.push({ turn, offered: [], parsed: false, offeredTool: false, argsValid: false, error });
+    const raw = this.messages.at(-1)?.content ?? '';
+    this.parseErrors.push({ turn, message: error, raw: raw.slice(0, RAW_KEEP) });
+  }
+
+  /** One assistant turn with the given tools offered. */
+  async turn(offered: readonly string[], final: boolean): Promise<TurnOutcome> {
+    const turn = this.turns.length;
+    const msg = await this.ask(offered, final, turn);
+    if (!msg) return { kind: 'policy_error' };
     const parsed = parseToolCalls(msg);
     if (!parsed.ok) return this.reject(turn, offered, msg, { parsed: false, offeredTool: false }, parsed.error);
     const [call, ...extra] = parsed.calls;

@@ -1,11 +1,12 @@
 /**
  * Plays a policy on cases and scores its answers: truth rank per request at each level,
- * each fault's best rank among its requests, and Recall@k/MRR over both.
+ * each fault's best rank among its requests and its rank by majority vote of the requests'
+ * top answers (RCLAgent Eq. 10, also in the batches of RCLAgent's own script), and
+ * Recall@k/MRR over each.
  */
 import type { Case, Dataset, EpisodeRecord, GroundTruth, Level, RootCause } from '../types';
-import { rankOfTruth } from './match';
-import { bestRank, summarizeRanks, type RankSummary } from './metrics';
-import { voteRank } from './vote-rank';
+import { componentAt, faultTypeRank, rankOfTruth } from './match';
+import { batchVoteRanks, bestRank, summarizeRanks, voteRank, type RankSummary } from './metrics';
 
 /** What solving one case produced: the ranked answer, and the episode when a protocol was played. */
 export interface SolveResult {
@@ -21,6 +22,10 @@ export interface RequestResult {
   answer: RootCause[] | null;
   /** Truth rank per applicable level (null: absent). */
   ranks: Partial<Record<Level, number | null>>;
+  /** Rank of the true fault type when the top service is right (KnowledgeMind FT@k); null: wrong service or type not given. */
+  typeRank: number | null;
+  /** Per applicable level, the component the answer's first item naming one there names (its vote); null: none. */
+  top: Partial<Record<Level, string | null>>;
   stopReason?: EpisodeRecord['stopReason'];
   toolCalls?: number;
   /** Set when solving threw; the request then counts as a miss. */
@@ -34,15 +39,22 @@ export interface FaultResult {
   cases: number;
   /** Best rank among the fault's requests per applicable level. */
   ranks: Partial<Record<Level, number | null>>;
-  /** Rank by majority vote of the requests' top-1 answers per applicable level (RCLAgent Eq. 10). */
+  /** Rank by majority vote of all the fault's requests (Eq. 10) per applicable level. */
   voteRanks: Partial<Record<Level, number | null>>;
+  /** Ranks by vote within consecutive batches of VOTE_BATCH requests (RCLAgent's script), per applicable level. */
+  batchVoteRanks: Partial<Record<Level, (number | null)[]>>;
 }
 
 export interface EvalSummary {
   perRequest: Partial<Record<Level, RankSummary>>;
+  /** Faults ranked by their best request. */
   perFault: Partial<Record<Level, RankSummary>>;
-  /** Per fault by majority vote (RCLAgent Eq. 10) instead of the best request. */
-  perFaultVote: Partial<Record<Level, RankSummary>>;
+  /** Faults ranked by majority vote of their requests' top answers (RCLAgent Eq. 10); absent in summaries saved before it existed. */
+  perFaultVote?: Partial<Record<Level, RankSummary>>;
+  /** Batches of VOTE_BATCH requests of one fault, each ranked by its vote (RCLAgent's evaluation script); absent as above. */
+  perBatchVote?: Partial<Record<Level, RankSummary>>;
+  /** Requests by the fault type within the top k with the top service right: recall[k] is KnowledgeMind's FT@k. */
+  perRequestType?: RankSummary;
   /** Faults of the dataset that have no case and so cannot be scored. */
   faultsWithoutCases: string[];
 }
@@ -85,6 +97,21 @@ function ranksOf(dataset: Dataset, c: Case, answer: RootCause[] | null, levels: 
   return ranks;
 }
 
+function topsOf(dataset: Dataset, c: Case, answer: RootCause[] | null, levels: Level[]): RequestResult['top'] {
+  const top: RequestResult['top'] = {};
+  for (const l of levels) {
+    if (!scoredAt(dataset, c.truth, l)) continue;
+    const first = (answer ?? []).map((item) => componentAt(item, l, dataset.topology)).find((x) => x !== undefined);
+    top[l] = first ?? null;
+  }
+  return top;
+}
+
+function typeRankOf(dataset: Dataset, c: Case, answer: RootCause[] | null): number | null {
+  const type = dataset.faults.find((f) => f.id === c.faultId)?.type;
+  return type ? faultTypeRank(answer, c.truth, type, c.truth.service ? 'service' : c.truth.level, dataset.topology) : null;
+}
+
 async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]): Promise<RequestResult> {
   const base = { caseId: c.id, faultId: c.faultId };
   try {
@@ -93,10 +120,12 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
       ...base,
       answer,
       ranks: ranksOf(dataset, c, answer, levels),
+      typeRank: typeRankOf(dataset, c, answer),
+      top: topsOf(dataset, c, answer, levels),
       ...(episode ? { stopReason: episode.stopReason, toolCalls: episode.toolCalls.length } : {}),
     };
   } catch (err) {
-    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), error: (err as Error).message };
+    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), typeRank: null, top: topsOf(dataset, c, null, levels), error: (err as Error).message };
   }
 }
 
@@ -104,15 +133,19 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
 export function summarize(dataset: Dataset, levels: Level[], requests: RequestResult[], faults: FaultResult[]): EvalSummary {
   const perRequest: EvalSummary['perRequest'] = {};
   const perFault: EvalSummary['perFault'] = {};
-  const perFaultVote: EvalSummary['perFaultVote'] = {};
+  const perFaultVote: Partial<Record<Level, RankSummary>> = {};
+  const perBatchVote: Partial<Record<Level, RankSummary>> = {};
   for (const l of levels) {
     perRequest[l] = summarizeRanks(requests.filter((r) => l in r.ranks).map((r) => r.ranks[l] ?? null));
-    perFault[l] = summarizeRanks(faults.filter((f) => l in f.ranks).map((f) => f.ranks[l] ?? null));
-    perFaultVote[l] = summarizeRanks(faults.filter((f) => l in f.voteRanks).map((f) => f.voteRanks[l] ?? null));
+    const scored = faults.filter((f) => l in f.ranks);
+    perFault[l] = summarizeRanks(scored.map((f) => f.ranks[l] ?? null));
+    perFaultVote[l] = summarizeRanks(scored.map((f) => f.voteRanks[l] ?? null));
+    perBatchVote[l] = summarizeRanks(scored.flatMap((f) => f.batchVoteRanks[l] ?? []));
   }
   const faultIds = new Set(faults.map((f) => f.faultId));
   const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
-  return { perRequest, perFault, perFaultVote, faultsWithoutCases };
+  const perRequestType = summarizeRanks(requests.map((r) => r.typeRank ?? null));
+  return { perRequest, perFault, perFaultVote, perBatchVote, perRequestType, faultsWithoutCases };
 }
 
 export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, opts: EvaluateOptions = {}): Promise<EvalResult> {
@@ -139,16 +172,20 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
   const faultInfo = new Map(dataset.faults.map((f) => [f.id, f]));
   const faults: FaultResult[] = [...byFault].map(([faultId, rs]) => {
     const f = faultInfo.get(faultId);
-    const truth = f?.truth ?? cases.find((c) => c.faultId === faultId)!.truth;
     const ranks: FaultResult['ranks'] = {};
     const voteRanks: FaultResult['voteRanks'] = {};
+    const batches: FaultResult['batchVoteRanks'] = {};
+    const truth = f?.truth ?? cases.find((c) => c.faultId === faultId)!.truth;
     for (const l of levels) {
       const applicable = rs.filter((r) => l in r.ranks);
       if (!applicable.length) continue;
       ranks[l] = bestRank(applicable.map((r) => r.ranks[l] ?? null));
-      voteRanks[l] = voteRank(applicable.map((r) => r.answer), truth, l, dataset.topology) ?? null;
+      const want = componentAt(truth, l, dataset.topology);
+      const tops = applicable.map((r) => r.top[l]);
+      voteRanks[l] = want === undefined ? null : voteRank(tops, want);
+      batches[l] = want === undefined ? [] : batchVoteRanks(tops, want);
     }
-    return { faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks, voteRanks };
+    return { faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks, voteRanks, batchVoteRanks: batches };
   });
   return { levels, requests, faults, ...summarize(dataset, levels, requests, faults) };
 }

@@ -12,25 +12,32 @@ const LABEL = 28;
 
 function figures(s: RankSummary): string {
   const recalls = RECALL_KS.map((k) => pct(s.recall[k] ?? 0)).join(' ');
-  return `${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)}`;
+  return `${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)} ${s.mrrTop10.toFixed(4).padStart(9)}`;
 }
 
-const figuresHead = (): string => `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)}`;
+const figuresHead = (): string => `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)} ${'MRR@10'.padStart(9)}`;
 
-/** The scopes of a summary at a level, in print order: per request, per fault (best request), per fault by vote. */
+/** Scopes at a level, in print order: per request, per fault (best request), by vote (Eq. 10), by vote in 10-request batches. */
+const SCOPES = 4;
 function scopes(summary: EvalSummary, l: Level): [string, RankSummary | undefined][] {
   return [
     [`per request, ${l}`, summary.perRequest[l]],
     [`per fault, ${l}`, summary.perFault[l]],
-    [`per fault by vote, ${l}`, summary.perFaultVote[l]],
+    [`per fault by vote, ${l}`, summary.perFaultVote?.[l]],
+    [`per 10-batch vote, ${l}`, summary.perBatchVote?.[l]],
   ];
 }
+
+const typeRow = (summary: EvalSummary): RankSummary | undefined =>
+  summary.perRequestType && summary.perRequestType.found > 0 ? summary.perRequestType : undefined;
 
 export function formatSummary(summary: EvalSummary, levels: Level[]): string {
   const lines = [`${'scope'.padEnd(LABEL)}${figuresHead()}`];
   for (const l of levels) {
     for (const [label, s] of scopes(summary, l)) if (s) lines.push(`${label.padEnd(LABEL)}${figures(s)}`);
   }
+  const type = typeRow(summary);
+  if (type) lines.push(`${'fault type, service right'.padEnd(LABEL)}${figures(type)}`);
   if (summary.faultsWithoutCases.length) {
     lines.push(`faults without cases (not scored): ${summary.faultsWithoutCases.join(', ')}`);
   }
@@ -42,12 +49,16 @@ export function formatComparison(results: { policy: string; summary: EvalSummary
   const width = Math.max(6, ...results.map((r) => r.policy.length)) + 2;
   const lines = [`${'scope'.padEnd(LABEL)}${'policy'.padEnd(width)}${figuresHead()}`];
   for (const l of levels) {
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < SCOPES; i++) {
       for (const r of results) {
         const [label, s] = scopes(r.summary, l)[i];
         if (s) lines.push(`${label.padEnd(LABEL)}${r.policy.padEnd(width)}${figures(s)}`);
       }
     }
+  }
+  for (const r of results) {
+    const type = typeRow(r.summary);
+    if (type) lines.push(`${'fault type, service right'.padEnd(LABEL)}${r.policy.padEnd(width)}${figures(type)}`);
   }
   const without = results[0]?.summary.faultsWithoutCases ?? [];
   if (without.length) lines.push(`faults without cases (not scored): ${without.join(', ')}`);

@@ -4,4 +4,3 @@ export * from './evaluate';
 export * from './format';
 export * from './select';
 export * from './solver';
-export * from './vote-rank';

@@ -47,3 +47,26 @@ export function rankOfTruth(
   }
   return null;
 }
+
+/** Fault type for comparison: lower-case, separators dropped ("CPU contention" = "cpu_contention"). */
+export function normalizeFaultType(t: unknown): string {
+  return typeof t === 'string' ? t.trim().toLowerCase().replace(/[^a-z0-9]/g, '') : '';
+}
+
+/**
+ * KnowledgeMind's FT@k as a rank: when the answer's first component at the level is the truth's
+ * (FL@1), the 0-based place of the true fault type among the distinct types the answer gives
+ * for that component, in order; null when the component is wrong or the type is not given.
+ */
+export function faultTypeRank(answer: RootCause[] | null, truth: GroundTruth, type: string, level: Level, ctx?: MatchContext): number | null {
+  if (rankOfTruth(answer, truth, level, ctx) !== 0) return null;
+  const want = componentAt(truth, level, ctx);
+  const types: string[] = [];
+  for (const item of answer ?? []) {
+    if (componentAt(item, level, ctx) !== want) continue;
+    const t = normalizeFaultType(item.type);
+    if (t && !types.includes(t)) types.push(t);
+  }
+  const i = types.indexOf(normalizeFaultType(type));
+  return i < 0 ? null : i;
+}

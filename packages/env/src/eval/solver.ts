@@ -8,7 +8,7 @@ import type { Solve } from './evaluate';
 export interface SolverOptions {
   /** Settings of the policy (validated by its schema). An agent's dMax defaults to the episode's. */
   settings?: Record<string, unknown>;
-  /** Episode protocol an agent policy plays. Default 'rot'. */
+  /** Episode protocol an agent policy plays. Default: the policy's own, else 'rot'. */
   protocol?: string;
   /** Episode settings (D_max, tools, tool settings) for agent policies. */
   episode?: Record<string, unknown>;
@@ -23,7 +23,7 @@ export function solverFor(dataset: Dataset, policy: string, opts: SolverOptions 
   const episode = parseEpisodeSettings(opts.episode ?? {});
   const agent = def.create(dataset, parsePolicySettings(def, { dMax: episode.dMax, ...opts.settings }));
   return async (c) => {
-    const record = await runEpisode({ dataset, case: c, policy: agent, protocol: opts.protocol ?? 'rot', settings: episode });
+    const record = await runEpisode({ dataset, case: c, policy: agent, protocol: opts.protocol ?? def.protocol ?? 'rot', settings: episode });
     return { answer: record.answer, episode: record };
   };
 }

@@ -2,3 +2,7 @@
 import './selftime';
 import './microrank';
 import './expert/expert';
+import './oracl-script';
+import './rclagent-script';
+import './knowledgemind-script';
+import './rcaflow-script';

@@ -25,6 +25,8 @@ export interface RankerDefinition<S = unknown> extends Common<S> {
 
 export interface AgentDefinition<S = unknown> extends Common<S> {
   kind: 'agent';
+  /** The protocol the agent plays unless told otherwise (a seed system's stand-in plays its own). Default 'rot'. */
+  protocol?: string;
   create(dataset: Dataset, settings: S): Policy;
 }
 

@@ -3,3 +3,4 @@ import './search-traces';
 import './search-metrics';
 import './search-logs';
 import './print-results';
+import './score';

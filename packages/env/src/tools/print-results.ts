@@ -16,6 +16,8 @@ const rootCause = z
     service: name.optional().describe('Service name'),
     pod: name.optional().describe('Pod name'),
     reason: z.string().max(2000).optional().describe('Short reason'),
+    type: z.string().trim().min(1).max(100).optional().describe('Fault type, e.g. cpu_contention'),
+    time: z.string().trim().min(1).max(40).optional().describe('Occurrence time, YYYY-MM-DD HH:MM:SS'),
   })
   .refine((r) => r.node !== undefined || r.service !== undefined || r.pod !== undefined, {
     message: 'each root cause needs at least one of node, service, pod',
@@ -36,6 +38,8 @@ function named(ctx: ToolContext, r: RootCause): string[] {
 
 function describe(r: RootCause, i: number): string {
   const parts = (['node', 'service', 'pod'] as const).filter((k) => r[k] !== undefined).map((k) => `${k}=${r[k]}`);
+  if (r.type) parts.push(`type=${r.type}`);
+  if (r.time) parts.push(`time=${r.time}`);
   return `${i + 1}. ${parts.join(' ')}${r.reason ? ` (${r.reason.slice(0, 200)})` : ''}`;
 }
 
@@ -52,6 +56,8 @@ registerTool({
       if (r.service !== undefined) out.service = r.service;
       if (r.pod !== undefined) out.pod = r.pod;
       if (r.reason !== undefined) out.reason = r.reason;
+      if (r.type !== undefined) out.type = r.type;
+      if (r.time !== undefined) out.time = r.time;
       return out;
     });
     const { shown, note } = boundItems(answer, ctx.settings.maxItems, 'root causes');

@@ -49,7 +49,7 @@ function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
   const file = args.config ?? (firstDir?.kind === 'onnx' ? enclosingRunConfig(firstDir.dir) : undefined);
   const fromConfig = file ? playSettingsFromConfig(file) : undefined;
   return {
-    protocol: args.protocol ?? fromConfig?.protocol ?? 'rot',
+    protocol: args.protocol ?? fromConfig?.protocol,
     episode: fromConfig?.episode ?? {},
     temperature: args.temperature,
     maxTokens: args['max-tokens'] ?? fromConfig?.maxTokens ?? 512,
@@ -75,7 +75,7 @@ export const command: CommandModule<object, EvalArgs> = {
       })
       .option('openai', { type: 'string', describe: 'base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1); --model names its models' })
       .option('config', { type: 'string', describe: 'run config whose episode and generation settings models play with (default: the model directory\'s run)' })
-      .option('protocol', { type: 'string', describe: 'episode protocol of agent policies (default: the run config\'s, else rot)' })
+      .option('protocol', { type: 'string', describe: "episode protocol of agent policies (default: the run config's, else a scripted policy's own, else rot)" })
       .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature of model turns; 0 is greedy' })
       .option('max-tokens', { type: 'number', describe: 'most tokens per model turn (default: the run config\'s generation.sampling.maxTokens, else 512)' })
       .option('concurrency', { type: 'number', default: 1, describe: 'episodes played at once (requests in flight for --openai)' })

@@ -30,6 +30,7 @@ export async function gradeTrajectories(
       truth: c.truth,
       questionId: c.id,
       podToService: (pod) => ctx.dataset.topology.serviceOfPod(pod),
+      faultType: ctx.dataset.faults.find((f) => f.id === c.faultId)?.type,
       settings,
       diversity: ctx.diversity,
     },

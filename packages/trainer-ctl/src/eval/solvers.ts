@@ -20,7 +20,8 @@ export type PolicySpec =
 
 /** How model policies play: the protocol, its episode settings and the sampling of every turn. */
 export interface PlaySettings {
-  protocol: string;
+  /** Protocol every agent plays; unset: a scripted policy plays its own, a model plays rot. */
+  protocol?: string;
   /** Episode settings of @thinkfl/env (dMax, tools, toolSettings, ...). */
   episode: Record<string, unknown>;
   /** Softmax temperature of model turns; 0 is greedy. */
@@ -96,9 +97,9 @@ async function onnxDir(dir: string): Promise<{ dir: string; cleanup: () => void 
 }
 
 /** One fresh policy per episode (a ModelPolicy holds one episode's tokens) over a shared backend. */
-function modelSolver(dataset: Dataset, backend: GenerationBackend, play: (b: GenerationBackend) => ChatPolicy | ModelPolicy, s: PlaySettings): Solve {
+function modelSolver(dataset: Dataset, backend: GenerationBackend, play: (b: GenerationBackend) => ChatPolicy | ModelPolicy, s: PlaySettings, protocol: string): Solve {
   return async (c) => {
-    const record = await runEpisode({ dataset, case: c, policy: play(backend), protocol: s.protocol, settings: s.episode });
+    const record = await runEpisode({ dataset, case: c, policy: play(backend), protocol, settings: s.episode });
     return { answer: record.answer, episode: record };
   };
 }
@@ -106,9 +107,12 @@ function modelSolver(dataset: Dataset, backend: GenerationBackend, play: (b: Gen
 export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySettings): Promise<OpenedSolver> {
   const label = specLabel(spec);
   if (spec.kind === 'scripted') {
-    const solve = solverFor(dataset, spec.name, { protocol: s.protocol, episode: s.episode });
-    return { label, solve, protocol: getPolicy(spec.name).kind === 'ranker' ? null : s.protocol, close: async () => {} };
+    const def = getPolicy(spec.name);
+    const protocol = s.protocol ?? (def.kind === 'agent' ? def.protocol : undefined) ?? 'rot';
+    const solve = solverFor(dataset, spec.name, { protocol, episode: s.episode });
+    return { label, solve, protocol: def.kind === 'ranker' ? null : protocol, close: async () => {} };
   }
+  const protocol = s.protocol ?? 'rot';
   if (spec.kind === 'onnx') {
     const chat = loadChatModel(spec.dir);
     const model = await onnxDir(spec.dir);
@@ -117,11 +121,11 @@ export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySett
       throw e;
     });
     const settings = { temperature: s.temperature, maxTokens: s.maxTokens, renderTools: s.renderTools, ...(s.maxContext !== undefined && { maxContext: s.maxContext }) };
-    const solve = modelSolver(dataset, backend, (b) => new ModelPolicy({ backend: b, chat, settings, name: label }), s);
+    const solve = modelSolver(dataset, backend, (b) => new ModelPolicy({ backend: b, chat, settings, name: label }), s, protocol);
     return {
       label,
       solve,
-      protocol: s.protocol,
+      protocol,
       close: async () => {
         await backend.close();
         model.cleanup();
@@ -129,6 +133,6 @@ export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySett
     };
   }
   const backend = await openBackend({ kind: 'openai', baseUrl: spec.baseUrl, model: spec.model, concurrency: s.concurrency }, '--openai');
-  const solve = modelSolver(dataset, backend, (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label), s);
-  return { label, solve, protocol: s.protocol, close: () => backend.close() };
+  const solve = modelSolver(dataset, backend, (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label), s, protocol);
+  return { label, solve, protocol, close: () => backend.close() };
 }

@@ -10,7 +10,7 @@ import type { AssistantMessage, Dataset, Policy, PolicyContext, RootCause } from
 import { registerPolicy } from '../registry';
 import { type Evidence, gatherEvidence, isFast, isSlow, type KnownSpan, otherChanges, raisedError } from './evidence';
 import { hermes, spanName, vsUsual } from './messages';
-import { interest, rankSuspects, type Suspect } from './suspects';
+import { interest, rankSuspects, type Suspect, type SuspectSettings } from './suspects';
 
 export const ExpertSettingsSchema = z.object({
   /** Tool turns of the protocol (D_max); the expert answers within them. Default 10 (ThinkFL). */
@@ -29,17 +29,47 @@ export const ExpertSettingsSchema = z.object({
   logRatio: z.number().positive().default(3),
   /** Most root causes in the final answer. Default 5. */
   maxAnswers: z.number().int().min(1).default(5),
+  /**
+   * Log checks of whole nodes (every pod on the node at once) seen in the trace, before the
+   * per-suspect checks: exception and return faults barely move latency but log error
+   * templates new to the service. Default 3.
+   */
+  log_survey: z.number().int().min(0).default(3),
+  /** Turns kept for checks even while a strong lead is open in the trace. Default 0 (chosen on the tuning faults of scripts/expert-split.ts). */
+  lead_checks: z.number().int().min(0).default(0),
+  /** Suspect score of the last callee of a span whose error handler ran (the call that threw). Default 0.6. */
+  caller_error_weight: z.number().nonnegative().default(0.6),
+  /** Suspect score of error log templates above their usual rate but not new (they rise with any fault upstream). Default 0.5. */
+  risen_log_weight: z.number().nonnegative().default(0.5),
 });
 export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 
-type Check = { tool: 'search_fluctuating_metrics' | 'search_logs'; target: string; suspect: Suspect };
+/** The expert's settings in the form the suspect ranking takes. */
+export function suspectSettings(s: ExpertSettings): SuspectSettings {
+  return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight };
+}
+
+type Check = { tool: 'search_fluctuating_metrics' | 'search_logs'; target: string; suspect?: Suspect };
+
+/** Nodes of the spans seen, most spans first (then deepest), for the log survey. */
+function surveyNodes(ev: Evidence): string[] {
+  const count = new Map<string, number>();
+  const depth = new Map<string, number>();
+  for (const k of ev.spans.values()) {
+    const n = k.summary.node;
+    if (!n) continue;
+    count.set(n, (count.get(n) ?? 0) + 1);
+    depth.set(n, Math.max(depth.get(n) ?? 0, k.depth));
+  }
+  return [...count.keys()].sort((a, b) => count.get(b)! - count.get(a)! || depth.get(b)! - depth.get(a)! || a.localeCompare(b));
+}
 
 /** The unopened span most worth opening; when nothing points anywhere, the latest call deepest down. */
 function nextSpan(ev: Evidence, s: ExpertSettings): { span: KnownSpan; why: 'evidence' | 'follow'; value: number } | undefined {
   let best: KnownSpan | undefined;
   let bestV = 0;
   for (const k of ev.spans.values()) {
-    const v = interest(ev, k, s);
+    const v = interest(ev, k, suspectSettings(s));
     if (v > bestV) {
       best = k;
       bestV = v;
@@ -65,14 +95,23 @@ function openReason(k: KnownSpan, why: 'evidence' | 'follow', s: ExpertSettings)
   return `Its caller looks abnormal, and ${spanName(sum)} is among the calls it made last; I open it.`;
 }
 
-/** Logs of the top suspects first (exceptions and wrong results show there), then the leader's metrics. */
+/**
+ * Logs of the nodes the trace ran on (exceptions and wrong results show there, for every pod of
+ * a node at once), then of top suspects on no surveyed node, then the leader's metrics.
+ */
 function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>, s: ExpertSettings): Check[] {
-  const plan: Check[] = suspects.slice(0, s.logChecks).map((sus) => ({ tool: 'search_logs', target: sus.service, suspect: sus }));
+  const nodes = surveyNodes(ev).slice(0, s.log_survey);
+  const covered = (sus: Suspect) => [...ev.spans.values()].some((k) => k.summary.pod === sus.pod && k.summary.node !== undefined && nodes.includes(k.summary.node));
+  const plan: Check[] = nodes.map((n) => ({ tool: 'search_logs', target: n }));
+  for (const sus of suspects.slice(0, s.logChecks)) if (!covered(sus)) plan.push({ tool: 'search_logs', target: sus.service, suspect: sus });
   if (suspects[0]) plan.push({ tool: 'search_fluctuating_metrics', target: suspects[0].pod, suspect: suspects[0] });
   return plan.filter((c) => offered.has(c.tool) && !(c.tool === 'search_logs' ? ev.logs.has(c.target) : ev.metrics.has(c.target)));
 }
 
 function checkReason(c: Check, first: boolean): string {
+  if (!c.suspect) {
+    return `The request ran on node ${c.target}; I compare the error logs of all its pods around the request with their usual rate, since a failing call need not be slow.`;
+  }
   const why = c.suspect.reasons[0] ?? 'it is on the path of the request';
   if (c.tool === 'search_logs') {
     return `${first ? 'My main suspect' : 'Another suspect'} is ${c.suspect.service} (${why}); I compare its error logs around the request with their usual rate.`;
@@ -108,7 +147,7 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings): Polic
       // Every turn spends one of D_max, a failed call included (a detour in teacher data).
       // The last of them is kept for print_results, so the expert answers on its own.
       const left = settings.dMax - 1 - ctx.turn;
-      const suspects = rankSuspects(ev, settings);
+      const suspects = rankSuspects(ev, suspectSettings(settings));
       const print = (): AssistantMessage => {
         const root_causes = answer(ev, suspects, settings.maxAnswers);
         const top = suspects[0];
@@ -128,14 +167,14 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings): Polic
       }
       const todo = checks(suspects, ev, offered, settings);
       const next = nextSpan(ev, settings);
-      const reserve = Math.min(next && next.value >= settings.strongLead ? 0 : settings.confirmations, todo.length);
+      const reserve = Math.min(next && next.value >= settings.strongLead ? settings.lead_checks : settings.confirmations, todo.length);
       if (next && left > reserve) {
         return hermes(openReason(next.span, next.why, settings), 'search_traces', { parent_span_id: next.span.summary.ref });
       }
       const check = todo[0];
       if (check) {
         const ts = Math.round(ctx.case.timestampUs / 1e6);
-        const first = check.suspect === suspects[0];
+        const first = check.suspect !== undefined && check.suspect === suspects[0];
         return hermes(checkReason(check, first), check.tool, { service_name: check.target, timestamp: ts });
       }
       return print();

@@ -23,6 +23,10 @@ export interface SuspectSettings {
   fastRatio: number;
   /** A log template counts when new or at least this many times its usual rate. */
   logRatio: number;
+  /** Score of the last callee of a span whose error handler ran. */
+  callerErrorWeight: number;
+  /** Score of error log templates above their usual rate (not new). */
+  risenLogWeight: number;
 }
 
 export interface Suspect {
@@ -153,6 +157,9 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
     if (raisedError(sum)) {
       const passedOn = troubleBelow(ev, k, s);
       add(k, (passedOn ? 0.4 : 1) + 0.1 * k.depth, `its error handler ran below ${sum.operation}${passedOn ? ' after a failing call' : ''}`);
+      // The handler caught what its last call threw: the callee answered with the exception.
+      const last = callees(ev, k).filter((c) => c.summary.service !== sum.service).at(-1);
+      if (last && !passedOn) add(last, s.callerErrorWeight, `${sum.service} ran its error handler right after calling it`);
     }
     if (isSlow(sum, s.slowZ)) {
       const kids = (k.children ?? []).map((id) => ev.spans.get(id)).filter((c): c is KnownSpan => !!c);
@@ -179,6 +186,24 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
     }
     if (isFast(sum, s.fastRatio) && k.children === undefined) add(k, 0.3, `much faster than usual (x${(sum.ratio ?? 0).toFixed(2)}), as if cut short`);
   }
+  // Error log templates of every log check (a node's check names each pod it came from).
+  const podLogs = new Map<string, { service: string; fresh: number; risen: number }>();
+  for (const l of ev.logs.values()) {
+    for (const t of l.templates) {
+      if (t.level !== 'error') continue;
+      const fresh = t.unseenInBaseline;
+      const risen = !fresh && (t.ratio ?? 0) >= s.logRatio;
+      if (!fresh && !risen) continue;
+      t.pods.forEach((pod, i) => {
+        const e = podLogs.get(pod) ?? { service: t.services[Math.min(i, t.services.length - 1)] ?? pod, fresh: 0, risen: 0 };
+        if (fresh) e.fresh++;
+        else e.risen++;
+        podLogs.set(pod, e);
+      });
+    }
+  }
+  // A pod off the opened path counts as much: the request may not have been followed down to it.
+  for (const [pod, e] of podLogs) if (!byPod.has(pod)) byPod.set(pod, { pod, service: e.service, score: 0, reasons: [] });
   for (const sus of byPod.values()) {
     const metrics = [ev.metrics.get(sus.pod), ev.metrics.get(sus.service)].flatMap((m) => m?.fluctuating ?? []);
     const own = metrics.filter((f) => f.component === sus.pod || f.component === sus.service);
@@ -186,18 +211,15 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
       sus.score += Math.min(0.6, 0.15 * own.length);
       sus.reasons.push(`metrics off their usual band: ${own.slice(0, 3).map((f) => f.metric).join(', ')}`);
     }
-    const logs = [ev.logs.get(sus.service), ev.logs.get(sus.pod)].flatMap((l) => l?.templates ?? []);
-    const errors = logs.filter((t) => t.level === 'error');
-    const fresh = errors.filter((t) => t.unseenInBaseline);
-    const risen = errors.filter((t) => !t.unseenInBaseline && (t.ratio ?? 0) >= s.logRatio);
+    const logs = podLogs.get(sus.pod);
     // An error never logged in the fault-free baseline is the strongest sign of an exception or a bad result there.
-    if (fresh.length) {
+    if (logs?.fresh) {
       sus.score += 1.5;
-      sus.reasons.unshift(`${fresh.length} error log template(s) never seen in the fault-free baseline`);
+      sus.reasons.unshift(`${logs.fresh} error log template(s) never seen in the fault-free baseline`);
     }
-    if (risen.length) {
-      sus.score += 0.5;
-      sus.reasons.push(`error logs ${risen.length > 1 ? 'of several templates ' : ''}above their usual rate`);
+    if (logs?.risen) {
+      sus.score += s.risenLogWeight;
+      sus.reasons.push(`error logs ${logs.risen > 1 ? 'of several templates ' : ''}above their usual rate`);
     }
   }
   return [...byPod.values()].sort((a, b) => b.score - a.score || a.pod.localeCompare(b.pod));

@@ -9,7 +9,7 @@ export const EpisodeSection = EpisodeSettingsSchema.extend({
     .refine((p) => protocolNames().includes(p), {
       error: (iss) => `unknown protocol ${JSON.stringify(iss.input)} (known: ${protocolNames().join(', ')})`,
     })
-    .describe('Episode protocol by registry name: rot (ThinkFL recursion of thought, Algorithm 1) or rclagent. Default rot.'),
+    .describe('Episode protocol by registry name: rot (ThinkFL recursion of thought, Algorithm 1), rclagent, knowledgemind (MCTS run by the environment), rcaflow (behaviour-tree workflow) or oracl (one tagged tool-free turn). Default rot.'),
 }).describe(
   'How an episode is played: protocol, D_max (dMax), tools offered, tool settings (packages/env EpisodeSettingsSchema; ' +
     'its keys are camelCase as that package defines them).',
