@@ -4,6 +4,7 @@
  * server does not have (streaming, n > 1, echo, forced tool choice) are refused with a 400.
  */
 import { z } from 'zod';
+import { BadRequest } from './errors';
 
 const stop = z.union([z.string(), z.array(z.string())]).nullish();
 const unsupported = (what: string) => ({ message: `${what} is not supported by this server` });
@@ -73,16 +74,6 @@ export const chatBodySchema = z.object({
 });
 
 export type ChatBody = z.infer<typeof chatBodySchema>;
-
-/** A client error: answered with HTTP 400 and OpenAI's error body. */
-export class BadRequest extends Error {
-  constructor(
-    message: string,
-    readonly param?: string,
-  ) {
-    super(message);
-  }
-}
 
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body);
