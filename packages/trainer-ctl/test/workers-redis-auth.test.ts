@@ -2,8 +2,8 @@
  * `trainer-ctl worker` against a Redis that refuses it or is not there (issue 15): a refused
  * password ends the worker at once with one line naming the authentication failure (never
  * the password); a worker still waiting for an unreachable Redis logs each attempt without a
- * stack trace and stops on SIGINT and on SIGTERM; a Redis ACL user with its password from
- * REDIS_PASSWORD connects.
+ * stack trace and stops on SIGINT and on SIGTERM, as does one whose Redis goes away while it
+ * runs; a Redis ACL user with its password from REDIS_PASSWORD connects.
  */
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -96,6 +96,26 @@ describe('a worker whose Redis is down', () => {
     const delays = w.lines.flatMap((l) => /attempt (\d+) in (\d+) ms/.exec(l) ?? []).filter((_, i) => i % 3 === 2).map(Number);
     expect(delays.slice(0, 4)).toEqual([100, 200, 400, 800]);
   }, 60_000);
+});
+
+describe('a worker whose Redis goes away while it runs', () => {
+  it.each(['rollout', 'train'] as const)('%s: stops within 10 s of SIGTERM', async (kind) => {
+    const own = await startRedis();
+    try {
+      const w = spawnWorker([kind, '--config', loaded.file, '--redis', own.url, '--id', `${kind}-orphan`]);
+      await w.waitLine(new RegExp(`${kind}-orphan ready on `), 180_000);
+      await own.stop();
+      await w.waitLine(/unreachable/, 30_000);
+      const sent = Date.now();
+      w.child.kill('SIGTERM');
+      const exit = await w.exited;
+      expect((Date.now() - sent) / 1000).toBeLessThan(10);
+      expect(exit.signal).toBeNull();
+      expect(w.lines.join('\n')).not.toMatch(/Unhandled error event|\n\s+at /);
+    } finally {
+      await own.stop().catch(() => undefined);
+    }
+  }, 240_000);
 });
 
 describe('a Redis ACL user', () => {
