@@ -5,12 +5,14 @@
  * stack trace and stops on SIGINT and on SIGTERM, as does one whose Redis goes away while it
  * runs; a Redis ACL user with its password from REDIS_PASSWORD connects.
  */
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { LoadedRunConfig } from '../src/config/index';
+import { REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { createTinyModel, scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
 
@@ -66,6 +68,21 @@ describe('a worker whose Redis refuses it', () => {
     expect(w.lines[0]).toMatch(/fatal: Redis redis:\/\/.*127\.0\.0\.1:\d+: authentication failed \((WRONGPASS|NOAUTH)\b/);
     expect(w.lines[0]).not.toContain(PASSWORD);
   }, 30_000);
+});
+
+describe('trainer-ctl train whose Redis refuses it', () => {
+  it('fails with one line naming the authentication failure, never printing the password', () => {
+    const wrong = `wrong-${PASSWORD}`;
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'train', loaded.file, '--run-dir', join(dir!, 'refused')], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, THINKFL_REDIS_URL: `redis://:${wrong}@${hostPort()}` },
+      timeout: 120_000,
+    });
+    expect(r.status).not.toBe(0);
+    expect(r.stdout + r.stderr).not.toContain(wrong);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^trainer-ctl: Redis redis:\/\/:\*\*\*@127\.0\.0\.1:\d+: authentication failed \(WRONGPASS/)]);
+  }, 180_000);
 });
 
 describe('a worker whose Redis is down', () => {

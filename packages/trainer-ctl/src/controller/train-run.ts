@@ -8,7 +8,7 @@ import { loadDataset } from '@thinkfl/env';
 import { RedisDiversityCache } from '@thinkfl/graders';
 import { loadRunConfig, type RunConfig } from '../config/index';
 import type { ProgressStream } from '../progress';
-import { redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl } from '../queue/index';
+import { redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/index';
 import { runCases } from './cases';
 import { truncateMetrics } from './metrics-log';
@@ -96,6 +96,8 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     const url = external ?? embedded!.url;
     writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: redactUrl(url), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
     transport = new RedisTransport(url, runId, { prefix: config.queue.prefix });
+    // A refused password fails here in one clear line instead of hanging the first queue command.
+    await waitReady(transport.redis);
     await transport.discardWaitingRollouts();
     const records: ProcessRecord[] = [];
     if (embedded) {
