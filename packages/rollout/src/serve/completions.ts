@@ -3,13 +3,15 @@ import { randomUUID } from 'node:crypto';
 import type { Generation } from '../backends/types';
 import type { RequestContext } from './context';
 import { completionBodySchema, parseBody, type CompletionBody } from './protocol';
-import { checkedPrompt, completionBudget, promptTokens } from './prompt';
+import { boundRawPrompt, checkedPrompt, completionBudget, promptTokens } from './prompt';
 import type { ServedModel } from './served-model';
 import { samplingOf } from './sampling';
 
 export async function completions(ctx: RequestContext, raw: unknown): Promise<Record<string, unknown>> {
+  const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+  const model = ctx.models.resolve(typeof fields.model === 'string' ? fields.model : undefined);
+  boundRawPrompt(model, fields.prompt);
   const body = parseBody(completionBodySchema, raw);
-  const model = ctx.models.resolve(body.model);
   const prompt = Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] !== 'number' ? body.prompt[0] : body.prompt;
   const promptIds = typeof prompt === 'string' ? await promptTokens(model, prompt, 'prompt') : checkedPrompt(model, prompt as number[], 'prompt');
   const maxTokens = completionBudget(model, promptIds.length, body.max_tokens, 16, 'max_tokens');

@@ -12,10 +12,26 @@ const tooLong = (model: ServedModel, tokens: string, param: string) =>
     param,
   );
 
-/** Token ids of a prompt text; throws the 400 when it cannot leave room for one generated token. */
-export async function promptTokens(model: ServedModel, text: string, param: string): Promise<number[]> {
+/** Throws the 400 when a text of this length cannot leave room for one generated token, whatever its tokens. */
+function boundText(model: ServedModel, text: string, param: string): void {
   const atLeast = Math.ceil(text.length / model.maxCharsPerToken);
   if (atLeast >= model.contextLength) throw tooLong(model, `at least ${atLeast}`, param);
+}
+
+/**
+ * The length bounds of a completions prompt as it came in, before the body is validated
+ * (validating millions of token ids costs more than refusing them): text by its length,
+ * token ids by their count.
+ */
+export function boundRawPrompt(model: ServedModel, prompt: unknown): void {
+  const one = Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] !== 'number' ? (prompt[0] as unknown) : prompt;
+  if (typeof one === 'string') boundText(model, one, 'prompt');
+  else if (Array.isArray(one) && one.length >= model.contextLength) throw tooLong(model, String(one.length), 'prompt');
+}
+
+/** Token ids of a prompt text; throws the 400 when it cannot leave room for one generated token. */
+export async function promptTokens(model: ServedModel, text: string, param: string): Promise<number[]> {
+  boundText(model, text, param);
   return checkedPrompt(model, await model.encode(text), param);
 }
 
