@@ -47,7 +47,7 @@ export function resolveRedisUrl(flag: string | undefined, configured?: string | 
 /** True when the URL still needs a password it only has in redacted form (a URL read back from run.json). */
 export const hasRedactedPassword = (url: string): boolean => {
   try {
-    return new URL(url).password === REDACTED || new URL(url).password === encodeURIComponent(REDACTED);
+    return new URL(url).password === REDACTED;
   } catch {
     return false;
   }
