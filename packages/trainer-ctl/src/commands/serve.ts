@@ -1,7 +1,8 @@
 /**
  * `trainer-ctl serve --model DIR`: an OpenAI-compatible server (completions, chat completions
- * with tool calls, models) over the `onnx` backend, so a trained model can be used by any
- * OpenAI client, the `openai` backend included.
+ * with tool calls, models, /metrics) over the `onnx` backend, so a trained model can be used by
+ * any OpenAI client, the `openai` backend included. Its work is bounded: request body size,
+ * prompt length against the context before tokenizing, generations running and queued.
  */
 import type { CommandModule } from 'yargs';
 import { openLocalModel, startServer } from '@thinkfl/rollout';
