@@ -29,7 +29,7 @@ export async function openLocalModel(modelDir: string, opts: LocalModelOptions =
     backend,
     contextLength: readModelConfig(modelDir).maxPositions,
     maxCharsPerToken: tokenizer.maxCharsPerToken,
-    encode: async (text) => (text.length <= INLINE_CHARS ? tokenizer.encode(text) : thread.encode(text)),
+    encode: async (text, limit) => (text.length <= INLINE_CHARS ? tokenizer.encode(text) : thread.encode(text, limit)),
     tokenText: (tokenId) => tokenizer.decode([tokenId]),
     renderChat: (messages, tools) => template.render(messages, { tools, addGenerationPrompt: true }),
     readToolCalls: (text) => {

@@ -4,7 +4,7 @@
  * tokenization), then the real count; the messages name the numbers as vLLM's do.
  */
 import { BadRequest, contextExceeded } from './errors';
-import type { ServedModel } from './served-model';
+import { TooManyTokens, type ServedModel } from './served-model';
 
 const tooLong = (model: ServedModel, tokens: string, param: string) =>
   contextExceeded(
@@ -26,13 +26,19 @@ function boundText(model: ServedModel, text: string, param: string): void {
 export function boundRawPrompt(model: ServedModel, prompt: unknown): void {
   const one = Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] !== 'number' ? (prompt[0] as unknown) : prompt;
   if (typeof one === 'string') boundText(model, one, 'prompt');
-  else if (Array.isArray(one) && one.length >= model.contextLength) throw tooLong(model, String(one.length), 'prompt');
+  // Token ids may arrive packed in a Float64Array (json-thread.ts).
+  else if ((Array.isArray(one) || one instanceof Float64Array) && one.length >= model.contextLength) throw tooLong(model, String(one.length), 'prompt');
 }
 
 /** Token ids of a prompt text; throws the 400 when it cannot leave room for one generated token. */
 export async function promptTokens(model: ServedModel, text: string, param: string): Promise<number[]> {
   boundText(model, text, param);
-  return checkedPrompt(model, await model.encode(text), param);
+  try {
+    return checkedPrompt(model, await model.encode(text, model.contextLength - 1), param);
+  } catch (e) {
+    if (e instanceof TooManyTokens) throw tooLong(model, `at least ${e.atLeast}`, param);
+    throw e;
+  }
 }
 
 /** Prompt token ids given by the client, checked against the context. */

@@ -2,6 +2,13 @@
 import type { ChatMessage, OpenAIToolCall, ToolSpec } from '@thinkfl/env';
 import type { GenerationBackend } from '../backends/types';
 
+/** ServedModel.encode's refusal: the text has more tokens than the limit, at least `atLeast`. */
+export class TooManyTokens extends Error {
+  constructor(readonly atLeast: number) {
+    super(`at least ${atLeast} tokens`);
+  }
+}
+
 export interface ServedModel {
   /** Name the server lists at /v1/models and answers with. */
   readonly id: string;
@@ -10,8 +17,11 @@ export interface ServedModel {
   readonly contextLength: number;
   /** Most characters of text one token stands for (Tokenizer.maxCharsPerToken): the cheap bound before tokenizing. */
   readonly maxCharsPerToken: number;
-  /** Token ids of text; a long text is tokenized off the event loop. */
-  encode(text: string): Promise<number[]>;
+  /**
+   * Token ids of text; a long text is tokenized off the event loop, and one with more than
+   * `limit` tokens is refused with TooManyTokens before it is tokenized whole.
+   */
+  encode(text: string, limit?: number): Promise<number[]>;
   /** Text of one token, for logprob listings. */
   tokenText(id: number): string;
   /** A conversation rendered with the model's chat template, generation prompt added. */

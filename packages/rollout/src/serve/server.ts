@@ -13,6 +13,7 @@ import { completions } from './completions';
 import type { RequestContext, Route } from './context';
 import { ApiError, BadRequest } from './errors';
 import { GenerationGate } from './gate';
+import { InvalidJson, JsonThread } from './json-thread';
 import { ServedModels } from './models';
 import type { ServedModel } from './served-model';
 
@@ -47,6 +48,7 @@ const DRAIN_MS = 10_000;
 interface Served {
   models: ServedModels;
   gate: GenerationGate;
+  json: JsonThread;
   maxBodyBytes: number;
 }
 
@@ -55,6 +57,7 @@ export async function startServer(models: ServedModel | ServedModels, opts: Serv
   const served: Served = {
     models: models instanceof ServedModels ? models : new ServedModels([models]),
     gate: new GenerationGate({ maxRunning: opts.maxConcurrent ?? 4, maxWaiting: opts.maxQueue ?? 64 }),
+    json: new JsonThread(),
     maxBodyBytes: opts.maxBodyBytes ?? 32 * 1024 * 1024,
   };
   const server = createServer((req, res) => {
@@ -73,7 +76,7 @@ export async function startServer(models: ServedModel | ServedModels, opts: Serv
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
         server.close((e) => (e ? reject(e) : resolve()));
-      }),
+      }).finally(() => served.json.close()),
   };
 }
 
@@ -97,12 +100,13 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
     generate: (model, request) => served.gate.run(gone.signal, async () => (await model.backend.generate([{ ...request, signal: gone.signal }]))[0]),
   };
   try {
-    const text = await readBody(req, served.maxBodyBytes);
+    const bytes = await readBody(req, served.maxBodyBytes);
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = await served.json.parse(bytes);
     } catch (e) {
-      throw new BadRequest(`request body is not valid JSON: ${(e as Error).message}`);
+      if (e instanceof InvalidJson) throw new BadRequest(`request body is not valid JSON: ${e.message}`);
+      throw e;
     }
     const answer = await route(ctx, body);
     if (!gone.signal.aborted) sendJson(res, 200, answer);
@@ -115,7 +119,7 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
   }
 }
 
-function readBody(req: IncomingMessage, max: number): Promise<string> {
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   const tooLarge = () => new ApiError(413, `the request body is larger than ${max} bytes`, 'invalid_request_error', 'request_too_large');
   const declared = Number(req.headers['content-length']);
   if (declared > max) return Promise.reject(drain(req, tooLarge()));
@@ -129,7 +133,7 @@ function readBody(req: IncomingMessage, max: number): Promise<string> {
       reject(drain(req, tooLarge()));
     };
     req.on('data', onData);
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }

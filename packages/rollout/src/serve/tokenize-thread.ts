@@ -1,15 +1,19 @@
 /**
  * A model directory's tokenizer on a worker thread, so a long prompt (tokenizing 500 K
  * characters takes ~0.3 s on one core) never blocks the server's event loop: requests are
- * answered in the order they came, one text at a time.
+ * answered in the order they came, one text at a time. A text with more tokens than the
+ * caller's limit is refused with a lower bound on its count, found by counting it piece by
+ * piece and stopping early, never tokenized whole.
  */
 import { Worker } from 'node:worker_threads';
+import { TooManyTokens } from './served-model';
 
 const ENTRY = new URL('./tokenize-thread-main.mjs', import.meta.url);
 
 interface Reply {
   id: number;
   ids?: Int32Array;
+  atLeast?: number;
   error?: string;
 }
 
@@ -27,6 +31,7 @@ export class TokenizerThread {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);
       if (m.error !== undefined) p?.reject(new Error(m.error));
+      else if (m.atLeast !== undefined) p?.reject(new TooManyTokens(m.atLeast));
       else p?.resolve(Array.from(m.ids!));
     });
     const fail = (e: Error) => {
@@ -38,12 +43,13 @@ export class TokenizerThread {
     this.worker.on('exit', (code) => fail(new Error(`tokenizer thread exited (code ${code})`)));
   }
 
-  encode(text: string): Promise<number[]> {
+  /** Token ids of `text`; rejects with TooManyTokens when it has more than `limit`. */
+  encode(text: string, limit = Infinity): Promise<number[]> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, text });
+      this.worker.postMessage({ id, text, limit });
     });
   }
 
