@@ -1,7 +1,7 @@
 /**
  * Property test of `trainer-ctl serve` (issue 15): random JSON bodies (random values, and
- * valid requests with fields replaced by random values) and random bytes sent to every
- * endpoint, from a seeded generator so a failure replays. No answer is a 5xx, the server
+ * valid requests with fields replaced by random values) and random bytes, small and over the
+ * size parsed off the event loop, sent to every endpoint, from a seeded generator so a failure replays. No answer is a 5xx, the server
  * never dies, every error is in OpenAI's shape and every 200 is a completion.
  */
 import { rmSync } from 'node:fs';
@@ -79,6 +79,13 @@ function generator(seed: number) {
       return JSON.stringify(mutate(kind === 'completion' ? completion() : chat()));
     },
     bytes: (): Uint8Array => Uint8Array.from({ length: Math.floor(r() * 600) }, () => Math.floor(r() * 256)),
+    /** Over 256 KiB, so parsed on the server's JSON thread: random bytes, or a body whose 5000 token ids come back packed. */
+    big: (kind: 'completion' | 'chat'): string | Uint8Array => {
+      if (r() < 0.5) return Uint8Array.from({ length: 300_000 + Math.floor(r() * 300_000) }, () => Math.floor(r() * 256));
+      const ids = Array.from({ length: 5000 }, () => Math.floor(r() * 2200));
+      const base = kind === 'completion' ? completion() : chat();
+      return JSON.stringify(mutate({ ...base, prompt: r() < 0.5 ? ids : [ids], pad: 'x'.repeat(300_000) }));
+    },
     pick,
   };
 }
@@ -118,7 +125,7 @@ describe('trainer-ctl serve under random input', () => {
     const kind = path.includes('chat') ? 'chat' : 'completion';
     const bodies: { body: string | Uint8Array; label: string }[] = [];
     for (let i = 0; i < CASES_PER_ENDPOINT; i++) {
-      const body = i % 4 === 3 ? gen.bytes() : gen.json(kind);
+      const body = i % 20 === 19 ? gen.big(kind) : i % 4 === 3 ? gen.bytes() : gen.json(kind);
       bodies.push({ body, label: `${method} ${path} case ${i}: ${typeof body === 'string' ? body.slice(0, 300) : `${body.length} random bytes`}` });
     }
     const statuses: number[] = [];

@@ -179,6 +179,24 @@ describe('trainer-ctl serve, bounded', () => {
     expect(r.choices[0].finish_reason).toBeDefined();
   });
 
+  it('generates for 5000 token ids in a body large enough to be parsed off the event loop', async () => {
+    const ids = Array.from({ length: 5000 }, (_, i) => 5 + ((i * 7) % 2000));
+    const r = await fetch(`${serve.url}/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'tiny', prompt: ids, max_tokens: 2, temperature: 0, return_token_ids: true, padding: 'x'.repeat(300_000) }),
+    });
+    const json = (await r.json()) as { usage: { prompt_tokens: number }; choices: { prompt_token_ids: number[] }[] };
+    expect(r.status).toBe(200);
+    expect(json.usage.prompt_tokens).toBe(5000);
+    expect(json.choices[0].prompt_token_ids).toEqual(ids);
+  });
+
+  it('answers a large body that is not JSON with a 400', async () => {
+    const r = await fetch(`${serve.url}/completions`, { method: 'POST', body: `{"prompt": "${'x'.repeat(400_000)}", ` });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/^request body is not valid JSON: /);
+  });
+
   it('answers 429 with Retry-After once the generation queue is full', async () => {
     const busy = longRequests(RUNNING + QUEUED);
     await waitMetrics((m) => m.thinkfl_generations_running === RUNNING && m.thinkfl_generations_waiting === QUEUED, 30_000);
