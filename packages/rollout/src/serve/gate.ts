@@ -18,7 +18,7 @@ interface Waiter {
 
 export class GenerationGate {
   running = 0;
-  /** Generations finished, and those stopped because their client left. */
+  /** Generations finished with their client still there (answered or failed), and those whose client left. */
   completed = 0;
   cancelled = 0;
   private readonly queue: Waiter[] = [];

@@ -153,7 +153,7 @@ function metrics(gate: GenerationGate): string {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
   metric('thinkfl_generations_running', 'gauge', 'Generations running now.', gate.running);
   metric('thinkfl_generations_waiting', 'gauge', 'Generation requests queued for a free slot.', gate.waiting);
-  metric('thinkfl_generations_completed_total', 'counter', 'Generations that ran to their end.', gate.completed);
+  metric('thinkfl_generations_completed_total', 'counter', 'Generations finished with their client still there (answered or failed).', gate.completed);
   metric('thinkfl_generations_cancelled_total', 'counter', 'Generations stopped because their client closed the connection.', gate.cancelled);
   return `${lines.join('\n')}\n`;
 }
