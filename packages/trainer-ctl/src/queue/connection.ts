@@ -23,20 +23,25 @@ const authFailures = new WeakMap<Redis, RedisAuthError>();
 
 const isAuthError = (e: Error): boolean => /^(WRONGPASS|NOAUTH)\b/.test(e.message);
 
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * An error of the connection itself (Redis unreachable or gone), which BullMQ forwards from
+ * its own connections; the queue connection already logs one line per attempt for it.
+ */
+export const isConnectionError = (e: Error): boolean =>
+  CONNECTION_CODES.has((e as NodeJS.ErrnoException).code ?? '') || e.message === 'Connection is closed.' || isAuthError(e);
+
 /** A connection to `url`; fails clearly on a URL that is not redis:// or rediss://. */
 export function connectRedis(url: string, opts: ConnectOptions = {}): Redis {
   const where = redactUrl(url);
   if (!/^rediss?:\/\//.test(url)) throw new Error(`expected a redis:// or rediss:// URL, got ${JSON.stringify(where)}`);
-  let lastError = 'not connected';
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: null,
-    enableReadyCheck: true,
-    retryStrategy: (attempt) => {
-      const ms = reconnectDelayMs(attempt);
-      opts.log?.(`Redis ${where} unreachable (${lastError}); attempt ${attempt + 1} in ${ms} ms`);
-      return ms;
-    },
-  });
+  let lastError = 'connection lost';
+  let attempt = 1;
+  // BullMQ's duplicates of this connection inherit the strategy, but only this one logs.
+  const redis = new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, retryStrategy: reconnectDelayMs });
+  redis.on('reconnecting', (ms: number) => opts.log?.(`Redis ${where} unreachable (${lastError}); attempt ${++attempt} in ${ms} ms`));
+  redis.on('ready', () => (attempt = 1));
   // Always listened to: an unlistened 'error' is ioredis' "Unhandled error event" with a stack.
   redis.on('error', (e: Error) => {
     if (!isAuthError(e)) {
