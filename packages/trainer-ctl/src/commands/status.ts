@@ -22,7 +22,7 @@ export const command: CommandModule<object, StatusArgs> = {
     y
       .positional('run-dir', { type: 'string', demandOption: true, describe: 'the run directory (runs/<run.name>)' })
       .option('tail', { type: 'number', default: 5, describe: 'metrics lines to show' })
-      .option('redis', { type: 'string', describe: 'Redis URL (default: the one the run recorded in run.json)' })
+      .option('redis', { type: 'string', describe: 'Redis URL (default THINKFL_REDIS_URL, then the one the run recorded in run.json; REDIS_PASSWORD supplies its password)' })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' })
       .option('watch', { type: 'boolean', default: false, describe: 'follow the run until it is done: redrawn in place on a terminal, one plain line per step otherwise' })
       .option('interval', { type: 'number', default: 2, describe: 'seconds between refreshes with --watch' })

@@ -7,6 +7,7 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { withTimeout } from '../queue/with-timeout';
 import { GroupStore } from '../queue/group-store';
+import { isConnectionError } from '../queue/connection';
 import { startHeartbeat, type Heartbeat } from '../queue/heartbeats';
 import { keys, type RolloutJob, type Trajectory } from '../queue/jobs';
 import { rolloutJobId } from '../queue/rollout-queue';
@@ -62,7 +63,10 @@ export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<Ro
     },
   );
   worker.on('failed', (job, err) => log(`failed ${job?.id ?? '?'}: ${err.message}`));
-  worker.on('error', (err) => log(`worker error: ${err.message}`));
+  // Connection errors are logged once per attempt by the connection itself.
+  worker.on('error', (err) => {
+    if (!isConnectionError(err)) log(`worker error: ${err.message}`);
+  });
   await worker.waitUntilReady();
   let beat: Heartbeat | undefined;
   try {

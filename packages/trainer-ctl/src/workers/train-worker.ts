@@ -11,6 +11,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RunConfig } from '../config/schema';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
+import { isConnectionError } from '../queue/connection';
 import { startHeartbeat } from '../queue/heartbeats';
 import { keys, type TrainJob, type TrainResult } from '../queue/jobs';
 import { PolicyRegistry } from '../queue/policy-registry';
@@ -175,7 +176,10 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     maxStalledCount: opts.settings.maxStalledCount,
   });
   worker.on('failed', (j, err) => log(`failed ${j?.id ?? '?'}: ${err.message}`));
-  worker.on('error', (err) => log(`worker error: ${err.message}`));
+  // Connection errors are logged once per attempt by the connection itself.
+  worker.on('error', (err) => {
+    if (!isConnectionError(err)) log(`worker error: ${err.message}`);
+  });
   await worker.waitUntilReady();
   const beat = await startHeartbeat(opts.connection, opts.runId, opts.workerId, 'train', opts.settings.heartbeatMs);
   return {
