@@ -9,6 +9,7 @@ import { withTimeout } from '../queue/with-timeout';
 import { GroupStore } from '../queue/group-store';
 import { startHeartbeat, type Heartbeat } from '../queue/heartbeats';
 import { keys, type RolloutJob, type Trajectory } from '../queue/jobs';
+import { RedisErrorReporter } from '../queue/redis-errors';
 import { rolloutJobId } from '../queue/rollout-queue';
 import type { QueueSettings } from '../queue/settings';
 
@@ -62,7 +63,7 @@ export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<Ro
     },
   );
   worker.on('failed', (job, err) => log(`failed ${job?.id ?? '?'}: ${err.message}`));
-  worker.on('error', (err) => log(`worker error: ${err.message}`));
+  new RedisErrorReporter(log).watch(worker);
   await worker.waitUntilReady();
   let beat: Heartbeat | undefined;
   try {

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import type { RunConfig } from '../config/schema';
 import { connectRedis } from '../queue/connection';
 import { PolicyRegistry } from '../queue/policy-registry';
+import { RedisErrorReporter } from '../queue/redis-errors';
 import { parseQueueSettings, type QueueSettingsInput } from '../queue/settings';
 import { createEpisodePlayer } from './episode-player';
 import { startRolloutWorker } from './rollout-worker';
@@ -42,7 +43,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const id = opts.workerId ?? `${opts.kind}-${hostname()}-${process.pid}`;
   const log = opts.log ?? (() => undefined);
   const settings = parseQueueSettings({ ...opts.queue, prefix: config.queue.prefix });
-  const connection = connectRedis(opts.redisUrl);
+  const connection = new RedisErrorReporter(log).watchClient(connectRedis(opts.redisUrl));
   const runId = runIdOf(config);
   try {
     if (opts.kind === 'train') {
