@@ -42,17 +42,16 @@ model:
   max_context_tokens: 4096
   create_tiny: { seed: 0, hidden_size: 64, layers: 2, heads: 4, kv_heads: 2, head_dim: 16, intermediate_size: 128 }
 dataset: { path: ${NEZHA_DATASET}, max_cases_per_fault: 2, max_eval_cases: 2 }
-episode: { protocol: rot, dMax: 4, toolSettings: { spanAliases: true } }
+episode: { protocol: rot, d_max: 4, tool_settings: { span_aliases: true } }
 generation:
   backend: { kind: onnx, threads: 1 }
-  sampling: { maxTokens: 24 }
+  sampling: { max_tokens: 24 }
 grpo:
   group_size: 2
   cases_per_step: 1
   max_refill_groups: 0
   advantage: { skip_equal_groups: false }
   optimizer: { lr: 1.0e-3 }
-graders: { route: { dMax: 4 } }
 stages:
   priming: { sft: { conversations: 4, epochs: 1, batch_size: 2, optimizer: { lr: 1.0e-3 } }, steps: 2 }
   exploration: { steps: 1, repeats: 1 }

@@ -25,7 +25,8 @@ export async function gradeTrajectories(
   c: Case,
   trajectories: Trajectory[],
 ): Promise<GradedGroup> {
-  const { stage_rewards, ...settings } = ctx.config.graders;
+  const { stage_rewards, ...graders } = ctx.config.graders;
+  const settings = { ...graders, route: { ...graders.route, dMax: ctx.config.episode.dMax } };
   const grade = await gradeGroup(
     trajectories.map((t) => t.episode),
     {
