@@ -159,10 +159,17 @@ export async function until<T>(what: string, check: () => T | undefined | Promis
   }
 }
 
-/** A connection to the run's Redis once run.json names it (errors ignored: the server may be killed). */
-export async function runRedis(runDir: string): Promise<Redis> {
+/**
+ * A connection to the Redis of the run `run` started, once its run.json names it (an earlier
+ * controller's run.json names a server that is gone). Errors ignored: the server may be killed.
+ */
+export async function runRedis(runDir: string, run: TrainProcess): Promise<Redis> {
   const file = join(runDir, 'run.json');
-  const url = await until('run.json', () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { redisUrl: string }).redisUrl : undefined));
+  const url = await until('run.json of this controller', () => {
+    if (!existsSync(file)) return undefined;
+    const info = JSON.parse(readFileSync(file, 'utf8')) as { redisUrl: string; pid: number };
+    return info.pid === run.child.pid ? info.redisUrl : undefined;
+  });
   const r = connectRedis(url);
   r.on('error', () => undefined);
   return r;

@@ -121,7 +121,7 @@ describe('trainer-ctl train', () => {
   it('resumed after a SIGKILL in a stage-2 step after grading, ends as the unbroken run', async () => {
     const runDir = join(scratch, 'killed-graded');
     const run = spawnTrain(configFile, runDir);
-    const redis = await runRedis(runDir);
+    const redis = await runRedis(runDir, run);
     // The exploration step's train job exists only once all its groups were graded.
     const job = await until('the stage-2 train job', async () => {
       const j = await activeTrainJob(redis, RUN);

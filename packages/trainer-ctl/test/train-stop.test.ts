@@ -56,8 +56,8 @@ function config(name: string, train?: string): string {
   return file;
 }
 
-async function redisOf(runDir: string): Promise<Redis> {
-  const r = await runRedis(runDir);
+async function redisOf(runDir: string, run: TrainProcess): Promise<Redis> {
+  const r = await runRedis(runDir, run);
   opened.push(r);
   return r;
 }
@@ -85,11 +85,12 @@ describe('trainer-ctl train, stopped', () => {
     const runDir = join(scratch, 'sigint');
 
     const first = spawnTrain(file, runDir);
-    const redis = await redisOf(runDir);
+    const redis = await redisOf(runDir, first);
     await until('an SFT job running', async () => (await activeTrainJob(redis, 'sigint'))?.kind === 'sft');
     expect(enginePid(runDir)).toBeDefined();
     const a = await interrupt(first, runDir);
     expect(a.exit.code, a.exit.output).toBe(130);
+    console.log(`SIGINT in an SFT job: exited ${a.exit.code}, every process gone after ${a.ms} ms`);
     expect(a.ms).toBeLessThanOrEqual(10_000);
     expect(a.exit.output).toMatch(/stopped by SIGINT; continue it with: trainer-ctl train .* --run-dir .* --resume/);
     expect(unhandledErrors(allOutput(runDir, a.exit.output))).toEqual([]);
@@ -97,10 +98,11 @@ describe('trainer-ctl train, stopped', () => {
     expect(readState(runDir)!.sft.done).toBe(false);
 
     const second = spawnTrain(file, runDir, ['--resume']);
-    const redis2 = await redisOf(runDir);
+    const redis2 = await redisOf(runDir, second);
     await until('a GRPO train job running', async () => (await activeTrainJob(redis2, 'sigint'))?.kind === 'grpo');
     const b = await interrupt(second, runDir);
     expect(b.exit.code, b.exit.output).toBe(130);
+    console.log(`SIGINT in a GRPO step: exited ${b.exit.code}, every process gone after ${b.ms} ms`);
     expect(b.ms).toBeLessThanOrEqual(10_000);
     expect(b.exit.output).toMatch(/--resume/);
     expect(unhandledErrors(allOutput(runDir, b.exit.output))).toEqual([]);
@@ -117,7 +119,7 @@ describe('trainer-ctl train, stopped', () => {
     const file = config('crash');
     const runDir = join(scratch, 'crash');
     const run = spawnTrain(file, runDir);
-    const redis = await redisOf(runDir);
+    const redis = await redisOf(runDir, run);
     await until('a stage-1 GRPO rollout running', async () => (await activeRolloutJob(redis, 'crash'))?.stage === 'priming');
     const server = recordedProcesses(runDir).find((p) => p.role === 'redis')!;
     process.kill(server.pid, 'SIGKILL');
@@ -143,7 +145,7 @@ describe('trainer-ctl train, stopped', () => {
     const file = config('no-restart', '{ engine_restarts: 0 }');
     const runDir = join(scratch, 'no-restart');
     const run = spawnTrain(file, runDir);
-    const redis = await redisOf(runDir);
+    const redis = await redisOf(runDir, run);
     const job = await until('a GRPO train job running', async () => {
       const j = await activeTrainJob(redis, 'no-restart');
       return j?.kind === 'grpo' ? j : undefined;

@@ -7,9 +7,17 @@
  * began is stopped at once. A worker that exits by itself, or a Redis that died and could not
  * be started again, ends the run through `onFailure`.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import type { EmbeddedRedis } from '../redis/index';
 import { recordProcesses, stopWorkerProcesses, type ProcessRecord, type WorkerProcess } from './processes';
 import type { RedisTransport } from './redis-transport';
+
+/** The reason a worker gave for giving up (its last "fatal:" log line), as ": <reason>". */
+function fatalLine(logFile: string): string {
+  if (!existsSync(logFile)) return '';
+  const line = readFileSync(logFile, 'utf8').split('\n').reverse().find((l) => / fatal: /.test(l));
+  return line ? `: ${line.slice(line.indexOf(' fatal: ') + 8)}` : '';
+}
 
 export class RunTree {
   private readonly workers: WorkerProcess[] = [];
@@ -43,7 +51,8 @@ export class RunTree {
     this.workers.push(w);
     w.child.once('exit', (code, signal) => {
       if (this.closed) return;
-      this.onFailure(new Error(`worker ${w.record.role} exited (${signal ? `signal ${signal}` : `code ${code}`}); its log is ${logFile}`));
+      const how = signal ? `signal ${signal}` : `code ${code}`;
+      this.onFailure(new Error(`worker ${w.record.role} exited (${how})${fatalLine(logFile)}; its log is ${logFile}`));
     });
     if (this.closed) await stopWorkerProcesses([w], this.graceMs);
   }

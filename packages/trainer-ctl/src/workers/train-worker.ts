@@ -206,8 +206,9 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
           const why = (e as Error).message.split('\n')[0];
           if (restarts >= limit) {
             // The job fails for good; the worker's owner decides what happens to the worker.
-            opts.onEngineDeath?.(e as Error);
-            throw new UnrecoverableError(`train engine died${limit > 0 ? ` ${limit + 1} times` : ''} (workers.train.engine_restarts ${limit}): ${why}`);
+            const death = new Error(`train engine died${limit > 0 ? ` ${limit + 1} times` : ''} (workers.train.engine_restarts ${limit}): ${why}`);
+            opts.onEngineDeath?.(death);
+            throw new UnrecoverableError(death.message);
           }
           log(`engine died during update ${job.update} (${why}); restarting it from the latest checkpoint (${restarts + 1} of ${limit})`);
           await restartEngine(job.update);
