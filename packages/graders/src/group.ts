@@ -22,6 +22,12 @@ export interface GroupContext {
   openrca?: { scoringPoints: string; failures: number };
   settings?: GraderSettingsInput;
   diversity?: DiversityCache;
+  /**
+   * Identity of the group (e.g. its group id): sample i grades as "<groupId>#<i>" in the
+   * diversity cache, so grading the same group again gives the same scores. Default: none,
+   * each grading counts as new samples.
+   */
+  groupId?: string;
 }
 
 export interface TermGrade extends GradeResult {
@@ -65,11 +71,12 @@ export async function gradeGroup(
     diversity: group.diversity,
   };
   const samples: SampleGrade[] = [];
-  for (const episode of episodes) {
+  for (const [i, episode] of episodes.entries()) {
     const graders: Record<string, TermGrade> = {};
     let total = 0;
+    const sampleCtx = group.groupId === undefined ? ctx : { ...ctx, sampleId: `${group.groupId}#${i}` };
     for (const term of spec.terms) {
-      const r = await getGrader(term.grader).grade(episode, ctx);
+      const r = await getGrader(term.grader).grade(episode, sampleCtx);
       graders[term.grader] = { ...r, weight: term.weight };
       total += term.weight * r.score;
     }

@@ -31,6 +31,11 @@ export interface GradeContext {
   settings: GraderSettings;
   /** Needed only by the diversity grader. */
   diversity?: DiversityCache;
+  /**
+   * Identity of the sample being graded in the diversity cache (its first owner of a path);
+   * the same id on a second grading gives the same answer. Default: a fresh id per grading.
+   */
+  sampleId?: string;
 }
 
 export interface Grader {

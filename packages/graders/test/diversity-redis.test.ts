@@ -53,21 +53,31 @@ describe('Redis diversity cache', () => {
     // Pairs only one worker marked are new for that worker.
     expect(a).toEqual(expect.arrayContaining(PAIRS.slice(0, 300).map((p) => p.id)));
     expect(b).toEqual(expect.arrayContaining(PAIRS.slice(600).map((p) => p.id)));
-    // One set per question, holding its 300 path keys, with the TTL the workers set.
+    // One hash per question, holding its 300 path keys, with the TTL the workers set.
     for (const q of ['case-0', 'case-1', 'case-2']) {
-      expect(await client.scard(KEY_PREFIX + q)).toBe(300);
+      expect(await client.hlen(KEY_PREFIX + q)).toBe(300);
       const ttl = await client.ttl(KEY_PREFIX + q);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(3600);
     }
   });
 
-  it('uses a caller-owned connection without closing it, and keeps sets without TTL by default', async () => {
+  it('uses a caller-owned connection without closing it, and keeps hashes without TTL by default', async () => {
     const cache = new RedisDiversityCache(client);
     const key = pathKey(PAIRS[5].path);
-    expect([await cache.markSeen('own', key), await cache.markSeen('own', key), await cache.markSeen('own2', key)]).toEqual([true, false, true]);
+    expect([await cache.markSeen('own', key, 'g#0'), await cache.markSeen('own', key, 'g#1'), await cache.markSeen('own2', key, 'g#1')]).toEqual([true, false, true]);
     await cache.close();
     expect(await client.ttl('thinkfl:diversity:own')).toBe(-1);
-    expect(await client.sismember('thinkfl:diversity:own', key)).toBe(1);
+    expect(await client.hget('thinkfl:diversity:own', key)).toBe('g#0');
+  });
+
+  it('answers the first owner the same when it asks again (a replayed group), from a new connection too', async () => {
+    const key = pathKey(PAIRS[7].path);
+    const first = new RedisDiversityCache(redis.url, { keyPrefix: 'replay:', ttlSeconds: 0 });
+    expect([await first.markSeen('q', key, 's-1-0#0'), await first.markSeen('q', key, 's-1-0#1')]).toEqual([true, false]);
+    await first.close();
+    const again = new RedisDiversityCache(redis.url, { keyPrefix: 'replay:', ttlSeconds: 0 });
+    expect([await again.markSeen('q', key, 's-1-0#0'), await again.markSeen('q', key, 's-1-0#1'), await again.markSeen('q', key, 's-2-0#0')]).toEqual([true, false, false]);
+    await again.close();
   });
 });

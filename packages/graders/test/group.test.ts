@@ -40,6 +40,18 @@ describe('gradeGroup', () => {
     expect(again.totals.map((t) => +t.toFixed(12))).toEqual([1, 0.9, 0, 1]);
   });
 
+  it('stage 2: a group graded again under its group id scores as the first time; another group finds the paths known', async () => {
+    const cache = new MemoryDiversityCache();
+    const first = await gradeGroup(GROUP, { ...base, diversity: cache, groupId: 'exploration-3-0' }, 'stage2');
+    expect(first.totals.map((t) => +t.toFixed(12))).toEqual([1.8, 0.9, 0.24, 1.8]);
+    // A replay after a kill: the cache already holds every path, first recorded by these very samples.
+    const replay = await gradeGroup(GROUP, { ...base, diversity: cache, groupId: 'exploration-3-0' }, 'stage2');
+    expect(replay.totals).toEqual(first.totals);
+    expect(replay.samples.map((s) => s.graders.diversity.parts.new)).toEqual([1, 0, 1, 1]);
+    const next = await gradeGroup(GROUP, { ...base, diversity: cache, groupId: 'exploration-4-0' }, 'stage2');
+    expect(next.totals.map((t) => +t.toFixed(12))).toEqual([1, 0.9, 0, 1]);
+  });
+
   it('stage 3: multi-factor', async () => {
     const g = await gradeGroup(GROUP, base, 'stage3');
     // 0: R 1, P min(2/2,1) = 1, H 0 -> 1.2

@@ -81,8 +81,8 @@ describe('wrong types', () => {
   });
 
   it('reports a range violation with the value', () => {
-    expect(issuesOf(yaml('episode:\n  dMax: 50\ngraders:\n  route: { dMax: 50 }'))).toEqual([
-      'bad.yaml:9: episode.dMax: Too big: expected number to be <=20, got number 50',
+    expect(issuesOf(yaml('episode:\n  d_max: 50'))).toEqual([
+      'bad.yaml:9: episode.d_max: Too big: expected number to be <=20, got number 50',
     ]);
   });
 });
@@ -99,10 +99,39 @@ describe('unknown keys', () => {
   });
 
   it('rejects unknown keys inside sections other packages define', () => {
-    const lines = issuesOf(yaml('episode:\n  toolSettings:\n    nSgma: 2\ngraders:\n  multiFactor: { alfa: 1 }'));
-    expect(lines[0]).toMatch(/^bad\.yaml:10: episode\.toolSettings\.nSgma: unknown key \(did you mean nSigma\?\)/);
-    expect(lines[1]).toMatch(/^bad\.yaml:12: graders\.multiFactor\.alfa: unknown key \(did you mean alpha\?\)/);
+    const lines = issuesOf(yaml('episode:\n  tool_settings:\n    n_sgma: 2\ngraders:\n  multi_factor: { alfa: 1 }'));
+    expect(lines[0]).toMatch(/^bad\.yaml:10: episode\.tool_settings\.n_sgma: unknown key \(did you mean n_sigma\?\)/);
+    expect(lines[1]).toMatch(/^bad\.yaml:12: graders\.multi_factor\.alfa: unknown key \(did you mean alpha\?\)/);
     expect(lines).toHaveLength(2);
+  });
+
+  it('names the new snake_case spelling of an old camelCase key, at any depth', () => {
+    const text = [
+      'episode:',
+      '  dMax: 5',
+      '  turnsLeftNote: true',
+      '  tool_settings: { spanAliases: true }',
+      'generation:',
+      '  backend: { kind: openai, baseUrl: http://127.0.0.1:8000/v1, model: m }',
+      '  sampling: { maxTokens: 96, topP: 0.9 }',
+      'graders:',
+      '  recall: { rMax: 10 }',
+      '  multiFactor: { alpha: 1 }',
+      'stages:',
+      '  priming: { sft: { teacher: { maxAnswers: 3 } } }',
+    ].join('\n');
+    const renamed = (path: string, to: string) => expect.stringMatching(new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(run config keys are snake_case\\)$`));
+    expect(issuesOf(yaml(text))).toEqual([
+      renamed('episode.dMax', 'd_max'),
+      renamed('episode.turnsLeftNote', 'turns_left_note'),
+      renamed('episode.tool_settings.spanAliases', 'span_aliases'),
+      renamed('generation.backend.baseUrl', 'base_url'),
+      renamed('generation.sampling.maxTokens', 'max_tokens'),
+      renamed('generation.sampling.topP', 'top_p'),
+      renamed('graders.recall.rMax', 'r_max'),
+      renamed('graders.multiFactor', 'multi_factor'),
+      renamed('stages.priming.sft.teacher.maxAnswers', 'max_answers'),
+    ]);
   });
 });
 
@@ -123,8 +152,9 @@ describe('missing and inconsistent settings', () => {
     ]);
   });
 
-  it('keeps the route grader\'s D_max equal to the episode\'s', () => {
-    expect(issuesOf(yaml('episode: { dMax: 6 }'))).toEqual(['bad.yaml:1: graders.route.dMax: must equal episode.dMax: expected 6, got 10']);
+  it('takes D_max once, as episode.d_max: the route grader has none of its own', () => {
+    expect(issuesOf(yaml('graders:\n  route: { mu: 1, d_max: 6 }'))).toEqual(['bad.yaml:9: graders.route.d_max: D_max is given once, as episode.d_max; remove this key']);
+    expect(issuesOf(yaml('graders:\n  route: { dMax: 6 }'))).toEqual(['bad.yaml:9: graders.route.dMax: D_max is given once, as episode.d_max; remove this key']);
   });
 
   it('reports every problem at once, in line order', () => {

@@ -1,10 +1,12 @@
 /**
- * The presets in configs/: all valid, the backbone ones differing only in the backbone line
- * and carrying the ThinkFL paper's settings; the committed JSON Schema is the generated one.
+ * The presets in configs/: all valid, written in snake_case only, the backbone ones differing
+ * only in the backbone line and carrying the ThinkFL paper's settings; the committed JSON
+ * Schema is the generated one.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { COMPOSITE_PRESETS, type CompositeSpec } from '@thinkfl/graders';
+import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadRunConfig, runConfigJsonSchema, STAGE_NAMES, type RunConfig } from '../src/config';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
@@ -23,7 +25,23 @@ function weight(spec: string | CompositeSpec, grader: string): number {
   return s.terms.filter((t) => t.grader === grader).reduce((a, t) => a + t.weight, 0);
 }
 
+/** Every mapping key of a YAML document, as dotted paths. */
+function keyPaths(v: unknown, at = ''): string[] {
+  if (Array.isArray(v)) return v.flatMap((x, i) => keyPaths(x, `${at}${i}.`));
+  if (v === null || typeof v !== 'object') return [];
+  return Object.entries(v).flatMap(([k, x]) => [`${at}${k}`, ...keyPaths(x, `${at}${k}.`)]);
+}
+
 describe('presets', () => {
+  it('writes every key in snake_case, and D_max once (episode.d_max)', () => {
+    for (const f of readdirSync(CONFIGS).filter((n) => n.endsWith('.yaml'))) {
+      const paths = keyPaths(parse(readFileSync(join(CONFIGS, f), 'utf8')));
+      expect(paths.length).toBeGreaterThan(20);
+      expect(paths.filter((p) => !/^[a-z0-9_]+$/.test(p.split('.').at(-1)!)), f).toEqual([]);
+      expect(paths.filter((p) => p.endsWith('d_max')), f).toEqual(['episode.d_max']);
+    }
+  });
+
   it('has tiny-cpu, ci-smoke and one preset per backbone, all valid', () => {
     const names = readdirSync(CONFIGS).filter((f) => f.endsWith('.yaml')).map((f) => f.replace(/\.yaml$/, '')).sort();
     expect(names).toEqual([...BACKBONES, 'ci-smoke', 'tiny-cpu'].sort());

@@ -176,7 +176,9 @@ describe('runGrpoStep', () => {
       const trajectories = await store.read(groupIdOf('refinement', 0, slot));
       const c = slot < primary.length ? primary[slot] : refill[slot - primary.length];
       expect(trajectories.map((t) => t.caseId)).toEqual([c.id, c.id, c.id]);
-      const { stage_rewards, ...settings } = ctx.config.graders;
+      // The route grader (Eq. 10) measures against the episodes' D_max, episode.d_max.
+      const { stage_rewards, ...graders } = ctx.config.graders;
+      const settings = { ...graders, route: { ...graders.route, dMax: ctx.config.episode.dMax } };
       const grade = await gradeGroup(trajectories.map((t) => t.episode), { truth: c.truth, questionId: c.id, settings }, stage_rewards.refinement);
       if (keepGroup(grade.totals, ctx.config.grpo.advantage)) expected.push(...computeAdvantages(grade.totals, ctx.config.grpo.advantage));
     }

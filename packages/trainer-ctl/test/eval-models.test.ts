@@ -65,9 +65,8 @@ beforeAll(async () => {
     `run: { name: eval-models }
 model: { dir: ${modelDir} }
 dataset: { path: ${datasetDir} }
-episode: ${JSON.stringify(EPISODE)}
-graders: { route: { dMax: 2 } }
-generation: { backend: { kind: onnx }, render_tools: true, sampling: { maxTokens: 160 } }
+episode: { protocol: rot, d_max: 2, tool_settings: { span_aliases: true } }
+generation: { backend: { kind: onnx }, render_tools: true, sampling: { max_tokens: 160 } }
 `,
   );
 }, 900_000);

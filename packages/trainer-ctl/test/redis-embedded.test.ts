@@ -1,10 +1,15 @@
-/** The embedded redis-server keeps a run's data across a stop and a restart in the same run directory. */
+/**
+ * The embedded redis-server keeps a run's data across a stop and a restart in the same run
+ * directory, and a server that dies (SIGKILL) is started again on its port from its
+ * append-only file while a client with the queues' settings waits and then carries on.
+ */
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbeddedRedis } from '../src/redis';
+import { startEmbeddedRedis, type EmbeddedRedisEvent } from '../src/redis';
+import { connectRedis } from '../src/queue/connection';
 
 const runDir = mkdtempSync(join(tmpdir(), 'thinkfl-run-'));
 afterAll(() => rmSync(runDir, { recursive: true, force: true }));
@@ -63,6 +68,56 @@ describe('embedded redis-server', () => {
     } finally {
       await redis.stop();
       rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it('starts a killed server again on the same port from its append-only file; a waiting client carries on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'thinkfl-run-'));
+    const events: EmbeddedRedisEvent[] = [];
+    let back!: () => void;
+    const restarted = new Promise<void>((r) => (back = r));
+    const server = await startEmbeddedRedis({
+      runDir: dir,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.kind === 'restarted') back();
+      },
+    });
+    const client = connectRedis(server.url);
+    const errors: string[] = [];
+    client.on('error', (e: Error) => errors.push(e.message));
+    try {
+      for (let i = 0; i < 200; i++) await client.rpush('writes', String(i));
+      const before = server.pid;
+      process.kill(before, 'SIGKILL');
+      // Sent while the server is down: queued by the client, answered once it is back.
+      const during = client.rpush('writes', 'after');
+      await restarted;
+      expect(await during).toBe(201);
+      expect(server.pid).not.toBe(before);
+      expect(await client.lrange('writes', 0, 2)).toEqual(['0', '1', '2']);
+      expect(events.map((e) => e.kind)).toEqual(['died', 'restarted']);
+      expect(events[0]).toEqual({ kind: 'died', how: 'killed by SIGKILL' });
+    } finally {
+      client.disconnect();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reports the server lost when it may not be started again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'thinkfl-run-'));
+    let lost!: (e: EmbeddedRedisEvent) => void;
+    const gone = new Promise<EmbeddedRedisEvent>((r) => (lost = r));
+    const server = await startEmbeddedRedis({ runDir: dir, restarts: 0, onEvent: (e) => e.kind === 'lost' && lost(e) });
+    try {
+      process.kill(server.pid, 'SIGKILL');
+      const e = await gone;
+      expect(e.kind === 'lost' && e.error.message).toMatch(/died after 0 restart/);
+      await expect(withClient(server.url, (r) => r.ping())).rejects.toThrow();
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

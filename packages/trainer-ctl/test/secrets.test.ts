@@ -47,12 +47,11 @@ function writeConfig(name: string, redisUrl?: string): string {
     `run: { name: ${name}, output_dir: ${join(dir, 'runs')}, seed: 0 }
 model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096 }
 dataset: { path: ${NEZHA_DATASET}, max_cases_per_fault: 2, max_eval_cases: 1 }
-episode: { protocol: rot, dMax: 3, toolSettings: { spanAliases: true } }
+episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
 generation:
   backend: { kind: onnx, threads: 1 }
-  sampling: { maxTokens: 16 }
+  sampling: { max_tokens: 16 }
 grpo: { group_size: 2, cases_per_step: 1, max_refill_groups: 0, advantage: { skip_equal_groups: false }, optimizer: { lr: 1.0e-3 } }
-graders: { route: { dMax: 3 } }
 stages:
   priming: { sft: { conversations: 2, epochs: 1, batch_size: 2, optimizer: { lr: 1.0e-3 } }, steps: 1 }
   exploration: { steps: 1, repeats: 1 }

@@ -1,124 +1,83 @@
 /**
  * `trainer-ctl train` end to end on a very small run (tiny model created by the run itself,
- * real Nezha cases, embedded Redis, worker child processes): an unbroken run, and a run whose
- * controller is SIGKILLed in the middle of stage 1 and resumed with --resume. Both finish
- * with the same number of updates, one metrics line per SFT update and per step, every
+ * real Nezha cases, embedded Redis, worker child processes, fixed seed, CPU): an unbroken run,
+ * a run whose controller is SIGKILLed in the middle of stage 1, and one SIGKILLed in a stage-2
+ * step after its groups were graded (its train job submitted). Each resumed run ends like the
+ * unbroken one: the same updates, one metrics line per SFT update and per step, the same
+ * per-step rewards and advantages, the same final weights (max abs difference <= 1e-6), every
  * evaluation written, and no process of theirs left running.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readMetrics, readState, type ProcessRecord, type RunState } from '../src/controller/index';
-import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+import { readMetrics, readState, type RunState } from '../src/controller/index';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readTensorboardScalars } from '../../../testkit/tensorboard';
+import {
+  activeTrainJob,
+  alive,
+  expectedKeys,
+  finalCheckpoint,
+  maxWeightDiff,
+  recordedProcesses,
+  runRedis,
+  spawnTrain,
+  stateOf,
+  stepKeys,
+  tinyRunYaml,
+  until,
+} from './train-fixtures';
 
-const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
+const RUN = 'resume-test';
 let scratch: string;
 let configFile: string;
-
-/** GRPO steps 2 + 1 + 1, each making an update (skip_equal_groups off). */
-const GRPO_STEPS = ['priming:0', 'priming:1', 'exploration:0', 'refinement:0'];
 const TIMEOUT = 900_000;
-
-/** One SFT update per batch of 2 teacher conversations (the teacher keeps only correct ones, up to 4). */
-function expectedKeys(runDir: string): string[] {
-  const n = (JSON.parse(readFileSync(join(runDir, 'teacher-samples.json'), 'utf8')) as unknown[]).length;
-  expect(n).toBeGreaterThan(0);
-  expect(n).toBeLessThanOrEqual(4);
-  return [...Array.from({ length: Math.ceil(n / 2) }, (_, i) => `sft:${i}`), ...GRPO_STEPS];
-}
 
 beforeAll(async () => {
   await ensureNezhaDataset();
   scratch = mkdtempSync(join(tmpdir(), 'h11-train-'));
   configFile = join(scratch, 'run.yaml');
-  writeFileSync(
-    configFile,
-    `run: { name: resume-test, seed: 0 }
-model:
-  dir: ${join(scratch, 'model')}
-  dtype: float32
-  max_context_tokens: 4096
-  create_tiny: { seed: 0, hidden_size: 64, layers: 2, heads: 4, kv_heads: 2, head_dim: 16, intermediate_size: 128 }
-dataset: { path: ${NEZHA_DATASET}, max_cases_per_fault: 2, max_eval_cases: 2 }
-episode: { protocol: rot, dMax: 4, toolSettings: { spanAliases: true } }
-generation:
-  backend: { kind: onnx, threads: 1 }
-  sampling: { maxTokens: 24 }
-grpo:
-  group_size: 2
-  cases_per_step: 1
-  max_refill_groups: 0
-  advantage: { skip_equal_groups: false }
-  optimizer: { lr: 1.0e-3 }
-graders: { route: { dMax: 4 } }
-stages:
-  priming: { sft: { conversations: 4, epochs: 1, batch_size: 2, optimizer: { lr: 1.0e-3 } }, steps: 2 }
-  exploration: { steps: 1, repeats: 1 }
-  refinement: { steps: 1 }
-workers:
-  rollout: { count: 1, concurrency: 2 }
-checkpoints: { every_steps: 1 }
-`,
-  );
+  writeFileSync(configFile, tinyRunYaml(scratch, RUN));
 });
 
 afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-  stdout: string;
-}
-
-function train(runDir: string, extra: string[], onState?: (s: RunState, kill: () => void) => void): Promise<Exit> {
-  const child = spawn(process.execPath, [CLI, 'train', configFile, '--run-dir', runDir, ...extra], { cwd: REPO_ROOT });
-  let stderr = '';
-  let stdout = '';
-  child.stderr.on('data', (b: Buffer) => (stderr += b));
-  child.stdout.on('data', (b: Buffer) => (stdout += b));
-  const watch = onState
-    ? setInterval(() => {
-        const s = existsSync(join(runDir, 'state.json')) ? readState(runDir) : undefined;
-        if (s) onState(s, () => child.kill('SIGKILL'));
-      }, 200)
-    : undefined;
-  return new Promise((done) =>
-    child.on('exit', (code, signal) => {
-      clearInterval(watch);
-      done({ code, signal, stderr, stdout });
-    }),
-  );
-}
-
-function stepKeys(runDir: string): string[] {
-  return readMetrics(runDir).map((m) => (m.kind === 'sft' ? `sft:${m.update}` : `${m.stage}:${m.step}`));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+/** Per GRPO step: its samples' rewards and advantages. */
+function grpoFigures(runDir: string) {
+  return readMetrics(runDir)
+    .filter((m) => m.kind === 'grpo')
+    .map((m) => ({ step: `${m.stage}:${m.step}`, rewards: m.rewards, advantages: m.advantages, loss: (m.train as Record<string, number>).loss }));
 }
 
 describe('trainer-ctl train', () => {
   let unbroken: RunState;
+  const unbrokenDir = () => join(scratch, 'unbroken');
+
+  /** A resumed run ended exactly as the unbroken one. */
+  function expectSameAsUnbroken(runDir: string): void {
+    const final = readState(runDir)!;
+    expect(final.done).toBe(true);
+    expect(final.updates).toBe(unbroken.updates);
+    expect(stepKeys(runDir)).toEqual(expectedKeys(runDir));
+    const figures = grpoFigures(runDir);
+    expect(figures.map((f) => f.step)).toEqual(grpoFigures(unbrokenDir()).map((f) => f.step));
+    expect(figures).toEqual(grpoFigures(unbrokenDir()));
+    const diff = maxWeightDiff(finalCheckpoint(runDir), finalCheckpoint(unbrokenDir()));
+    console.log(`${runDir}: max abs weight difference to the unbroken run ${diff}`);
+    expect(diff).toBeLessThanOrEqual(1e-6);
+  }
 
   it('runs all three stages: SFT, GRPO steps, a checkpoint and an evaluation per stage', async () => {
-    const runDir = join(scratch, 'unbroken');
-    const r = await train(runDir, []);
-    expect(r.code, r.stderr).toBe(0);
-    expect(existsSync(join(scratch, 'model', 'onnx', 'model.onnx'))).toBe(true);
+    const runDir = unbrokenDir();
+    const r = await spawnTrain(configFile, runDir).exited;
+    expect(r.code, r.output).toBe(0);
+    expect(readFileSync(join(scratch, 'model', 'onnx', 'model.onnx')).length).toBeGreaterThan(0);
     unbroken = readState(runDir)!;
     const keys = expectedKeys(runDir);
+    expect(keys.length).toBeGreaterThan(4);
     expect(unbroken.done).toBe(true);
     expect(unbroken.updates).toBe(keys.length);
     expect(unbroken.policyVersion).toBe(keys.length);
@@ -134,31 +93,30 @@ describe('trainer-ctl train', () => {
       expect(m).toMatchObject({ samples: 2, groups: 1, keptGroups: 1 });
       expect(Object.keys(m.graders as object).length).toBeGreaterThan(0);
       expect(typeof (m.train as Record<string, number>).loss).toBe('number');
+      expect(m.rewards).toHaveLength(2);
+      expect(m.advantages).toHaveLength(2);
     }
-    const procs = JSON.parse(readFileSync(join(runDir, 'processes.json'), 'utf8')) as ProcessRecord[];
-    expect(procs).toEqual([]);
+    // Stage 2 rewards diversity: the exploration step's graders include it.
+    expect(Object.keys(grpo[2].graders as object)).toContain('diversity');
+    expect(recordedProcesses(runDir)).toEqual([]);
   }, TIMEOUT);
 
-  it('resumed after a SIGKILL in the middle of stage 1, finishes with the same updates and no duplicate metrics', async () => {
+  it('resumed after a SIGKILL in the middle of stage 1, ends with the same updates, rewards, advantages and weights', async () => {
     const runDir = join(scratch, 'killed');
-    let killedAt: RunState | undefined;
-    const first = await train(runDir, [], (s, kill) => {
-      if (!killedAt && s.stages.priming.steps >= 1) {
-        killedAt = structuredClone(s);
-        kill();
-      }
+    const run = spawnTrain(configFile, runDir);
+    const killedAt = await until('stage-1 step 1', () => {
+      const s = stateOf(runDir);
+      return s && s.stages.priming.steps >= 1 ? s : undefined;
     });
-    expect(first.signal).toBe('SIGKILL');
-    expect(killedAt!.stages.priming.done).toBe(false);
-    const left = JSON.parse(readFileSync(join(runDir, 'processes.json'), 'utf8')) as ProcessRecord[];
+    run.child.kill('SIGKILL');
+    expect((await run.exited).signal).toBe('SIGKILL');
+    expect(killedAt.stages.priming.done).toBe(false);
+    const left = recordedProcesses(runDir);
     expect(left.map((p) => p.role).sort()).toEqual(['redis', 'rollout-0', 'train']);
 
-    const second = await train(runDir, ['--resume']);
-    expect(second.code, second.stderr).toBe(0);
-    const final = readState(runDir)!;
-    expect(final.done).toBe(true);
-    expect(final.updates).toBe(unbroken.updates);
-    expect(stepKeys(runDir)).toEqual(expectedKeys(runDir));
+    const second = await spawnTrain(configFile, runDir, ['--resume']).exited;
+    expect(second.code, second.output).toBe(0);
+    expectSameAsUnbroken(runDir);
     // TensorBoard, reading both processes' event files, sees each step once with the kept line's value.
     const tb = readTensorboardScalars(join(runDir, 'tensorboard'));
     readMetrics(runDir).forEach((m, i) => {
@@ -170,8 +128,30 @@ describe('trainer-ctl train', () => {
     for (const p of left) expect(alive(p.pid)).toBe(false);
   }, TIMEOUT);
 
+  it('resumed after a SIGKILL in a stage-2 step after grading, ends as the unbroken run', async () => {
+    const runDir = join(scratch, 'killed-graded');
+    const run = spawnTrain(configFile, runDir);
+    const redis = await runRedis(runDir, run);
+    // The exploration step's train job exists only once all its groups were graded.
+    const job = await until('the stage-2 train job', async () => {
+      const j = await activeTrainJob(redis, RUN);
+      return j?.stage === 'exploration' ? j : undefined;
+    });
+    run.child.kill('SIGKILL');
+    redis.disconnect();
+    expect((await run.exited).signal).toBe('SIGKILL');
+    expect(job.kind).toBe('grpo');
+    const killedAt = readState(runDir)!;
+    expect(killedAt.stages.exploration.steps).toBe(0);
+    expect(killedAt.stages.priming.done).toBe(true);
+
+    const second = await spawnTrain(configFile, runDir, ['--resume']).exited;
+    expect(second.code, second.output).toBe(0);
+    expectSameAsUnbroken(runDir);
+  }, TIMEOUT);
+
   it('says a finished run is complete instead of training again', async () => {
-    const r = await train(join(scratch, 'unbroken'), ['--resume']);
+    const r = await spawnTrain(configFile, unbrokenDir(), ['--resume']).exited;
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`already complete (${unbroken.updates} updates)`);
   }, TIMEOUT);

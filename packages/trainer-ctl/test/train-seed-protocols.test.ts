@@ -38,7 +38,7 @@ dataset: { path: ${NEZHA_DATASET}, max_cases_per_fault: 2, max_eval_cases: 2 }
 episode: ${episode}
 generation:
   backend: { kind: onnx, threads: 1 }
-  sampling: { maxTokens: 24 }
+  sampling: { max_tokens: 24 }
 grpo:
   group_size: 2
   cases_per_step: 1

@@ -30,12 +30,11 @@ export function writeRunConfig(dir: string, name: string, modelDir: string, extr
     `run: { name: ${name}, output_dir: ${join(dir, 'runs')}, seed: 0 }
 model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096 }
 dataset: { path: ${NEZHA_DATASET} }
-episode: { protocol: rot, dMax: 3, toolSettings: { spanAliases: true } }
+episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
 generation:
   backend: { kind: onnx, threads: 1 }
-  sampling: { maxTokens: 64 }
+  sampling: { max_tokens: 64 }
 grpo: { group_size: 4, loss: { kl_coef: 0.001 }, optimizer: { lr: 1.0e-3 } }
-graders: { route: { dMax: 3 } }
 workers: { rollout: { concurrency: 1 }, sync_timeout_s: 60 }
 ${extra}`,
   );

@@ -3,7 +3,9 @@
  * job publishes version update+1 with an exported policy the onnx backend loads; a retried job
  * returns its stored result without a second update; updates run in order; a new worker
  * resumes from the checkpoint; an SFT job of several optimizer steps is one update. Then the rollout side syncs to the published versions, and a
- * version that never comes fails the sync with a clear error after its hard timeout.
+ * version that never comes fails the sync with a clear error after its hard timeout. An engine
+ * SIGKILLed during an update is started again and the update gives the unbroken run's loss;
+ * with engine_restarts 0 the job fails for good.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -136,19 +138,52 @@ describe('train worker', () => {
     await player.close();
   }, 300_000);
 
-  it('fails a malformed job, and a job on a dead engine, at once; tells the worker\'s owner of the death', async () => {
-    const deaths: Error[] = [];
-    const worker = await startWorker((e) => deaths.push(e));
+  it('fails a malformed job at once; an engine killed in the middle of an update is started again and the job gives the unbroken result', async () => {
     const queue = new TrainQueue(conn, RUN, settings);
+    let worker = await startWorker();
     // Resumed from the checkpoint after update 1: update 2 is due again.
     expect(worker.updates).toBe(2);
     // A malformed job is not retried: it fails at once, naming the sample.
     await queue.submit({ ...job(2), samples: [samples[0], { ...samples[1], advantage: undefined }] });
     await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/failed after 1 attempt\(s\): train job update 2: samples\[1\] has no advantage \(required for grpo\)/);
-    await queue.forget(2);
+    // Unbroken: updates 2 and 3 one after the other.
+    await queue.submit(job(2));
+    await queue.waitResult(2, 120_000);
+    await queue.submit(job(3));
+    const unbroken = await queue.waitResult(3, 120_000);
+    await worker.close();
+
+    // Again from the checkpoint, and the engine SIGKILLed once update 3 is running: the new
+    // engine starts from the checkpoint, takes update 2 again from its job, then makes update 3.
+    worker = await startWorker();
+    expect(worker.updates).toBe(2);
+    await queue.submit(job(2));
+    await queue.waitResult(2, 120_000);
+    const killedPid = worker.enginePid!;
+    const at = logs.length;
+    await queue.submit(job(3));
+    while ((await queue.queue.getJobState('train-test.update.3')) !== 'active') await new Promise((r) => setTimeout(r, 5));
+    process.kill(killedPid, 'SIGKILL');
+    const restarted = await queue.waitResult(3, 120_000);
+    expect(worker.enginePid).not.toBe(killedPid);
+    expect(logs.slice(at).some((l) => /engine died during update 3 .*restarting it from the latest checkpoint \(1 of 2\)/.test(l))).toBe(true);
+    expect(restarted.metrics.step).toBe(unbroken.metrics.step);
+    expect(restarted.metrics.loss).toBe(unbroken.metrics.loss);
+    expect(restarted.metrics.grad_norm).toBe(unbroken.metrics.grad_norm);
+    await worker.close();
+    await queue.close();
+  }, 600_000);
+
+  it('with engine_restarts 0 a job on a dead engine fails for good and the worker\'s owner is told', async () => {
+    const deaths: Error[] = [];
+    const c = loaded.config;
+    const config = { ...c, workers: { ...c.workers, train: { ...c.workers.train, engine_restarts: 0 } } };
+    const worker = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config, runDir: loaded.runDir, log: (l) => logs.push(l), onEngineDeath: (e) => deaths.push(e) });
+    const queue = new TrainQueue(conn, RUN, settings);
+    expect(worker.updates).toBe(2);
     process.kill(worker.enginePid!, 'SIGKILL');
     await queue.submit(job(2));
-    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/train job train-test.update.2 failed after 1 attempt\(s\): train engine died: .*SIGKILL/);
+    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/train job train-test.update.2 failed after 1 attempt\(s\): train engine died \(workers.train.engine_restarts 0\): .*SIGKILL/);
     expect(deaths).toHaveLength(1);
     await worker.close();
     await queue.close();

@@ -2,26 +2,28 @@
 
 export interface DiversityCache {
   /**
-   * Records a path for a question; true when it had not been seen before. Each distinct
-   * (question, path) is answered true exactly once, whoever asks.
+   * Records a path for a question on behalf of `owner` (the sample that took it, e.g.
+   * "<group>#<index>"); true when this owner is the first to record it. The first owner is
+   * kept, so asking again as the same owner answers true again: a group graded a second time
+   * (a step replayed after a kill) scores as it did the first time. Any other owner gets false.
    */
-  markSeen(questionId: string, pathKey: string): Promise<boolean>;
+  markSeen(questionId: string, pathKey: string, owner: string): Promise<boolean>;
   close(): Promise<void>;
 }
 
 /** In-process cache, for single-process runs and tests. */
 export class MemoryDiversityCache implements DiversityCache {
-  private readonly seen = new Map<string, Set<string>>();
+  /** question -> path -> first owner. */
+  private readonly seen = new Map<string, Map<string, string>>();
 
-  async markSeen(questionId: string, pathKey: string): Promise<boolean> {
+  async markSeen(questionId: string, pathKey: string, owner: string): Promise<boolean> {
     let paths = this.seen.get(questionId);
     if (!paths) {
-      paths = new Set();
+      paths = new Map();
       this.seen.set(questionId, paths);
     }
-    if (paths.has(pathKey)) return false;
-    paths.add(pathKey);
-    return true;
+    if (!paths.has(pathKey)) paths.set(pathKey, owner);
+    return paths.get(pathKey) === owner;
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 /** Diversity grader, ThinkFL Algorithm 2: reward reasoning paths new for this question. */
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { dedupedCalls, pathKey } from '../diversity/path-key';
 import { truthRank } from '../match';
@@ -24,7 +25,7 @@ export const diversity: Grader = {
     if (!ctx.diversity) throw new Error("the 'diversity' grader needs a DiversityCache in the grading context");
     // Ranked before marking, so that a bad ground truth fails without recording the path.
     const solved = truthRank(episode.answer, ctx) === 0;
-    const isNew = await ctx.diversity.markSeen(ctx.questionId, pathKey(episode.path));
+    const isNew = await ctx.diversity.markSeen(ctx.questionId, pathKey(episode.path), ctx.sampleId ?? randomUUID());
     const { a, b, c } = ctx.settings.diversity;
     return {
       score: isNew ? (solved ? a : b) : c,

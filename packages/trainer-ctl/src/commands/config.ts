@@ -5,7 +5,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { stringify } from 'yaml';
-import { loadRunConfig, runConfigJsonSchema } from '../config/index';
+import { loadRunConfig, runConfigJsonSchema, toSnakeKeys } from '../config/index';
 
 interface ValidateArgs {
   files: string[];
@@ -27,7 +27,7 @@ const validate: CommandModule<object, ValidateArgs> = {
       try {
         const { config, runDir } = loadRunConfig(file, { checkPaths: argv.paths });
         process.stdout.write(`${file}: ok (run ${config.run.name}, run directory ${runDir})\n`);
-        if (argv.print) process.stdout.write(stringify(config));
+        if (argv.print) process.stdout.write(stringify(toSnakeKeys(config)));
       } catch (e) {
         failed++;
         process.stderr.write(`${(e as Error).message}\n`);

@@ -4,7 +4,7 @@
  * killed run from its last completed step; --redis uses a given server and external workers.
  */
 import type { CommandModule } from 'yargs';
-import { trainRun } from '../controller/index';
+import { RunStopped, trainRun } from '../controller/index';
 
 interface TrainArgs {
   config: string;
@@ -28,6 +28,13 @@ export const command: CommandModule<object, TrainArgs> = {
       })
       .option('resume', { type: 'boolean', default: false, describe: 'continue the run directory\'s run from its last completed step' }),
   handler: async (args) => {
-    await trainRun({ configFile: args.config, runDir: args['run-dir'], redisUrl: args.redis, resume: args.resume });
+    try {
+      await trainRun({ configFile: args.config, runDir: args['run-dir'], redisUrl: args.redis, resume: args.resume });
+    } catch (e) {
+      if (!(e instanceof RunStopped)) throw e;
+      // One message; what the stopped run was still awaiting must not keep the process alive.
+      process.stderr.write(`trainer-ctl: ${e.message}\n`);
+      process.exit(e.exitCode);
+    }
   },
 };

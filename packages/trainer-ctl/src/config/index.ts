@@ -3,3 +3,4 @@ export * from './schema';
 export * from './load';
 export * from './json-schema';
 export { runDir } from './paths';
+export { snakeCase, toSnakeKeys } from './snake-case';

@@ -1,6 +1,7 @@
 /** zod issues of a run config as readable messages: what was expected and what the file has. */
 import type { z } from 'zod';
 import type { ConfigIssue } from './errors';
+import { snakeCase } from './snake-case';
 import type { YamlPath, YamlSource } from './yaml-source';
 
 type Def = Record<string, unknown> & { type: string };
@@ -85,8 +86,19 @@ function distance(a: string, b: string): number {
   return d[a.length][b.length];
 }
 
-function unknownKey(key: string, known: string[] | undefined): string {
+/** Keys that moved elsewhere: D_max is given once, as episode.d_max. */
+const MOVED: Record<string, string> = {
+  'graders.route.d_max': 'episode.d_max',
+  'stages.priming.sft.teacher.d_max': 'episode.d_max',
+};
+
+function unknownKey(path: YamlPath, key: string, known: string[] | undefined): string {
+  const snake = snakeCase(key);
+  const moved = MOVED[[...path, snake].join('.')];
+  if (moved) return `D_max is given once, as ${moved}; remove this key`;
   if (!known) return 'unknown key';
+  // Run config keys are snake_case; an old camelCase spelling gets its new one.
+  if (snake !== key && known.includes(snake)) return `renamed: write ${snake} (run config keys are snake_case)`;
   const limit = key.length >= 4 ? Math.max(2, Math.floor(key.length / 3)) : 1;
   const close = known.filter((k) => distance(k.toLowerCase(), key.toLowerCase()) <= limit);
   const hint = close.length ? ` (did you mean ${close.join(' or ')}?)` : '';
@@ -113,12 +125,17 @@ function message(issue: z.core.$ZodIssue, value: unknown, present: boolean): str
 /** One ConfigIssue per problem, unknown keys one each, located in the YAML source. */
 export function toConfigIssues(error: z.ZodError, schema: z.ZodType, src: YamlSource): ConfigIssue[] {
   const out: ConfigIssue[] = [];
+  // A required key written in its old camelCase spelling is reported as renamed, not also as missing.
+  const respelt = new Set(
+    error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => [...i.path, snakeCase(k)].join('.')) : [])),
+  );
   for (const issue of error.issues) {
     const path = issue.path as (string | number)[];
+    if (respelt.has(path.join('.')) && valueAt(src.data, path) === undefined) continue;
     if (issue.code === 'unrecognized_keys') {
       const known = objectKeys(schema, path, src.data);
       for (const key of issue.keys) {
-        out.push({ path: [...path, key].join('.'), line: src.lineOf([...path, key], true), message: unknownKey(key, known) });
+        out.push({ path: [...path, key].join('.'), line: src.lineOf([...path, key], true), message: unknownKey(path, key, known) });
       }
       continue;
     }

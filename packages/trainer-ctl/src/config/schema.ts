@@ -9,11 +9,13 @@ import { CheckpointsSection, LoggingSection, QueueSection, WorkersSection } from
 import { ModelSection, TokenizerSection } from './sections/model';
 import { RunSection } from './sections/run';
 import { StagesSection } from './sections/stages';
+import { snakeKeys } from './snake-case';
 import { deepStrict } from './strict';
 
 export { STAGE_NAMES, type StageName } from './sections/stages';
 
-export const RunConfigSchema = deepStrict(
+/** Every key snake_case (the embedded packages' camelCase settings included), unknown keys refused at any depth. */
+export const RunConfigSchema = snakeKeys(deepStrict(
   z.strictObject({
     run: RunSection,
     model: ModelSection,
@@ -29,7 +31,7 @@ export const RunConfigSchema = deepStrict(
     checkpoints: CheckpointsSection,
     logging: LoggingSection,
   }),
-).superRefine((c, ctx) => {
+)).superRefine((c, ctx) => {
   if (c.grpo.group_size === 1 && c.grpo.advantage.skip_equal_groups) {
     ctx.addIssue({
       code: 'custom',
@@ -37,17 +39,7 @@ export const RunConfigSchema = deepStrict(
       message: 'a group of 1 has no group-relative signal and every group would be skipped; use 2 or more',
     });
   }
-  // The route score (Eq. 10) is measured against the same D_max the episodes are played with.
-  if (c.graders.route.dMax !== c.episode.dMax) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['graders', 'route', 'dMax'],
-      message: `must equal episode.dMax: expected ${c.episode.dMax}, got ${c.graders.route.dMax}`,
-    });
-  }
 });
 
-/** A run config as written (defaults not yet applied). */
-export type RunConfigInput = z.input<typeof RunConfigSchema>;
 /** A validated run config with every default applied and every path absolute. */
 export type RunConfig = z.output<typeof RunConfigSchema>;

@@ -1,7 +1,9 @@
 /**
  * Grading a complete group with its stage's reward and turning the totals into advantages.
  * Graders see the whole group in sample order; the question id is the case id, so the
- * diversity cache counts a path once per question across every step and grader process.
+ * diversity cache counts a path once per question across every step and grader process, and
+ * the group id names the samples there, so a step replayed after a kill grades its groups
+ * exactly as the first time (the cache already holds their paths, as their own).
  */
 import type { Case, Dataset } from '@thinkfl/env';
 import { gradeGroup, type DiversityCache } from '@thinkfl/graders';
@@ -23,7 +25,8 @@ export async function gradeTrajectories(
   c: Case,
   trajectories: Trajectory[],
 ): Promise<GradedGroup> {
-  const { stage_rewards, ...settings } = ctx.config.graders;
+  const { stage_rewards, ...graders } = ctx.config.graders;
+  const settings = { ...graders, route: { ...graders.route, dMax: ctx.config.episode.dMax } };
   const grade = await gradeGroup(
     trajectories.map((t) => t.episode),
     {
@@ -33,6 +36,7 @@ export async function gradeTrajectories(
       faultType: ctx.dataset.faults.find((f) => f.id === c.faultId)?.type,
       settings,
       diversity: ctx.diversity,
+      groupId,
     },
     stage_rewards[stage],
   );

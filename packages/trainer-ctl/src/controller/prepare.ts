@@ -12,9 +12,9 @@ import type { RunConfig } from '../config/index';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');
 
-function runScript(args: string[], log: (line: string) => void): Promise<void> {
+function runScript(args: string[], log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], signal });
     let tail = '';
     const keep = (b: Buffer) => {
       tail = (tail + b.toString()).slice(-4000);
@@ -55,7 +55,8 @@ function checkTinyModel(dir: string, want: NonNullable<RunConfig['model']['creat
   }
 }
 
-export async function prepareInputs(config: RunConfig, log: (line: string) => void): Promise<void> {
+/** `signal` stops a child process the preparation runs (a stopped run leaves nothing behind). */
+export async function prepareInputs(config: RunConfig, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   const { dataset, model } = config;
   if (!existsSync(join(dataset.path, 'meta.json')) && dataset.import) {
     log(`prepare: importing ${dataset.import.format} from ${dataset.import.src} into ${dataset.path}`);
@@ -69,6 +70,6 @@ export async function prepareInputs(config: RunConfig, log: (line: string) => vo
     const script = join(REPO_ROOT, 'scripts', 'create-tiny-model.ts');
     const { seed, ...sizes } = model.create_tiny;
     const flags = Object.entries(sizes).flatMap(([k, v]) => (v === undefined ? [] : [`--${k.replace(/_/g, '-')}`, String(v)]));
-    await runScript([script, '--dataset', dataset.path, '--out', model.dir, '--seed', String(seed), ...flags], log);
+    await runScript([script, '--dataset', dataset.path, '--out', model.dir, '--seed', String(seed), ...flags], log, signal);
   }
 }

@@ -74,7 +74,10 @@ export function startWorkerProcess(runDir: string, name: string, kind: 'rollout'
   return { record: { pid: child.pid!, marker: 'trainer-ctl', role: name }, child };
 }
 
-/** SIGTERM (workers finish their job and leave the registry), SIGKILL after `graceMs`. */
+/**
+ * SIGTERM (a rollout worker finishes its episode, the train worker stops its engine at once;
+ * both leave the registry), SIGKILL after `graceMs`.
+ */
 export async function stopWorkerProcesses(procs: WorkerProcess[], graceMs = 30_000): Promise<void> {
   await Promise.all(
     procs.map(async ({ child }) => {

@@ -10,7 +10,9 @@ import {
   connectRedis,
   GroupStore,
   listWorkers,
+  keys,
   parseQueueSettings,
+  RedisErrorReporter,
   RolloutQueue,
   TrainQueue,
   type QueueSettingsInput,
@@ -33,12 +35,31 @@ export class RedisTransport implements ControlTransport {
     readonly url: string,
     readonly runId: string,
     settings: QueueSettingsInput = {},
+    /** Where connection errors go (once per outage); default stderr. */
+    log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
   ) {
     const s = parseQueueSettings(settings);
-    this.redis = connectRedis(url);
+    const errors = new RedisErrorReporter(log);
+    this.redis = errors.watchClient(connectRedis(url));
     this.rollouts = new RolloutQueue(this.redis, runId, s);
     this.groups = new GroupStore(this.redis, runId);
     this.trainQueue = new TrainQueue(this.redis, runId, s);
+    errors.watch(this.rollouts.queue);
+    errors.watch(this.trainQueue.queue);
+  }
+
+  /**
+   * For a controller that owns every worker of the run, none of which is running yet: drops
+   * every job of both queues (a killed worker's running job would otherwise wait for its lock
+   * to expire, and a failed one would answer again with its failure) and the published
+   * policy (the train worker publishes the one it resumes from; a newer one left from past
+   * that checkpoint must not be played). Stored trajectories, train results and the
+   * diversity cache stay: the steps replayed from here reuse them.
+   */
+  async resetForStart(): Promise<void> {
+    await this.rollouts.queue.obliterate({ force: true });
+    await this.trainQueue.queue.obliterate({ force: true });
+    await this.redis.del(keys.policy(this.runId));
   }
 
   /**
@@ -81,6 +102,8 @@ export class RedisTransport implements ControlTransport {
 
   async close(): Promise<void> {
     await Promise.all([this.rollouts.close(), this.trainQueue.close(), this.groups.close()]);
-    await this.redis.quit();
+    // While Redis is down a QUIT would wait for it to come back.
+    if (this.redis.status === 'ready') await this.redis.quit();
+    else this.redis.disconnect();
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The record of one GRPO step (a metrics.jsonl line): every grader's mean and std, reward,
- * advantages, share of zero-variance groups, the trainer's loss/KL/clip figures, lengths,
+ * advantages (their summary, and each sample's reward and advantage, so that two runs can be
+ * compared step by step), share of zero-variance groups, the trainer's loss/KL/clip figures, lengths,
  * tool calls, format validity, staleness and the timings of each phase.
  */
 import type { GroupGrade } from '@thinkfl/graders';
@@ -68,6 +69,9 @@ export function stepRecord(input: StepRecordInput) {
     reward: short(stat(samples.map((s) => s.grade.total))),
     graders,
     advantage: { ...short(adv), min: round(adv.min), max: round(adv.max) },
+    /** Each sample's reward and advantage, groups in slot order (refills included), samples in index order. */
+    rewards: samples.map((s) => s.grade.total),
+    advantages: samples.map((s) => s.adv),
     train: input.result?.metrics ?? {},
     responseTokens: round(stat(samples.map((s) => s.t.mask.reduce((a, b) => a + b, 0))).mean),
     totalTokens: round(stat(samples.map((s) => s.t.ids.length)).mean),

@@ -1,6 +1,7 @@
 /**
- * `trainer-ctl train`: prepares inputs, opens (or resumes) the run directory, brings up Redis
- * and the workers when no Redis URL is given, runs the stages, and takes down what it started.
+ * `trainer-ctl train`: opens (or resumes) the run directory, prepares inputs, brings up Redis
+ * and the workers when no Redis URL is given, runs the stages, and takes down what it started,
+ * also when it is stopped part way (a signal, a worker that died, a Redis that is gone).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -9,18 +10,19 @@ import { RedisDiversityCache } from '@thinkfl/graders';
 import { loadRunConfig, type RunConfig } from '../config/index';
 import type { ProgressStream } from '../progress';
 import { redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
-import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/index';
+import { startEmbeddedRedis } from '../redis/index';
 import { runCases } from './cases';
 import { truncateMetrics } from './metrics-log';
 import { prepareInputs } from './prepare';
-import { recordProcesses, startWorkerProcess, stopLeftovers, stopWorkerProcesses, type ProcessRecord, type WorkerProcess } from './processes';
+import { startWorkerProcess, stopLeftovers } from './processes';
+import { RunTree } from './run-tree';
 import { RedisTransport } from './redis-transport';
 import { runStages } from './run-stages';
 import { initialState, readState, rewindTo, writeState, type RunState } from './state';
 import { latestCheckpoint } from '../workers/run-files';
 import { configTeacher } from './teacher';
 import { EventFileWriter, TENSORBOARD_DIR } from '../logs/tensorboard';
-import { gateRun } from '../ci/gate';
+import { ExpectationsFailed, gateRun } from '../ci/gate';
 
 export interface TrainOptions {
   configFile: string;
@@ -53,83 +55,154 @@ function openState(config: RunConfig, runDir: string, resume: boolean | undefine
   return from;
 }
 
-async function redisPid(t: RedisTransport): Promise<number> {
-  const info = await t.redis.info('server');
-  return Number(/process_id:(\d+)/.exec(info)?.[1]);
+/**
+ * A run that stopped before its end: by a signal, or because a part failed for good. The
+ * message says how to continue; `exitCode` is what the process should exit with.
+ */
+export class RunStopped extends Error {
+  override name = 'RunStopped';
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
 }
 
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+function resumeHint(opts: TrainOptions, runDir: string): string {
+  return `continue it with: trainer-ctl train ${opts.configFile} --run-dir ${runDir} --resume`;
+}
+
+/**
+ * Runs (or resumes) a run. A SIGINT or SIGTERM at any point, a worker that exits, or a Redis
+ * that cannot be brought back stops everything the run started (RunTree) and rejects with
+ * RunStopped naming the command that continues the run.
+ */
 export async function trainRun(opts: TrainOptions): Promise<RunState> {
-  const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   const note = (s: string) => (opts.stream ?? process.stderr).write(`${s}\n`);
-  await prepareInputs(loadRunConfig(opts.configFile, { checkPaths: false }).config, note);
-  const loaded = loadRunConfig(opts.configFile);
-  const config = loaded.config;
-  const runDir = resolve(opts.runDir ?? loaded.runDir);
+  let fail!: (e: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => undefined);
+  let tree: RunTree | undefined;
+  let runDir: string | undefined;
+  const abort = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (abort.signal.aborted) return;
+    note(`${sig}: stopping the run's workers, engine and Redis`);
+    fail(new RunStopped(`stopped by ${sig}`, SIGNAL_EXIT[sig] ?? 1));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const work = runTree(opts, {
+    note,
+    signal: abort.signal,
+    opened: (dir, t) => {
+      runDir = dir;
+      tree = t;
+    },
+    fail: (e) => fail(e),
+  });
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, failed]);
+  } catch (e) {
+    abort.abort();
+    await tree?.close();
+    // A finished run that missed its expectations is not a stopped one: nothing to resume.
+    if (!runDir || e instanceof ExpectationsFailed) throw e;
+    const why = e instanceof RunStopped ? e : new RunStopped(`run stopped: ${(e as Error).message}`, 1);
+    throw new RunStopped(`${why.message}; ${resumeHint(opts, runDir)}`, why.exitCode);
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+interface RunHooks {
+  note: (line: string) => void;
+  /** Aborted once the run is stopping: nothing new is started. */
+  signal: AbortSignal;
+  /** The run directory is open and `tree` holds what the run starts. */
+  opened: (runDir: string, tree: RunTree) => void;
+  /** A part of the run failed on its own. */
+  fail: (e: Error) => void;
+}
+
+async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
+  const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
+  const { note } = hooks;
+  const early = loadRunConfig(opts.configFile, { checkPaths: false });
+  const runDir = resolve(opts.runDir ?? early.runDir);
   mkdirSync(runDir, { recursive: true });
-  const state = openState(config, runDir, opts.resume);
+  // State first: a run stopped while its inputs are prepared is resumed like any other.
+  const state = openState(early.config, runDir, opts.resume);
   if (state.done) {
-    print(`run ${config.run.name} in ${runDir} is already complete (${state.updates} updates)`);
-    gateRun(runDir, config, print);
+    print(`run ${early.config.run.name} in ${runDir} is already complete (${state.updates} updates)`);
+    gateRun(runDir, early.config, print);
     return state;
   }
   writeState(runDir, state);
   writeFileSync(join(runDir, 'config.yaml'), redactSecrets(readFileSync(opts.configFile, 'utf8')));
   await stopLeftovers(runDir);
+  const tree = new RunTree(runDir, hooks.fail);
+  hooks.opened(runDir, tree);
+  await prepareInputs(early.config, note, hooks.signal);
+  const config = loadRunConfig(opts.configFile).config;
 
   const runId = config.run.name;
   const external = resolveRedisUrl(opts.redisUrl, config.queue.redis_url);
-  let embedded: EmbeddedRedis | undefined;
-  let transport: RedisTransport | undefined;
-  const workers: WorkerProcess[] = [];
-  const shutdown = async () => {
-    await stopWorkerProcesses(workers);
-    await transport?.close();
-    await embedded?.stop();
-    recordProcesses(runDir, []);
-  };
-  // Ctrl-C or a SIGTERM stops what this run started; the next start resumes from state.json.
-  const onSignal = (sig: NodeJS.Signals) => {
-    note(`${sig}: stopping the run's workers and Redis; resume with --resume`);
-    void shutdown().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    if (!external) embedded = await startEmbeddedRedis({ runDir, executable: config.queue.redis_server, readyTimeoutS: config.queue.ready_timeout_s });
-    const url = external ?? embedded!.url;
-    writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: redactUrl(url), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
-    transport = new RedisTransport(url, runId, { prefix: config.queue.prefix });
-    // A refused password fails here in one clear line instead of hanging the first queue command.
-    await waitReady(transport.redis);
-    await transport.discardWaitingRollouts();
-    const records: ProcessRecord[] = [];
-    if (embedded) {
-      records.push({ pid: await redisPid(transport), marker: 'redis-server', role: 'redis' });
-      const common = ['--config', resolve(opts.configFile), '--run-dir', runDir];
-      // The embedded Redis has no password: one the caller's REDIS_PASSWORD would add is wrong there.
-      const env = { [REDIS_URL_ENV]: url, [REDIS_PASSWORD_ENV]: '' };
-      workers.push(startWorkerProcess(runDir, 'train', 'train', common, env));
-      for (let i = 0; i < config.workers.rollout.count; i++) workers.push(startWorkerProcess(runDir, `rollout-${i}`, 'rollout', common, env));
-      records.push(...workers.map((w) => w.record));
-    }
-    recordProcesses(runDir, records);
-    const diversity = new RedisDiversityCache(transport.redis, { keyPrefix: `thinkfl:${runId}:diversity:`, ttlSeconds: 0 });
-    const dataset = await loadDataset(config.dataset.path);
-    const split = runCases(dataset, config);
-    const scalars = new EventFileWriter(join(runDir, TENSORBOARD_DIR));
-    // A resumed run replays the steps after state.json's count: TensorBoard drops what was logged for them.
-    if (state.metricsLines > 0) scalars.restart(state.metricsLines + 1);
-    note(`run ${runId}: ${split.train.length} training cases, ${split.eval.length} held-out cases; run dir ${runDir}`);
-    await runStages(
-      { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print, scalars },
-      state,
-    );
-    print(`run ${runId} complete: ${state.updates} updates, policy v${state.policyVersion}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
-    gateRun(runDir, config, print);
-    return state;
-  } finally {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
-    await shutdown();
+  let url = external;
+  if (!external) {
+    const embedded = await startEmbeddedRedis({
+      runDir,
+      executable: config.queue.redis_server,
+      readyTimeoutS: config.queue.ready_timeout_s,
+      onEvent: (e) => {
+        if (e.kind === 'died') note(`redis-server ${e.how}; starting it again from its append-only file`);
+        else if (e.kind === 'restarted') {
+          note(`redis-server is back (restart ${e.restarts})`);
+          tree.record();
+        } else hooks.fail(new Error(`the run's redis-server died and could not be started again: ${e.error.message}`));
+      },
+    });
+    await tree.addRedis(embedded);
+    url = embedded.url;
   }
+  writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: redactUrl(url!), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
+  const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note);
+  await tree.addTransport(transport);
+  // A refused password fails here in one clear line instead of hanging the first queue command.
+  await waitReady(transport.redis, hooks.signal);
+  if (external) await transport.discardWaitingRollouts();
+  else {
+    await transport.resetForStart();
+    const common = ['--config', resolve(opts.configFile), '--run-dir', runDir];
+    // The URL reaches workers through their environment, never their command line; the embedded
+    // Redis has no password, so one the caller's REDIS_PASSWORD would add is cleared.
+    const env = { [REDIS_URL_ENV]: url!, [REDIS_PASSWORD_ENV]: '' };
+    const names = ['train', ...Array.from({ length: config.workers.rollout.count }, (_, i) => `rollout-${i}`)];
+    for (const name of names) {
+      if (hooks.signal.aborted) break;
+      const w = startWorkerProcess(runDir, name, name === 'train' ? 'train' : 'rollout', common, env);
+      await tree.addWorker(w, join(runDir, 'logs', `${name}.log`));
+    }
+  }
+  tree.record();
+  const diversity = new RedisDiversityCache(transport.redis, { keyPrefix: `thinkfl:${runId}:diversity:`, ttlSeconds: 0 });
+  const dataset = await loadDataset(config.dataset.path);
+  const split = runCases(dataset, config);
+  const scalars = new EventFileWriter(join(runDir, TENSORBOARD_DIR));
+  // A resumed run replays the steps after state.json's count: TensorBoard drops what was logged for them.
+  if (state.metricsLines > 0) scalars.restart(state.metricsLines + 1);
+  note(`run ${runId}: ${split.train.length} training cases, ${split.eval.length} held-out cases; run dir ${runDir}`);
+  await runStages(
+    { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print, scalars },
+    state,
+  );
+  await tree.close();
+  print(`run ${runId} complete: ${state.updates} updates, policy v${state.policyVersion}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
+  gateRun(runDir, config, print);
+  return state;
 }

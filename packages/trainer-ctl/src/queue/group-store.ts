@@ -131,6 +131,8 @@ export class GroupStore {
   private subscribe(): Promise<Redis> {
     this.subscriber ??= (async () => {
       const sub = this.redis.duplicate();
+      // The duplicate's connection errors are the parent connection's, reported where it reports them.
+      sub.on('error', (e: Error) => this.redis.listenerCount('error') > 0 && this.redis.emit('error', e));
       sub.on('message', (_channel: string, groupId: string) => {
         for (const wake of this.waiters.get(groupId) ?? []) wake();
       });

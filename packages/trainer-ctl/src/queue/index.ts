@@ -9,3 +9,4 @@ export * from './train-results';
 export * from './policy-registry';
 export * from './heartbeats';
 export * from './redis-url';
+export * from './redis-errors';

@@ -39,6 +39,8 @@ export class PolicyRegistry {
     const now = await this.current();
     if (now && now.version >= version) return now;
     const sub = this.redis.duplicate();
+    // The duplicate's connection errors are the parent connection's, reported where it reports them.
+    sub.on('error', (e: Error) => this.redis.listenerCount('error') > 0 && this.redis.emit('error', e));
     try {
       return await new Promise<PolicyRef>((resolve, reject) => {
         const timer = setTimeout(() => {

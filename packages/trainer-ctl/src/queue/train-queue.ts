@@ -1,7 +1,7 @@
 /**
  * The `train` queue: one job per global update. The job id is derived from (run, update), so
  * resubmitting an update that is queued, running or done adds nothing, and waiting on it
- * returns the result it already has.
+ * returns the result it already has; an update whose job failed for good runs again.
  */
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -32,8 +32,11 @@ export class TrainQueue {
     this.queue.on('error', () => undefined);
   }
 
+  /** Adds the update's job; one that failed for good before (an earlier controller's) is replaced, so it runs again. */
   async submit(job: TrainJob): Promise<void> {
     if (job.runId !== this.runId) throw new Error(`train job update ${job.update}: run id ${job.runId}, queue belongs to ${this.runId}`);
+    const old = await this.queue.getJob(trainJobId(this.runId, job.update));
+    if (old && (await old.isFailed())) await old.remove();
     await this.queue.add(TRAIN_JOB_NAME, job, {
       jobId: trainJobId(this.runId, job.update),
       attempts: this.settings.attempts,
@@ -65,6 +68,11 @@ export class TrainQueue {
       }
       await new Promise((r) => setTimeout(r, Math.min(this.settings.pollMs, Math.max(1, deadline - Date.now()))));
     }
+  }
+
+  /** The job data of an update, while its job is in the queue. */
+  async data(update: number): Promise<TrainJob | undefined> {
+    return (await this.queue.getJob(trainJobId(this.runId, update)))?.data;
   }
 
   /** Updates that have a job in the queue, in any state. */

@@ -4,7 +4,11 @@
  * policies/v<update+1>, optional checkpoint, publish. Updates run strictly in order; a job
  * for an update already done (its result was lost with a dead worker) returns the stored
  * result instead of training twice. On start the engine resumes from the run directory's
- * latest checkpoint when there is one, and the policy it holds is published.
+ * latest checkpoint when there is one, and the policy it holds is published. An engine that
+ * dies during a job (OOM kill, crash) is started again from the latest checkpoint, takes the
+ * updates after it again from their jobs' data, and the job is retried, at most
+ * workers.train.engine_restarts times per job. Closing stops a busy engine at once: the update
+ * it was making is redone by whoever runs the job next.
  */
 import { readFileSync } from 'node:fs';
 import { UnrecoverableError, Worker } from 'bullmq';
@@ -18,7 +22,7 @@ import { PolicyRegistry } from '../queue/policy-registry';
 import type { QueueSettings } from '../queue/settings';
 import { TrainQueue } from '../queue/train-queue';
 import { TrainResultStore } from '../queue/train-results';
-import { checkpointDir, latestCheckpoint, policyDir, prunePolicies, writeAtomically, writeTrainerState } from './run-files';
+import { checkpointDir, latestCheckpoint, listCheckpoints, policyDir, prunePolicies, writeAtomically, writeTrainerState, type Checkpoint } from './run-files';
 import type { StepResult } from '../engine/protocol';
 import { engineStep, mergeSteps, stepMetrics, type EngineStep } from './train-step';
 
@@ -39,6 +43,7 @@ export interface TrainWorker {
   readonly worker: Worker<TrainJob, TrainResult>;
   /** Updates done so far (= the published policy version). */
   readonly updates: number;
+  /** pid of the current engine process (a restarted engine has a new one). */
   readonly enginePid: number | undefined;
   close(): Promise<void>;
 }
@@ -63,11 +68,34 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   const registry = new PolicyRegistry(opts.connection, opts.runId);
   const results = new TrainResultStore(opts.connection, opts.runId);
   const exportFormat = config.generation.backend.kind === 'onnx' ? 'onnx' : 'weights';
-  const ckpt = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
-  if (config.checkpoints.resume === 'require' && !ckpt) throw new Error(`checkpoints.resume is require, but ${runDir} has no checkpoint`);
+  const first = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
+  if (config.checkpoints.resume === 'require' && !first) throw new Error(`checkpoints.resume is require, but ${runDir} has no checkpoint`);
 
-  const engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
-  let updates = ckpt?.updates ?? 0;
+  let engine: TrainEngine;
+  let updates = 0;
+  /** Starts an engine on `ckpt` (or the base model); the updates done are the checkpoint's. */
+  const openEngine = async (ckpt: Checkpoint | undefined): Promise<void> => {
+    engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
+    const deepspeed = config.workers.train.deepspeed_config;
+    try {
+      const loaded = await engine.request('load', {
+        model_dir: ckpt?.dir ?? config.model.dir,
+        device: config.workers.train.device,
+        dtype: config.model.dtype,
+        autocast: config.workers.train.autocast,
+        reference: config.grpo.loss.kl_coef > 0,
+        resume: ckpt !== undefined,
+        seed: config.run.seed,
+        optimizer: config.grpo.optimizer,
+        deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
+      });
+      updates = ckpt?.updates ?? 0;
+      log(`engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ${loaded.device}`);
+    } catch (e) {
+      await engine.dispose();
+      throw e;
+    }
+  };
   const exportPolicy = async (version: number) => {
     const dir = policyDir(runDir, version);
     await writeAtomically(dir, async (tmp) => {
@@ -81,26 +109,46 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     log(`published policy v${version} (${dir})`);
   };
 
+  await openEngine(first);
   try {
-    const deepspeed = config.workers.train.deepspeed_config;
-    const loaded = await engine.request('load', {
-      model_dir: ckpt?.dir ?? config.model.dir,
-      device: config.workers.train.device,
-      dtype: config.model.dtype,
-      autocast: config.workers.train.autocast,
-      reference: config.grpo.loss.kl_coef > 0,
-      resume: ckpt !== undefined,
-      seed: config.run.seed,
-      optimizer: config.grpo.optimizer,
-      deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
-    });
-    log(`engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ${loaded.device}`);
     await forgetFuture(opts.connection, opts.runId, opts.settings, updates, results);
     await publish(updates, await exportPolicy(updates));
   } catch (e) {
-    await engine.dispose();
+    await engine!.dispose();
     throw e;
   }
+
+  /** The engine's step for a job: its SFT steps in order, or one GRPO step. */
+  const step = async (job: TrainJob): Promise<StepResult> => {
+    let s: EngineStep;
+    try {
+      s = engineStep(job, config);
+    } catch (e) {
+      throw new UnrecoverableError((e as Error).message);
+    }
+    if (s.op === 'grpo_step') return engine.request('grpo_step', s.args);
+    const parts: StepResult[] = [];
+    for (const args of s.args) parts.push(await engine.request('sft_step', args));
+    return mergeSteps(parts);
+  };
+
+  const queue = new TrainQueue(opts.connection, opts.runId, opts.settings);
+  /**
+   * A new engine for the job of update `target`, from the latest checkpoint at or before it;
+   * the updates between take their steps again from their jobs' data (same data, same
+   * order: the same weights), without exporting what is already published.
+   */
+  const restartEngine = async (target: number): Promise<void> => {
+    await engine.dispose();
+    const ckpt = listCheckpoints(runDir).filter((c) => c.updates <= target).at(-1);
+    await openEngine(ckpt);
+    while (updates < target) {
+      const job = await queue.data(updates);
+      if (!job) throw new UnrecoverableError(`engine restart: the train job of update ${updates} is gone, so update ${target} cannot be rebuilt; resume the run`);
+      await step(job);
+      updates++;
+    }
+  };
 
   /** The last update when the engine stepped but export/checkpoint/publish failed: a retry finishes it. */
   let unfinished: { update: number; metrics: Record<string, number> } | undefined;
@@ -136,35 +184,38 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     if (job.update > updates) {
       throw new UnrecoverableError(`train job update ${job.update}: the engine has done ${updates} updates; submit update ${updates} first`);
     }
-    let step: EngineStep;
-    try {
-      step = engineStep(job, config);
-    } catch (e) {
-      throw new UnrecoverableError((e as Error).message);
-    }
     const started = Date.now();
-    let out: StepResult;
-    if (step.op === 'sft_step') {
-      const parts: StepResult[] = [];
-      for (const args of step.args) parts.push(await engine.request('sft_step', args));
-      out = mergeSteps(parts);
-    } else {
-      out = await engine.request('grpo_step', step.args);
-    }
+    const out = await step(job);
     updates = job.update + 1;
     unfinished = { update: job.update, metrics: { ...stepMetrics(out), trainMs: Date.now() - started } };
     log(`update ${job.update} (${job.kind}, ${job.samples.length} samples): loss ${out.loss}`);
     return finish(job, unfinished.metrics);
   };
 
+  let closing = false;
+  let busy = false;
   const guarded = async (job: TrainJob): Promise<TrainResult> => {
+    const limit = config.workers.train.engine_restarts;
+    busy = true;
     try {
-      return await handle(job);
-    } catch (e) {
-      if (!engine.dead) throw e;
-      // Retrying on a dead engine cannot help; the job fails now and the worker's owner restarts it.
-      opts.onEngineDeath?.(e as Error);
-      throw new UnrecoverableError(`train engine died: ${(e as Error).message}`);
+      for (let restarts = 0; ; restarts++) {
+        try {
+          return await handle(job);
+        } catch (e) {
+          if (!engine.dead || closing) throw e;
+          const why = (e as Error).message.split('\n')[0];
+          if (restarts >= limit) {
+            // The job fails for good; the worker's owner decides what happens to the worker.
+            const death = new Error(`train engine died${limit > 0 ? ` ${limit + 1} times` : ''} (workers.train.engine_restarts ${limit}): ${why}`);
+            opts.onEngineDeath?.(death);
+            throw new UnrecoverableError(death.message);
+          }
+          log(`engine died during update ${job.update} (${why}); restarting it from the latest checkpoint (${restarts + 1} of ${limit})`);
+          await restartEngine(job.update);
+        }
+      }
+    } finally {
+      busy = false;
     }
   };
   const worker = new Worker<TrainJob, TrainResult>(keys.trainQueue(opts.runId), async (j) => guarded(j.data), {
@@ -187,10 +238,15 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     get updates() {
       return updates;
     },
-    enginePid: engine.pid,
+    get enginePid() {
+      return engine.pid;
+    },
     async close() {
+      closing = true;
+      if (busy) await engine.dispose();
       await worker.close();
       await beat.stop();
+      await queue.close();
       await engine.shutdown();
     },
   };

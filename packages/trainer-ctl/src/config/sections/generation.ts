@@ -18,8 +18,8 @@ export const GenerationSection = z
       ])
       .prefault({ kind: 'onnx' })
       .describe(
-        'Generation backend as { kind, ...its settings } (packages/rollout/src/backends; camelCase keys as that ' +
-          'package defines them). For onnx, modelDir defaults to the policy the trainer exports. Default { kind: onnx }.',
+        'Generation backend as { kind, ...its settings } (packages/rollout/src/backends). For onnx, model_dir ' +
+          'defaults to the policy the trainer exports. Default { kind: onnx }.',
       ),
     render_tools: z
       .boolean()
@@ -32,7 +32,7 @@ export const GenerationSection = z
     sampling: samplingSchema
       .omit({ temperature: true, seed: true })
       .prefault({})
-      .describe('Sampling settings of every request (topP, maxTokens per assistant turn, stop, topLogprobs); seeds derive from run.seed.'),
+      .describe('Sampling settings of every request (top_p, max_tokens per assistant turn, stop, top_logprobs); seeds derive from run.seed.'),
     temperature: z
       .strictObject({
         priming: temperature(1.0, 'higher in stage 1 so that format-aware priming explores (ThinkFL).'),

@@ -1,5 +1,5 @@
 /** graders: every grader's settings (packages/graders) and the reward of each stage. */
-import { COMPOSITE_PRESETS, compositeSpec, graderSettings } from '@thinkfl/graders';
+import { COMPOSITE_PRESETS, compositeSpec, graderSettings, routeSettings } from '@thinkfl/graders';
 import { z } from 'zod';
 
 const reward = (preset: string, what: string) =>
@@ -16,6 +16,11 @@ const reward = (preset: string, what: string) =>
 
 export const GradersSection = graderSettings
   .extend({
+    // The route score (Eq. 10) measures against the D_max the episodes are played with: episode.d_max, given once.
+    route: routeSettings
+      .omit({ dMax: true })
+      .prefault({})
+      .describe('Route grader, ThinkFL Eq. 10: mu, the tolerance in tool steps (default 2). Its D_max is episode.d_max.'),
     stage_rewards: z
       .strictObject({
         priming: reward('stage1', 'recall + format'),
@@ -26,6 +31,6 @@ export const GradersSection = graderSettings
       .describe('The reward of each stage as a weighted sum of graders.'),
   })
   .describe(
-    'Grader settings (packages/graders; camelCase keys as that package defines them: recall.rMax is r_max, ' +
-      'multiFactor.alpha/beta/gamma) and the reward per stage.',
+    'Grader settings (packages/graders: recall.r_max of Eq. 9, route.mu of Eq. 10, multi_factor.alpha/beta/gamma ' +
+      'of Eq. 8, diversity.a/b/c of Algorithm 2, hallucination, oracl) and the reward per stage.',
   );

@@ -62,6 +62,15 @@ export const WorkersSection = z
           .positive()
           .default(1)
           .describe('Episodes per forward/backward pass; gradients accumulate to the whole batch. Default 1.'),
+        engine_restarts: z
+          .number()
+          .int()
+          .min(0)
+          .default(2)
+          .describe(
+            'Times the train worker starts a dead engine (OOM kill, crash) again from the latest checkpoint and retries ' +
+              'the job it was running, per job; beyond that the job fails and the run stops (--resume runs it again). Default 2.',
+          ),
       })
       .prefault({})
       .describe('The train worker and its engine (a Python process driven over stdio).'),

@@ -41,7 +41,7 @@ export const StagesSection = z
               ),
             teacher: ExpertSettingsSchema.omit({ dMax: true })
               .prefault({})
-              .describe('Settings of the scripted expert that plays the teacher conversations; its turn budget is episode.dMax.'),
+              .describe('Settings of the scripted expert that plays the teacher conversations (max_answers, confirmations, ...); its turn budget is episode.d_max.'),
             variants: z
               .number()
               .int()
