@@ -33,12 +33,14 @@ export class RedisTransport implements ControlTransport {
     readonly url: string,
     readonly runId: string,
     settings: QueueSettingsInput = {},
+    /** The run's shared data directory: train jobs' samples go there as step files. Absent: inline in the job. */
+    dataDir?: string,
   ) {
     const s = parseQueueSettings(settings);
     this.redis = connectRedis(url);
     this.rollouts = new RolloutQueue(this.redis, runId, s);
     this.groups = new GroupStore(this.redis, runId);
-    this.trainQueue = new TrainQueue(this.redis, runId, s);
+    this.trainQueue = new TrainQueue(this.redis, runId, s, dataDir);
   }
 
   /**

@@ -16,7 +16,7 @@ import { recordProcesses, startWorkerProcess, stopLeftovers, stopWorkerProcesses
 import { RedisTransport } from './redis-transport';
 import { runStages } from './run-stages';
 import { initialState, readState, rewindTo, writeState, type RunState } from './state';
-import { latestCheckpoint } from '../workers/run-files';
+import { dataDir, latestCheckpoint } from '../workers/run-files';
 import { configTeacher } from './teacher';
 
 export interface TrainOptions {
@@ -94,7 +94,7 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     if (!external) embedded = await startEmbeddedRedis({ runDir, executable: config.queue.redis_server, readyTimeoutS: config.queue.ready_timeout_s });
     const url = external ?? embedded!.url;
     writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: url, embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
-    transport = new RedisTransport(url, runId, { prefix: config.queue.prefix });
+    transport = new RedisTransport(url, runId, { prefix: config.queue.prefix }, dataDir(runDir));
     await transport.discardWaitingRollouts();
     const records: ProcessRecord[] = [];
     if (embedded) {

@@ -1,12 +1,32 @@
 /**
  * The `train` queue: one job per global update. The job id is derived from (run, update), so
  * resubmitting an update that is queued, running or done adds nothing, and waiting on it
- * returns the result it already has.
+ * returns the result it already has. With a data directory, a job's samples go to a
+ * token-batch file there (step-file.ts) and the job carries its reference only.
  */
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { keys, type TrainJob, type TrainResult } from './jobs';
 import type { QueueSettings } from './settings';
+import { writeTokenBatch } from './step-file';
+
+/** Token-batch file of an update's train job in the run's data directory. */
+export const stepFilePath = (dataDir: string, update: number) => join(dataDir, 'steps', `update-${String(update).padStart(6, '0')}.safetensors`);
+
+/**
+ * Deletes the step files of updates below `below` (a checkpoint holds them: resuming never
+ * trains them again); later ones stay for a train job that may still be retried.
+ */
+export function pruneStepFiles(dataDir: string, below: number): void {
+  const root = join(dataDir, 'steps');
+  if (!existsSync(root)) return;
+  for (const n of readdirSync(root)) {
+    const m = /^update-(\d+)\.safetensors$/.exec(n);
+    if (m && Number(m[1]) < below) rmSync(join(root, n), { force: true });
+  }
+}
 
 export const TRAIN_JOB_NAME = 'train';
 
@@ -26,14 +46,29 @@ export class TrainQueue {
     connection: Redis,
     readonly runId: string,
     private readonly settings: QueueSettings,
+    /** The run's shared data directory for step files; absent: samples travel inline in the job. */
+    private readonly dataDir?: string,
   ) {
     this.queue = new Queue<TrainJob, TrainResult>(keys.trainQueue(runId), { connection, prefix: settings.prefix });
   }
 
   async submit(job: TrainJob): Promise<void> {
     if (job.runId !== this.runId) throw new Error(`train job update ${job.update}: run id ${job.runId}, queue belongs to ${this.runId}`);
-    await this.queue.add(TRAIN_JOB_NAME, job, {
-      jobId: trainJobId(this.runId, job.update),
+    const id = trainJobId(this.runId, job.update);
+    // A job the queue already has keeps its own step file: writing another would change the bytes its reference names.
+    if ((await this.queue.getJobState(id)) !== 'unknown') return;
+    let data = job;
+    if (this.dataDir && job.samples.length > 0) {
+      const s = job.samples;
+      const batch = writeTokenBatch(
+        stepFilePath(this.dataDir, job.update),
+        { count: s.length, row: (i) => ({ ids: s[i].ids, mask: s[i].mask, logprobs: s[i].oldLogprobs, advantage: s[i].advantage }) },
+        { where: `train job update ${job.update}` },
+      );
+      data = { ...job, samples: [], batch };
+    }
+    await this.queue.add(TRAIN_JOB_NAME, data, {
+      jobId: id,
       attempts: this.settings.attempts,
       backoff: { type: 'exponential', delay: this.settings.backoffMs },
       removeOnComplete: false,
