@@ -64,8 +64,8 @@ class TokenBatch:
         self.offsets = np.asarray(self.columns['offsets'], dtype=np.int64)
         self.rows = len(self.offsets) - 1
 
-    def span(self, rows: Optional[List[int]]) -> range:
-        lo, hi = (0, self.rows) if rows is None else (int(rows[0]), int(rows[1]))
+    def span(self, row_range: Optional[List[int]]) -> range:
+        lo, hi = (0, self.rows) if row_range is None else (int(row_range[0]), int(row_range[1]))
         if not 0 <= lo < hi <= self.rows:
             raise StepFileError(f'{self.path}: rows [{lo}, {hi}) outside the file\'s {self.rows} rows')
         return range(lo, hi)
@@ -89,7 +89,7 @@ def step_args(args: Dict[str, Any]) -> Dict[str, Any]:
     if ref is None:
         return args
     b = TokenBatch(ref)
-    rows = b.span(ref.get('rows'))
+    rows = b.span(ref.get('row_range'))
     out = {k: v for k, v in args.items() if k != 'batch'}
     out['input_ids'] = [b.row('ids', i).tolist() for i in rows]
     out['mask'] = [b.row('mask', i).tolist() for i in rows]

@@ -25,11 +25,15 @@ import {
   TrainQueue,
   trainJobId,
   writeTokenBatch,
+  type FileRef,
   type TrainJob,
   type TrainResult,
   type Trajectory,
 } from '../src/queue/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
+
+/** What the engine is told about a file: where it is and how to recognise it. */
+const arg = (r: FileRef) => ({ path: r.path, bytes: r.bytes, sha256: r.sha256 });
 
 let redis: TestRedis;
 let conn: Redis;
@@ -57,7 +61,7 @@ describe('token-batch files', () => {
     ];
     const ref = writeTokenBatch(join(dir, 'small.safetensors'), { count: rows.length, row: (i) => rows[i] });
     expect(ref).toMatchObject({ rows: 2, tokens: 8, logprobs: true, advantages: true, bytes: statSync(ref.path).size });
-    const stats = await engine.request('batch_stats', { batch: ref });
+    const stats = await engine.request('batch_stats', { batch: arg(ref) });
     // By hand: ids 18 + 19, mask 2 + 2, logprobs under the mask -0.75 + -2.125, advantages 0.75.
     expect(stats).toEqual({
       sha256: ref.sha256,
@@ -89,12 +93,12 @@ describe('token-batch files', () => {
     const torn = join(dir, 'torn.safetensors');
     copyFileSync(ref.path, torn);
     truncateSync(torn, ref.bytes - 3);
-    await expect(engine.request('batch_stats', { batch: { ...ref, path: torn } })).rejects.toThrow(/torn or replaced file/);
+    await expect(engine.request('batch_stats', { batch: { ...arg(ref), path: torn } })).rejects.toThrow(/torn or replaced file/);
     expect(() => readTokenBatch({ ...ref, path: torn })).toThrow(StepFileError);
     // Same size, other bytes (a file replaced under the reference).
     const other = writeTokenBatch(join(dir, 'other.safetensors'), { count: 1, row: () => ({ ids: [1, 2, 3, 5], mask: [0, 1, 1, 1] }) });
     expect(other.bytes).toBe(ref.bytes);
-    await expect(engine.request('batch_stats', { batch: { ...ref, path: other.path } })).rejects.toThrow(/sha256/);
+    await expect(engine.request('batch_stats', { batch: { ...arg(ref), path: other.path } })).rejects.toThrow(/sha256/);
     expect(() => readTokenBatch({ ...ref, path: other.path })).toThrow(/sha256/);
     // No temporary file is left beside the written ones.
     expect(readdirSync(dir).filter((n) => n.includes('.tmp-'))).toEqual([]);
@@ -198,7 +202,7 @@ describe('a step of 2,048 samples x 16,384 tokens', () => {
     const worker = new Worker<TrainJob, TrainResult>(
       keys.trainQueue(RUN),
       async (j) => {
-        const stats = await engine.request('batch_stats', { batch: j.data.batch! }, 600_000);
+        const stats = await engine.request('batch_stats', { batch: arg(j.data.batch!) }, 600_000);
         return { update: j.data.update, version: j.data.update + 1, policyDir: '', metrics: stats as unknown as Record<string, number> };
       },
       { connection: workerConn, prefix: settings.prefix, concurrency: 1 },

@@ -45,7 +45,7 @@ export interface BatchFileArg {
   bytes: number;
   sha256: string;
   /** Rows [from, to) of the file; default all. */
-  rows?: [number, number];
+  row_range?: [number, number];
 }
 
 export interface TokenBatch {

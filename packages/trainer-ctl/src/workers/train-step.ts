@@ -19,7 +19,7 @@ function sftSteps(job: TrainJob, base: SftStepArgs, where: string): SftStepArgs[
   return job.sftSteps.map((s) => {
     const to = from + s.size;
     const rows = base.batch
-      ? { batch: { ...base.batch, rows: [from, to] as [number, number] } }
+      ? { batch: { ...base.batch, row_range: [from, to] as [number, number] } }
       : { input_ids: base.input_ids!.slice(from, to), mask: base.mask!.slice(from, to) };
     from = to;
     return { ...base, ...rows, lr: s.lr };
