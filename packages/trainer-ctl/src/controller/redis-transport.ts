@@ -52,8 +52,7 @@ export class RedisTransport implements ControlTransport {
   }
 
   async enqueueRollouts(jobs: RolloutJob[]): Promise<void> {
-    const stored = new Map<string, number[]>();
-    for (const g of new Set(jobs.map((j) => j.groupId))) stored.set(g, await this.groups.indices(g));
+    const stored = await this.groups.indicesOf([...new Set(jobs.map((j) => j.groupId))]);
     for (const j of jobs) this.sizes.set(j.groupId, Math.max(this.sizes.get(j.groupId) ?? 0, j.sampleIndex + 1));
     const todo = jobs.filter((j) => !stored.get(j.groupId)!.includes(j.sampleIndex));
     if (todo.length) await this.rollouts.enqueueGroup(todo);

@@ -70,6 +70,20 @@ export class GroupStore {
     return (await this.redis.hkeys(keys.group(this.runId, groupId))).map(Number).sort((a, b) => a - b);
   }
 
+  /** Sample indices stored so far of each group, in one round trip. */
+  async indicesOf(groupIds: readonly string[]): Promise<Map<string, number[]>> {
+    const pipe = this.redis.pipeline();
+    for (const g of groupIds) pipe.hkeys(keys.group(this.runId, g));
+    const replies = (await pipe.exec()) ?? [];
+    return new Map(
+      groupIds.map((g, i) => {
+        const [err, fields] = replies[i];
+        if (err) throw err;
+        return [g, (fields as string[]).map(Number).sort((a, b) => a - b)];
+      }),
+    );
+  }
+
   /** The stored samples in sample order. */
   async read(groupId: string): Promise<Trajectory[]> {
     const all = await this.redis.hgetall(keys.group(this.runId, groupId));
