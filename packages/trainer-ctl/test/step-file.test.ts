@@ -22,6 +22,7 @@ import {
   parseQueueSettings,
   readTokenBatch,
   StepFileError,
+  stepFilePath,
   TrainQueue,
   trainJobId,
   writeTokenBatch,
@@ -102,6 +103,36 @@ describe('token-batch files', () => {
     expect(() => readTokenBatch({ ...ref, path: other.path })).toThrow(/sha256/);
     // No temporary file is left beside the written ones.
     expect(readdirSync(dir).filter((n) => n.includes('.tmp-'))).toEqual([]);
+  });
+});
+
+describe('a step file staged group by group', () => {
+  const RUN = 'staged';
+  const settings = parseQueueSettings({});
+  const group = (g: number): TrainJob['samples'] =>
+    [0, 1].map((i) => ({ ids: [g, 10 + i, 20 + g], mask: [0, 1, 1], oldLogprobs: [0, -1, -0.5 * (i + 1)], advantage: i === 0 ? g : -g }));
+
+  it('is invisible until submit, then holds the staged blocks; other samples are written whole instead', async () => {
+    const data = join(dir, 'staged');
+    const queue = new TrainQueue(conn, RUN, settings, data);
+    const groups = [group(1), group(2), group(3)];
+    for (const g of groups) queue.stage(0, g, 3);
+    expect(existsSync(stepFilePath(data, 0))).toBe(false);
+    await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: groups.flat(), checkpoint: false });
+    const job = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;
+    expect(job.batch).toMatchObject({ path: stepFilePath(data, 0), rows: 6, tokens: 18 });
+    // By hand: ids (2g + 30) + (2g + 31) per group, two masked tokens per row, logprobs -1.5 - 2 per group, advantages g - g.
+    const stats = await engine.request('batch_stats', { batch: arg(job.batch!) });
+    expect(stats).toMatchObject({ rows: 6, tokens: 18, ids_sum: 4 * (1 + 2 + 3) + 3 * 61, masked_tokens: 12, masked_logprob_sum: -10.5, advantage_sum: 0 });
+    expect(readTokenBatch(job.batch!).offsets).toEqual([0, 3, 6, 9, 12, 15, 18]);
+
+    // Staged rows that are not the job's samples are dropped; the file holds the job's samples.
+    queue.stage(1, group(7), 1);
+    await queue.submit({ runId: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: group(8), checkpoint: false });
+    const other = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 1)}`, 'data'))!) as TrainJob;
+    expect(Array.from(readTokenBatch(other.batch!).ids)).toEqual([8, 10, 28, 8, 11, 28]);
+    expect(readdirSync(join(data, 'steps')).sort()).toEqual(['update-000000.safetensors', 'update-000001.safetensors']);
+    await queue.close();
   });
 });
 

@@ -17,6 +17,7 @@ import {
   type RolloutJob,
   type TrainJob,
   type TrainResult,
+  type TrainSample,
   type Trajectory,
   type WorkerBeat,
 } from '../queue/index';
@@ -60,6 +61,10 @@ export class RedisTransport implements ControlTransport {
 
   waitGroup(groupId: string, size: number, timeoutMs: number): Promise<Trajectory[]> {
     return this.groups.waitComplete(groupId, size, timeoutMs);
+  }
+
+  stageTrainRows(update: number, samples: TrainSample[], maxGroups: number): void {
+    this.trainQueue.stage(update, samples, maxGroups);
   }
 
   async train(job: TrainJob, timeoutMs: number): Promise<TrainResult> {
