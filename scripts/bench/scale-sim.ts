@@ -298,6 +298,7 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
     const timed: ControlTransport = {
       enqueueRollouts: (jobs) => transport.enqueueRollouts(jobs),
       waitGroup: (id, size, ms) => transport.waitGroup(id, size, ms).then((t) => (arrivals.push(Date.now()), t)),
+      stageTrainRows: (update, samples, maxGroups) => transport.stageTrainRows(update, samples, maxGroups),
       train: (job, ms) => ((trainCalledAt = Date.now()), transport.train(job, ms)),
       dropGroups: (ids) => transport.dropGroups(ids),
       workers: () => transport.workers(),

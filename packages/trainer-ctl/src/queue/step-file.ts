@@ -16,7 +16,7 @@
  * torn or replaced file is refused, never read.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 
 /** Where a bulk file is and how to recognise it whole. */
@@ -62,6 +62,8 @@ const CHUNK_BYTES = 8 << 20;
 /** Header bytes reserved per block (its five tensor entries) and for the rest of the header. */
 const HEADER_PER_BLOCK = 640;
 const HEADER_BASE = 512;
+/** Bytes appended between two flushes to disk. */
+const SYNC_BYTES = 16 << 20;
 
 const digestOf = (parts: Buffer[]) => {
   const h = createHash('sha256');
@@ -88,6 +90,9 @@ export class TokenBatchWriter {
   private rows = 0;
   private tokens = 0;
   private data = 0;
+  private unsynced = 0;
+  /** Staging buffer of the writes, reused by every block. */
+  private buf?: Buffer;
   private columns?: { logprobs: boolean; advantages: boolean };
   private closed = false;
 
@@ -164,7 +169,7 @@ export class TokenBatchWriter {
     tensors.push(rowColumn('mask', 'U8', t, rows, (r) => r.mask, Uint8Array));
 
     const hash = createHash('sha256');
-    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    const buf = (this.buf ??= Buffer.allocUnsafe(CHUNK_BYTES));
     let used = 0;
     let at = 8 + this.reserve + this.data;
     const flush = () => {
@@ -192,6 +197,12 @@ export class TokenBatchWriter {
       this.header[`b${k}.${x.name}`] = { dtype: x.dtype, shape: x.shape, data_offsets: [from, from + size] };
     }
     flush();
+    // Flushed as it goes, so that finish() waits for the last few MB only, not the whole step.
+    this.unsynced += at - 8 - this.reserve - this.data;
+    if (this.unsynced >= SYNC_BYTES) {
+      fdatasyncSync(this.fd);
+      this.unsynced = 0;
+    }
     this.data = at - 8 - this.reserve;
     this.digests.push(hash.digest());
     this.blocks++;
