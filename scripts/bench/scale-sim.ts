@@ -29,17 +29,21 @@
  * an assumption, not a measurement), in proportion to the step's tokens otherwise.
  *
  * Per (episodes per step, workers) it prints: controller CPU time per step, bytes through Redis
- * per step (network in + out of redis-server), Redis peak memory, queue latency (enqueue to
+ * per step (network in + out of redis-server), Redis CPU time per step, Redis peak memory, queue latency (enqueue to
  * start, p50/p99; it includes waiting for a free slot) and dispatch latency (start after the
  * later of enqueue and the replica's previous finish, p50/p99), the gap from the last complete
  * group to the update's start, and the control plane's share of the modeled step:
  *   (first episode's start + gap + result return) / (modeled generation + modeled update + those).
  * Enqueueing counts until the first episode starts: the other jobs are added while the first
  * wave plays (a wave is seconds long, the enqueue of 4,096 jobs well under that).
- * With --steps N it also prints Redis memory and the append-only file after each step.
+ * With --steps N (N > 2) it also prints Redis memory and the append-only file after each step.
+ * Rows of at most --baseline-max episodes are run again as the baseline, in the same run: the
+ * data path before step files (every token as JSON in Redis: trajectories in the group hashes,
+ * samples in the train job), with the ratios.
  *
  *   npx tsx scripts/bench/scale-sim.ts [--episodes 64,512,4096] [--workers 1,8,64] [--steps 2]
- *     [--group-size 8] [--tokens 4096] [--concurrency 16] [--procs 4] [--time-scale 0.01] [--update-s 150]
+ *     [--group-size 8] [--tokens 4096] [--concurrency 16] [--procs 4] [--time-scale 0.01]
+ *     [--update-s 150] [--cases 64] [--baseline-max 512]
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -79,6 +83,8 @@ const { values } = parseArgs({
     procs: { type: 'string', default: '4' },
     'time-scale': { type: 'string', default: '0.01' },
     'update-s': { type: 'string', default: '150' },
+    'baseline-max': { type: 'string', default: '512' },
+    inline: { type: 'boolean', default: false },
     cases: { type: 'string', default: '64' },
     // Child-process roles.
     redis: { type: 'string' },
@@ -174,7 +180,8 @@ async function rolloutRole(): Promise<void> {
         timing: { generateMs: ms, toolsMs: ep.timing.wallMs, wallMs: ms },
       };
     };
-    workers.push(await startRolloutWorker({ connection, runId: values.run!, workerId, settings, concurrency: CONCURRENCY, jobTimeoutMs: 600_000, play, files: { dataDir: dataDir(runDir) } }));
+    const files = values.inline ? undefined : { dataDir: dataDir(runDir) };
+    workers.push(await startRolloutWorker({ connection, runId: values.run!, workerId, settings, concurrency: CONCURRENCY, jobTimeoutMs: 600_000, play, files }));
   }
   process.send?.('ready');
   process.on('SIGTERM', () => void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0)));
@@ -190,9 +197,10 @@ async function trainRole(): Promise<void> {
     async (j) => {
       const t = performance.now();
       // The engine's first act: check the step file whole against the job's reference.
-      verifyFile(j.data.batch!);
+      if (j.data.batch) verifyFile(j.data.batch);
       const verifyMs = performance.now() - t;
-      const updateMs = ((UPDATE_S * 1000 * j.data.batch!.tokens) / (4096 * 4096)) * TIME_SCALE;
+      const tokens = j.data.batch?.tokens ?? j.data.samples.reduce((a, x) => a + x.ids.length, 0);
+      const updateMs = ((UPDATE_S * 1000 * tokens) / (4096 * 4096)) * TIME_SCALE;
       await sleep(updateMs);
       // Modeled checkpoint after every update: the step files it holds are no longer needed.
       pruneStepFiles(dataDir(runDir), j.data.update + 1);
@@ -211,6 +219,7 @@ interface Row {
   workers: number;
   cpuMs: number;
   redisBytes: number;
+  redisCpuMs: number;
   peakMb: number;
   queueP50: number;
   queueP99: number;
@@ -220,10 +229,11 @@ interface Row {
   controlMs: number;
   modeledMs: number;
   perStep: { usedMb: number; aofMb: number }[];
+  baseline?: Row;
 }
 
 function redisInfo(text: string, key: string): number {
-  const m = new RegExp(`^${key}:(\\d+)`, 'm').exec(text);
+  const m = new RegExp(`^${key}:([\\d.]+)`, 'm').exec(text);
   if (!m) throw new Error(`INFO has no ${key}`);
   return Number(m[1]);
 }
@@ -267,7 +277,8 @@ interface World {
   episodeFile: EpisodeFile;
 }
 
-async function simulate(world: World, episodes: number, nWorkers: number, steps: number): Promise<Row> {
+/** One row of the table; `inline` runs the baseline: every token as JSON in Redis (no data directory). */
+async function simulate(world: World, episodes: number, nWorkers: number, steps: number, inline = false): Promise<Row> {
   const { config, train, episodeFile } = world;
   const runDir = mkdtempSync(join(tmpdir(), 'scale-sim-'));
   const runId = `sim-${episodes}-${nWorkers}`;
@@ -275,13 +286,13 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
   const redis = await startEmbeddedRedis({ runDir });
   const info = connectRedis(redis.url);
   const procs: ChildProcess[] = [];
-  const transport = new RedisTransport(redis.url, runId, { prefix: config.queue.prefix }, dataDir(runDir));
+  const transport = new RedisTransport(redis.url, runId, { prefix: config.queue.prefix }, inline ? undefined : dataDir(runDir));
   // Read-only views of the two queues for BullMQ's job timestamps.
   const rolloutJobs = new Queue<RolloutJob>(keys.rolloutQueue(runId), { connection: info, prefix: config.queue.prefix });
   const trainJobs = new Queue<TrainJob, TrainResult>(keys.trainQueue(runId), { connection: info, prefix: config.queue.prefix });
-  const row: Row = { episodes, workers: nWorkers, cpuMs: 0, redisBytes: 0, peakMb: 0, queueP50: 0, queueP99: 0, dispatchP50: 0, dispatchP99: 0, gapMs: 0, controlMs: 0, modeledMs: 0, perStep: [] };
+  const row: Row = { episodes, workers: nWorkers, cpuMs: 0, redisBytes: 0, redisCpuMs: 0, peakMb: 0, queueP50: 0, queueP99: 0, dispatchP50: 0, dispatchP99: 0, gapMs: 0, controlMs: 0, modeledMs: 0, perStep: [] };
   try {
-    const common = ['--redis', redis.url, '--run', runId, '--run-dir', runDir];
+    const common = ['--redis', redis.url, '--run', runId, '--run-dir', runDir, ...(inline ? ['--inline'] : [])];
     const nProcs = Math.min(nWorkers, Number(values.procs));
     for (let p = 0; p < nProcs; p++) {
       const first = Math.floor((p * nWorkers) / nProcs);
@@ -309,12 +320,15 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
     for (let step = 0; step < steps; step++) {
       arrivals.length = 0;
       const before = await info.info('stats');
+      const cpuBefore = await info.info('cpu');
       const cpu = process.cpuUsage();
       const t0 = Date.now();
       const out = await runGrpoStep(ctx, { stage: STAGE, step, update: step, policyVersion: step, checkpoint: false });
       const tEnd = Date.now();
       const used = process.cpuUsage(cpu);
       const after = await info.info('stats');
+      const cpuAfter = await info.info('cpu');
+      const redisCpu = (t: string) => redisInfo(t, 'used_cpu_sys') + redisInfo(t, 'used_cpu_user');
       if (!out.result) throw new Error(`step ${step}: no update (every group had equal rewards)`);
       // Queue timings from BullMQ's own job records, before the groups are dropped.
       const jobs = (await rolloutJobs.getJobs(['completed'])).filter((j) => j.data.step === step);
@@ -347,6 +361,7 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       rows.push({
         cpuMs: (used.user + used.system) / 1000,
         redisBytes: redisInfo(after, 'total_net_input_bytes') + redisInfo(after, 'total_net_output_bytes') - redisInfo(before, 'total_net_input_bytes') - redisInfo(before, 'total_net_output_bytes'),
+        redisCpuMs: (redisCpu(cpuAfter) - redisCpu(cpuBefore)) * 1000,
         queueP50: pct(queueLat, 50),
         queueP99: pct(queueLat, 99),
         dispatchP50: pct(dispatch, 50),
@@ -370,6 +385,7 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
     Object.assign(row, {
       cpuMs: med((r) => r.cpuMs),
       redisBytes: med((r) => r.redisBytes),
+      redisCpuMs: med((r) => r.redisCpuMs),
       queueP50: med((r) => r.queueP50),
       queueP99: med((r) => r.queueP99),
       dispatchP50: med((r) => r.dispatchP50),
@@ -418,20 +434,40 @@ async function controllerRole(): Promise<void> {
     for (const w of values.workers!.split(',').map(Number)) {
       if (episodes % G !== 0) throw new Error(`--episodes ${episodes}: not a multiple of the group size ${G}`);
       process.stderr.write(`${episodes} episodes per step, ${w} rollout workers:\n`);
-      table.push(await simulate({ config, dataset, train, episodeFile }, episodes, w, steps));
+      const world = { config, dataset, train, episodeFile };
+      const row = await simulate(world, episodes, w, steps);
+      if (episodes <= Number(values['baseline-max'])) {
+        process.stderr.write(`  baseline, every token as JSON in Redis:\n`);
+        row.baseline = await simulate(world, episodes, w, steps, true);
+      }
+      table.push(row);
     }
   }
 
   const f = (x: number, d = 0) => x.toFixed(d);
   console.log(`\nscale-sim: ${TOKENS} tokens per episode, groups of ${G}, ${CONCURRENCY} sequences per worker, time scale ${TIME_SCALE}, ` +
     `modeled update ${UPDATE_S} s per 4096 x 4096 tokens, ${steps} steps per row (median of the steps after the first)`);
-  console.log('| episodes/step | workers | controller CPU/step (s) | CPU per episode (ms) | bytes through Redis/step (MB) | Redis peak (MB) | queue p50/p99 (ms) | dispatch p50/p99 (ms) | last group -> update start (ms) | control plane (s) | modeled step (s) | control-plane share |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('| episodes/step | workers | controller CPU/step (s) | CPU per episode (ms) | bytes through Redis/step (MB) | Redis CPU/step (s) | Redis peak (MB) | queue p50/p99 (ms) | dispatch p50/p99 (ms) | last group -> update start (ms) | control plane (s) | modeled step (s) | control-plane share |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of table) {
     console.log(
-      `| ${r.episodes} | ${r.workers} | ${f(r.cpuMs / 1000, 2)} | ${f(r.cpuMs / r.episodes, 2)} | ${f(r.redisBytes / 2 ** 20, 1)} | ${f(r.peakMb, 1)} | ${f(r.queueP50)}/${f(r.queueP99)} | ` +
+      `| ${r.episodes} | ${r.workers} | ${f(r.cpuMs / 1000, 2)} | ${f(r.cpuMs / r.episodes, 2)} | ${f(r.redisBytes / 2 ** 20, 1)} | ${f(r.redisCpuMs / 1000, 2)} | ${f(r.peakMb, 1)} | ${f(r.queueP50)}/${f(r.queueP99)} | ` +
         `${f(r.dispatchP50)}/${f(r.dispatchP99)} | ${f(r.gapMs)} | ${f(r.controlMs / 1000, 2)} | ${f(r.modeledMs / 1000, 1)} | ${f((100 * r.controlMs) / r.modeledMs, 2)}% |`,
     );
+  }
+  const based = table.filter((r) => r.baseline);
+  if (based.length) {
+    console.log('\nbaseline in the same run, every token as JSON in Redis (the data path before step files); ratio = step files / baseline');
+    console.log('| episodes/step | workers | bytes through Redis/step (MB) | ratio | Redis peak (MB) | ratio | controller CPU/step (s) | ratio | last group -> update start (ms) | ratio |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    for (const r of based) {
+      const b = r.baseline!;
+      const ratio = (x: number, y: number) => f(x / y, 2);
+      console.log(
+        `| ${r.episodes} | ${r.workers} | ${f(b.redisBytes / 2 ** 20, 1)} | ${ratio(r.redisBytes, b.redisBytes)} | ${f(b.peakMb, 1)} | ${ratio(r.peakMb, b.peakMb)} | ` +
+          `${f(b.cpuMs / 1000, 2)} | ${ratio(r.cpuMs, b.cpuMs)} | ${f(b.gapMs)} | ${ratio(r.gapMs, b.gapMs)} |`,
+      );
+    }
   }
   if (steps > 2) {
     for (const r of table) {
