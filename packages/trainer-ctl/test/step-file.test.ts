@@ -22,7 +22,9 @@ import {
   parseQueueSettings,
   readTokenBatch,
   StepFileError,
+  pruneStepFiles,
   stepFilePath,
+  TokenBatchWriter,
   TrainQueue,
   trainJobId,
   writeTokenBatch,
@@ -132,6 +134,13 @@ describe('a step file staged group by group', () => {
     const other = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 1)}`, 'data'))!) as TrainJob;
     expect(Array.from(readTokenBatch(other.batch!).ids)).toEqual([8, 10, 28, 8, 11, 28]);
     expect(readdirSync(join(data, 'steps')).sort()).toEqual(['update-000000.safetensors', 'update-000001.safetensors']);
+
+    // A controller killed while staging leaves a temporary file; a checkpoint past it removes it with the rest.
+    const killed = new TokenBatchWriter(stepFilePath(data, 2), { reserveBlocks: 1 });
+    killed.append({ count: 1, row: () => group(9)[0] });
+    expect(readdirSync(join(data, 'steps'))).toHaveLength(3);
+    pruneStepFiles(data, 3);
+    expect(readdirSync(join(data, 'steps'))).toEqual([]);
     await queue.close();
   });
 });

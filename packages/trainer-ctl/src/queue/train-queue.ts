@@ -18,13 +18,14 @@ export const stepFilePath = (dataDir: string, update: number) => join(dataDir, '
 
 /**
  * Deletes the step files of updates below `below` (a checkpoint holds them: resuming never
- * trains them again); later ones stay for a train job that may still be retried.
+ * trains them again), and unfinished ones a killed controller left; later ones stay for a
+ * train job that may still be retried.
  */
 export function pruneStepFiles(dataDir: string, below: number): void {
   const root = join(dataDir, 'steps');
   if (!existsSync(root)) return;
   for (const n of readdirSync(root)) {
-    const m = /^update-(\d+)\.safetensors$/.exec(n);
+    const m = /^\.?update-(\d+)\.safetensors(\.tmp-.*)?$/.exec(n);
     if (m && Number(m[1]) < below) rmSync(join(root, n), { force: true });
   }
 }
