@@ -6,7 +6,7 @@
  * evaluation written, and no process of theirs left running.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -136,6 +136,9 @@ describe('trainer-ctl train', () => {
     }
     const procs = JSON.parse(readFileSync(join(runDir, 'processes.json'), 'utf8')) as ProcessRecord[];
     expect(procs).toEqual([]);
+    // Bulk data: step files go once a checkpoint covers them (every step here), group files with their step.
+    expect(readdirSync(join(runDir, 'data', 'steps'))).toEqual([]);
+    expect(readdirSync(join(runDir, 'data', 'groups'))).toEqual([]);
   }, TIMEOUT);
 
   it('resumed after a SIGKILL in the middle of stage 1, finishes with the same updates and no duplicate metrics', async () => {
