@@ -8,6 +8,7 @@ import torch
 from .batch import check_ragged, pad
 from .grpo_loss import LossSettings, Normalizers, grpo_loss
 from .models import create_tiny
+from .step_file import batch_stats, step_args
 from .tiny_model import TinyConfig
 from .trainer import Trainer, validate_ids
 
@@ -89,10 +90,11 @@ OPS: Dict[str, Callable[[State, Dict[str, Any]], Any]] = {
     'info': info,
     'create_tiny': create_tiny_op,
     'load': load,
-    'logprobs': lambda s, a: s.loaded().logprobs(a),
+    'logprobs': lambda s, a: s.loaded().logprobs(step_args(a)),
     'logits': logits,
-    'sft_step': lambda s, a: s.loaded().sft_step(a),
-    'grpo_step': lambda s, a: s.loaded().grpo_step(a),
+    'sft_step': lambda s, a: s.loaded().sft_step(step_args(a)),
+    'grpo_step': lambda s, a: s.loaded().grpo_step(step_args(a)),
+    'batch_stats': lambda s, a: batch_stats(a['batch']),
     'save': lambda s, a: s.loaded().save(Path(a['dir'])),
     'export': export,
     'loss': loss,

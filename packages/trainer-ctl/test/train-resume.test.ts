@@ -7,7 +7,7 @@
  * per-step rewards and advantages, the same final weights (max abs difference <= 1e-6), every
  * evaluation written, and no process of theirs left running.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,6 +99,9 @@ describe('trainer-ctl train', () => {
     // Stage 2 rewards diversity: the exploration step's graders include it.
     expect(Object.keys(grpo[2].graders as object)).toContain('diversity');
     expect(recordedProcesses(runDir)).toEqual([]);
+    // Bulk data: step files go once a checkpoint covers them (every step here), group files with their step.
+    expect(readdirSync(join(runDir, 'data', 'steps'))).toEqual([]);
+    expect(readdirSync(join(runDir, 'data', 'groups'))).toEqual([]);
   }, TIMEOUT);
 
   it('resumed after a SIGKILL in the middle of stage 1, ends with the same updates, rewards, advantages and weights', async () => {

@@ -19,6 +19,7 @@ import {
   type RolloutJob,
   type TrainJob,
   type TrainResult,
+  type TrainSample,
   type Trajectory,
   type WorkerBeat,
 } from '../queue/index';
@@ -37,13 +38,15 @@ export class RedisTransport implements ControlTransport {
     settings: QueueSettingsInput = {},
     /** Where connection errors go (once per outage); default stderr. */
     log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+    /** The run's shared data directory: train jobs' samples go there as step files. Absent: inline in the job. */
+    dataDir?: string,
   ) {
     const s = parseQueueSettings(settings);
     const errors = new RedisErrorReporter(log);
     this.redis = errors.watchClient(connectRedis(url));
     this.rollouts = new RolloutQueue(this.redis, runId, s);
     this.groups = new GroupStore(this.redis, runId);
-    this.trainQueue = new TrainQueue(this.redis, runId, s);
+    this.trainQueue = new TrainQueue(this.redis, runId, s, dataDir);
     errors.watch(this.rollouts.queue);
     errors.watch(this.trainQueue.queue);
   }
@@ -71,8 +74,7 @@ export class RedisTransport implements ControlTransport {
   }
 
   async enqueueRollouts(jobs: RolloutJob[]): Promise<void> {
-    const stored = new Map<string, number[]>();
-    for (const g of new Set(jobs.map((j) => j.groupId))) stored.set(g, await this.groups.indices(g));
+    const stored = await this.groups.indicesOf([...new Set(jobs.map((j) => j.groupId))]);
     for (const j of jobs) this.sizes.set(j.groupId, Math.max(this.sizes.get(j.groupId) ?? 0, j.sampleIndex + 1));
     const todo = jobs.filter((j) => !stored.get(j.groupId)!.includes(j.sampleIndex));
     if (todo.length) await this.rollouts.enqueueGroup(todo);
@@ -80,6 +82,10 @@ export class RedisTransport implements ControlTransport {
 
   waitGroup(groupId: string, size: number, timeoutMs: number): Promise<Trajectory[]> {
     return this.groups.waitComplete(groupId, size, timeoutMs);
+  }
+
+  stageTrainRows(update: number, samples: TrainSample[], maxGroups: number): void {
+    this.trainQueue.stage(update, samples, maxGroups);
   }
 
   async train(job: TrainJob, timeoutMs: number): Promise<TrainResult> {

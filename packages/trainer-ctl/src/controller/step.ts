@@ -56,6 +56,10 @@ function rolloutJobs(ctx: StepContext, input: StepInput, slot: number, c: Case, 
   }));
 }
 
+/** A kept group's samples as train rows, in sample order. */
+const trainRows = (g: GradedGroup): TrainSample[] =>
+  g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs }));
+
 function groupTimeoutMs(ctx: StepContext): number {
   // A job may be retried after its own timeout; allow a few attempts before calling the step stuck.
   return 3 * ctx.config.workers.rollout.job_timeout_s * 1000;
@@ -76,24 +80,33 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
     await transport.enqueueRollouts(batch.flatMap(({ slot, c }) => rolloutJobs(ctx, input, slot, c, temperature)));
     const tw = Date.now();
     timings.enqueueMs += tw - tq;
-    const arrived = await Promise.all(
-      batch.map(({ slot }) => transport.waitGroup(groupIdOf(input.stage, input.step, slot), config.grpo.group_size, groupTimeoutMs(ctx))),
-    );
-    const tg = Date.now();
-    timings.rolloutMs += tg - tw;
-    for (let i = 0; i < batch.length; i++) {
-      groups.push(await gradeTrajectories(ctx, input.stage, groupIdOf(input.stage, input.step, batch[i].slot), batch[i].c, arrived[i]));
-    }
-    timings.gradeMs += Date.now() - tg;
+    // Each group is graded as soon as it and every earlier slot are: the same order as grading
+    // after the last group (the diversity cache sees the same sequence), but off the critical path.
+    let gradeMs = 0;
+    let previous: Promise<unknown> = Promise.resolve();
+    const graded = batch.map(({ slot, c }) => {
+      const groupId = groupIdOf(input.stage, input.step, slot);
+      const arrived = transport.waitGroup(groupId, config.grpo.group_size, groupTimeoutMs(ctx));
+      const done = Promise.all([arrived, previous]).then(async ([trajectories]) => {
+        const tg = Date.now();
+        const group = await gradeTrajectories(ctx, input.stage, groupId, c, trajectories);
+        if (group.kept) transport.stageTrainRows?.(input.update, trainRows(group), want + refill.length);
+        gradeMs += Date.now() - tg;
+        return group;
+      });
+      previous = done;
+      return done;
+    });
+    groups.push(...(await Promise.all(graded)));
+    timings.rolloutMs += Date.now() - tw - gradeMs;
+    timings.gradeMs += gradeMs;
     const missing = want - groups.filter((g) => g.kept).length;
     const take = Math.min(missing, refill.length - nextRefill);
     batch = Array.from({ length: Math.max(0, take) }, (_, i) => ({ slot: want + nextRefill + i, c: refill[nextRefill + i] }));
     nextRefill += batch.length;
   }
 
-  const samples: TrainSample[] = groups
-    .filter((g) => g.kept)
-    .flatMap((g) => g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs })));
+  const samples: TrainSample[] = groups.filter((g) => g.kept).flatMap(trainRows);
   let result: TrainResult | undefined;
   if (samples.length > 0) {
     const job: TrainJob = { runId: ctx.runId, stage: input.stage, update: input.update, kind: 'grpo', samples, checkpoint: input.checkpoint };

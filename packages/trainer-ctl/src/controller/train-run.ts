@@ -19,7 +19,7 @@ import { RunTree } from './run-tree';
 import { RedisTransport } from './redis-transport';
 import { runStages } from './run-stages';
 import { initialState, readState, rewindTo, writeState, type RunState } from './state';
-import { latestCheckpoint } from '../workers/run-files';
+import { dataDir, latestCheckpoint } from '../workers/run-files';
 import { configTeacher } from './teacher';
 import { EventFileWriter, TENSORBOARD_DIR } from '../logs/tensorboard';
 import { ExpectationsFailed, gateRun } from '../ci/gate';
@@ -171,7 +171,7 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
     url = embedded.url;
   }
   writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: redactUrl(url!), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
-  const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note);
+  const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note, dataDir(runDir));
   await tree.addTransport(transport);
   // A refused password fails here in one clear line instead of hanging the first queue command.
   await waitReady(transport.redis, hooks.signal);

@@ -36,14 +36,28 @@ export interface LoadResult {
   step: number;
 }
 
+/**
+ * A token-batch file (queue/step-file.ts) the engine memory-maps instead of inline arrays; it
+ * checks the SHA-256 first. Its columns fill input_ids, mask, advantages and old.
+ */
+export interface BatchFileArg {
+  path: string;
+  bytes: number;
+  sha256: string;
+  /** Rows [from, to) of the file; default all. */
+  row_range?: [number, number];
+}
+
 export interface TokenBatch {
-  input_ids: number[][];
+  /** Inline token ids; absent when `batch` names a file. */
+  input_ids?: number[][];
+  batch?: BatchFileArg;
   /** Sequences per forward/backward pass; the loss is normalised over the whole request. */
   micro_batch_size?: number;
 }
 
 export interface SftStepArgs extends TokenBatch {
-  mask: number[][];
+  mask?: number[][];
   lr?: number;
 }
 
@@ -57,7 +71,8 @@ export interface StepResult {
 }
 
 export interface GrpoStepArgs extends SftStepArgs {
-  advantages: number[];
+  /** One per sequence; from the file when `batch` is given. */
+  advantages?: number[];
   /** Behaviour-policy log-probabilities; absent means on-policy (old = current policy). */
   old?: number[][];
   /** Reference log-probabilities; absent means the engine's frozen copy computes them. */
@@ -80,6 +95,18 @@ export interface GradcheckResult {
   model_parameters: number;
 }
 
+export interface BatchStats {
+  sha256: string;
+  bytes: number;
+  rows: number;
+  tokens: number;
+  ids_sum: number;
+  masked_tokens: number;
+  max_row_tokens: number;
+  masked_logprob_sum?: number;
+  advantage_sum?: number;
+}
+
 /** Every op: its args and result types. */
 export interface EngineOps {
   info: { args: Record<string, never>; result: { python: string; torch: string; cuda: boolean; loaded: boolean } };
@@ -93,6 +120,8 @@ export interface EngineOps {
   export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
   loss: { args: LossBatch & { settings?: LossSettingsInput }; result: LossValues };
   gradcheck: { args: { seed?: number }; result: GradcheckResult };
+  /** Checks a token-batch file and sums its columns: the bulk data path without training. */
+  batch_stats: { args: { batch: BatchFileArg }; result: BatchStats };
   shutdown: { args: Record<string, never>; result: { bye: true } };
 }
 

@@ -3,9 +3,32 @@
  * retried sample overwrites its own field, so a group holds at most one trajectory per index
  * and is complete when it holds G fields. Each write is announced on a per-run channel so a
  * waiter wakes at once instead of polling.
+ *
+ * With a data directory, a trajectory longer than a few hundred tokens goes to a token-batch
+ * file (step-file.ts) under <dataDir>/groups/<group>/, written whole before the field that
+ * names it, and the field holds the file's reference: Redis carries coordination, not tokens.
  */
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { keys, type Trajectory } from './jobs';
+import { readTokenBatch, writeTokenBatch, type TokenBatchRef } from './step-file';
+
+/** Where long trajectories go. */
+export interface TrajectoryFiles {
+  /** The run's shared data directory (every worker and the controller see the same path). */
+  dataDir: string;
+  /** Trajectories of more tokens than this go to a file. Default 256 (about 2 KB of JSON). */
+  inlineMaxTokens?: number;
+}
+
+/** A hash field that names a trajectory's file instead of holding it. */
+interface StoredRef {
+  file: TokenBatchRef;
+}
+
+const groupDirName = (groupId: string) => encodeURIComponent(groupId);
 
 /** Channel announcing "group <id> got a sample" for one run. */
 export const groupChannel = (runId: string) => `thinkfl:${runId}:group-updates`;
@@ -23,6 +46,8 @@ export class GroupStore {
     readonly runId: string,
     /** Re-check interval while waiting, in case an announcement was lost (reconnect), ms. */
     private readonly recheckMs = 1000,
+    /** Where long trajectories go; absent: every trajectory is stored inline. */
+    private readonly files?: TrajectoryFiles,
   ) {}
 
   /** Stores a sample; a second put for the same (group, index) replaces the first. */
@@ -30,7 +55,7 @@ export class GroupStore {
     if (!Number.isInteger(t.sampleIndex) || t.sampleIndex < 0) throw new Error(`group ${t.groupId}: bad sample index ${t.sampleIndex}`);
     await this.redis
       .multi()
-      .hset(keys.group(this.runId, t.groupId), String(t.sampleIndex), JSON.stringify(t))
+      .hset(keys.group(this.runId, t.groupId), String(t.sampleIndex), this.encode(t))
       .publish(groupChannel(this.runId), t.groupId)
       .exec();
   }
@@ -45,11 +70,25 @@ export class GroupStore {
     return (await this.redis.hkeys(keys.group(this.runId, groupId))).map(Number).sort((a, b) => a - b);
   }
 
+  /** Sample indices stored so far of each group, in one round trip. */
+  async indicesOf(groupIds: readonly string[]): Promise<Map<string, number[]>> {
+    const pipe = this.redis.pipeline();
+    for (const g of groupIds) pipe.hkeys(keys.group(this.runId, g));
+    const replies = (await pipe.exec()) ?? [];
+    return new Map(
+      groupIds.map((g, i) => {
+        const [err, fields] = replies[i];
+        if (err) throw err;
+        return [g, (fields as string[]).map(Number).sort((a, b) => a - b)];
+      }),
+    );
+  }
+
   /** The stored samples in sample order. */
   async read(groupId: string): Promise<Trajectory[]> {
     const all = await this.redis.hgetall(keys.group(this.runId, groupId));
     return Object.entries(all)
-      .map(([field, json]) => ({ index: Number(field), t: JSON.parse(json) as Trajectory }))
+      .map(([field, json]) => ({ index: Number(field), t: decode(json) }))
       .sort((a, b) => a.index - b.index)
       .map((e) => e.t);
   }
@@ -107,9 +146,15 @@ export class GroupStore {
     });
   }
 
-  /** Deletes the stored samples of groups whose step is over. */
+  /** Deletes the stored samples of groups whose step is over, their files included. */
   async delete(groupIds: readonly string[]): Promise<void> {
-    if (groupIds.length) await this.redis.del(...groupIds.map((g) => keys.group(this.runId, g)));
+    if (!groupIds.length) return;
+    for (const g of groupIds) {
+      // Each group's files share one directory; a replaced sample's old file goes with it.
+      const dirs = new Set((await this.redis.hvals(keys.group(this.runId, g))).flatMap((v) => (isRef(v) ? [dirname((JSON.parse(v) as StoredRef).file.path)] : [])));
+      for (const d of dirs) if (basename(d) === groupDirName(g)) rmSync(d, { recursive: true, force: true });
+    }
+    await this.redis.del(...groupIds.map((g) => keys.group(this.runId, g)));
   }
 
   async close(): Promise<void> {
@@ -128,6 +173,19 @@ export class GroupStore {
     return samples;
   }
 
+  /** A trajectory as its hash field: inline JSON, or the reference of the file it was written to. */
+  private encode(t: Trajectory): string {
+    if (!this.files || t.ids.length <= (this.files.inlineMaxTokens ?? 256)) return JSON.stringify(t);
+    const { ids, mask, logprobs, ...rest } = t;
+    // A fresh name per put: a stored reference never sees its file replaced.
+    const path = join(this.files.dataDir, 'groups', groupDirName(t.groupId), `${t.sampleIndex}.${randomUUID()}.safetensors`);
+    const file = writeTokenBatch(path, { count: 1, row: () => ({ ids, mask, logprobs }) }, {
+      where: `group ${t.groupId} sample ${t.sampleIndex}`,
+      metadata: { trajectory: JSON.stringify(rest) },
+    });
+    return JSON.stringify({ file } satisfies StoredRef);
+  }
+
   private subscribe(): Promise<Redis> {
     this.subscriber ??= (async () => {
       const sub = this.redis.duplicate();
@@ -141,4 +199,15 @@ export class GroupStore {
     })();
     return this.subscriber;
   }
+}
+
+const isRef = (json: string) => json.startsWith('{"file":');
+
+/** A hash field back as a trajectory; a file is checked against its reference before use. */
+function decode(json: string): Trajectory {
+  if (!isRef(json)) return JSON.parse(json) as Trajectory;
+  const { file } = JSON.parse(json) as StoredRef;
+  const cols = readTokenBatch(file);
+  const rest = JSON.parse(cols.metadata.trajectory) as Omit<Trajectory, 'ids' | 'mask' | 'logprobs'>;
+  return { ...rest, ids: Array.from(cols.ids), mask: Array.from(cols.mask), logprobs: cols.logprobs ? Array.from(cols.logprobs) : [] };
 }

@@ -10,3 +10,4 @@ export * from './policy-registry';
 export * from './heartbeats';
 export * from './redis-url';
 export * from './redis-errors';
+export * from './step-file';

@@ -5,6 +5,7 @@
  */
 import type { EpisodeRecord } from '@thinkfl/env';
 import type { StageName } from '../config/sections/stages';
+import type { TokenBatchRef } from './step-file';
 
 export type { StageName };
 
@@ -55,7 +56,13 @@ export interface TrainJob {
   /** Global update index: the policy this job produces is version `update + 1`. */
   update: number;
   kind: 'sft' | 'grpo';
+  /** Inline samples; empty when `batch` holds them. */
   samples: TrainSample[];
+  /**
+   * The samples in a token-batch file in the run's data directory (row i = samples[i]); the
+   * train queue moves them there when it has a data directory, so Redis carries the reference only.
+   */
+  batch?: TokenBatchRef;
   /**
    * SFT only: the samples split, in order, into optimizer steps of these sizes and learning
    * rates, all in this one update (one policy export). Absent: one step over all samples at the
@@ -80,7 +87,10 @@ export interface TrainResult {
 export const keys = {
   rolloutQueue: (runId: string) => `thinkfl-${runId}-rollout`,
   trainQueue: (runId: string) => `thinkfl-${runId}-train`,
-  /** Hash sampleIndex -> Trajectory JSON: a group is complete when it holds G fields. */
+  /**
+   * Hash sampleIndex -> Trajectory JSON, or for a long one a reference to its token-batch file
+   * (group-store.ts): a group is complete when it holds G fields.
+   */
   group: (runId: string, groupId: string) => `thinkfl:${runId}:group:${groupId}`,
   /** JSON {version, dir} of the newest published policy. */
   policy: (runId: string) => `thinkfl:${runId}:policy`,

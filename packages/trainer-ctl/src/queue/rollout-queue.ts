@@ -9,6 +9,9 @@ import type { QueueSettings } from './settings';
 
 export const ROLLOUT_JOB_NAME = 'rollout';
 
+/** Jobs per addBulk transaction. */
+const ENQUEUE_CHUNK = 256;
+
 /**
  * BullMQ job id of a sample. BullMQ refuses custom ids with one ':' (its repeatable-job
  * format), so the separator is '#'.
@@ -32,11 +35,19 @@ export class RolloutQueue {
     this.queue.on('error', () => undefined);
   }
 
-  /** Enqueues the jobs of one or more groups; ids already known to the queue are skipped by BullMQ. */
+  /**
+   * Enqueues the jobs of one or more groups; ids already known to the queue are skipped by BullMQ.
+   * Added in chunks: one addBulk is one Redis transaction, and workers see none of its jobs until
+   * all are in, so the first episodes of a large step start after a chunk, not after the step.
+   */
   async enqueueGroup(jobs: readonly RolloutJob[]): Promise<void> {
     for (const j of jobs) {
       if (j.runId !== this.runId) throw new Error(`rollout job ${j.groupId}#${j.sampleIndex}: run id ${j.runId}, queue belongs to ${this.runId}`);
     }
+    for (let from = 0; from < jobs.length; from += ENQUEUE_CHUNK) await this.addChunk(jobs.slice(from, from + ENQUEUE_CHUNK));
+  }
+
+  private async addChunk(jobs: readonly RolloutJob[]): Promise<void> {
     await this.queue.addBulk(
       jobs.map((data) => ({
         name: ROLLOUT_JOB_NAME,

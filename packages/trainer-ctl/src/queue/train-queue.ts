@@ -1,12 +1,35 @@
 /**
  * The `train` queue: one job per global update. The job id is derived from (run, update), so
  * resubmitting an update that is queued, running or done adds nothing, and waiting on it
- * returns the result it already has; an update whose job failed for good runs again.
+ * returns the result it already has; an update whose job failed for good runs again. With a
+ * data directory, a job's samples go to a token-batch file there (step-file.ts) and the job
+ * carries its reference only; rows staged before submit (a group as soon as it is graded) are
+ * already in the file by then.
  */
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { keys, type TrainJob, type TrainResult } from './jobs';
+import { keys, type TrainJob, type TrainResult, type TrainSample } from './jobs';
 import type { QueueSettings } from './settings';
+import { TokenBatchWriter, writeTokenBatch, type TokenRowSource } from './step-file';
+
+/** Token-batch file of an update's train job in the run's data directory. */
+export const stepFilePath = (dataDir: string, update: number) => join(dataDir, 'steps', `update-${String(update).padStart(6, '0')}.safetensors`);
+
+/**
+ * Deletes the step files of updates below `below` (a checkpoint holds them: resuming never
+ * trains them again), and unfinished ones a killed controller left; later ones stay for a
+ * train job that may still be retried.
+ */
+export function pruneStepFiles(dataDir: string, below: number): void {
+  const root = join(dataDir, 'steps');
+  if (!existsSync(root)) return;
+  for (const n of readdirSync(root)) {
+    const m = /^\.?update-(\d+)\.safetensors(\.tmp-.*)?$/.exec(n);
+    if (m && Number(m[1]) < below) rmSync(join(root, n), { force: true });
+  }
+}
 
 export const TRAIN_JOB_NAME = 'train';
 
@@ -19,26 +42,75 @@ export class TrainTimeoutError extends Error {
   override name = 'TrainTimeoutError';
 }
 
+const rowsOf = (s: readonly TrainSample[]): TokenRowSource => ({
+  count: s.length,
+  row: (i) => ({ ids: s[i].ids, mask: s[i].mask, logprobs: s[i].oldLogprobs, advantage: s[i].advantage }),
+});
+
 export class TrainQueue {
   readonly queue: Queue<TrainJob, TrainResult>;
+  /** The step file being written ahead of submit, and the rows in it (by identity). */
+  private staged?: { update: number; writer: TokenBatchWriter; ids: TrainSample['ids'][]; broken: boolean };
 
   constructor(
     connection: Redis,
     readonly runId: string,
     private readonly settings: QueueSettings,
+    /** The run's shared data directory for step files; absent: samples travel inline in the job. */
+    private readonly dataDir?: string,
   ) {
     this.queue = new Queue<TrainJob, TrainResult>(keys.trainQueue(runId), { connection, prefix: settings.prefix });
     // The connection reports its own errors (connectRedis); unlistened, BullMQ prints the whole error object, AUTH arguments (the password) included.
     this.queue.on('error', () => undefined);
   }
 
+  /**
+   * Writes rows of an update's step file ahead of submit, one block per call; `maxBlocks` bounds
+   * the calls (the header space is reserved for them). Submit uses the file when the job's
+   * samples are exactly the staged rows in order, and writes the file whole otherwise.
+   */
+  stage(update: number, samples: readonly TrainSample[], maxBlocks: number): void {
+    if (!this.dataDir || samples.length === 0) return;
+    if (this.staged && this.staged.update !== update) this.dropStaged();
+    try {
+      this.staged ??= { update, writer: new TokenBatchWriter(stepFilePath(this.dataDir, update), { reserveBlocks: maxBlocks }), ids: [], broken: false };
+      const st = this.staged;
+      if (st.broken) return;
+      if (st.writer.full) throw new Error(`more than ${maxBlocks} blocks`);
+      st.writer.append(rowsOf(samples), `train job update ${update}`);
+      st.ids.push(...samples.map((x) => x.ids));
+    } catch {
+      // Submit writes the file whole instead, and reports there what is wrong with the rows or the directory.
+      if (this.staged) this.staged.broken = true;
+    }
+  }
+
   /** Adds the update's job; one that failed for good before (an earlier controller's) is replaced, so it runs again. */
   async submit(job: TrainJob): Promise<void> {
     if (job.runId !== this.runId) throw new Error(`train job update ${job.update}: run id ${job.runId}, queue belongs to ${this.runId}`);
-    const old = await this.queue.getJob(trainJobId(this.runId, job.update));
+    const id = trainJobId(this.runId, job.update);
+    const staged = this.staged?.update === job.update ? this.staged : undefined;
+    this.staged = undefined;
+    const old = await this.queue.getJob(id);
+    // One that failed for good before (an earlier controller's) is replaced, so it runs again.
     if (old && (await old.isFailed())) await old.remove();
-    await this.queue.add(TRAIN_JOB_NAME, job, {
-      jobId: trainJobId(this.runId, job.update),
+    else if (old) {
+      // A job the queue already has keeps its own step file: writing another would change the bytes its reference names.
+      staged?.writer.abort();
+      return;
+    }
+    let data = job;
+    if (this.dataDir && job.samples.length > 0) {
+      const s = job.samples;
+      const same = staged && !staged.broken && staged.ids.length === s.length && staged.ids.every((ids, i) => ids === s[i].ids);
+      if (staged && !same) staged.writer.abort();
+      const batch = same
+        ? staged.writer.finish()
+        : writeTokenBatch(stepFilePath(this.dataDir, job.update), rowsOf(s), { where: `train job update ${job.update}` });
+      data = { ...job, samples: [], batch };
+    }
+    await this.queue.add(TRAIN_JOB_NAME, data, {
+      jobId: id,
       attempts: this.settings.attempts,
       backoff: { type: 'exponential', delay: this.settings.backoffMs },
       removeOnComplete: false,
@@ -91,7 +163,13 @@ export class TrainQueue {
     if (job && ((await job.isCompleted()) || (await job.isFailed()))) await job.remove();
   }
 
+  private dropStaged(): void {
+    this.staged?.writer.abort();
+    this.staged = undefined;
+  }
+
   async close(): Promise<void> {
+    this.dropStaged();
     await this.queue.close();
   }
 }

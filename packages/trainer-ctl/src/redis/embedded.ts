@@ -100,6 +100,10 @@ function serverArgs(port: number, dir: string): string[] {
     '--appendfsync', 'everysec',
     // The append-only file is the one persistence; no RDB snapshots on top of it.
     '--save', '',
+    // Every job leaves a few KB of commands in the file (added, started, finished, removed) while
+    // the live data stays a few MB: rewriting from 8 MB on keeps the file near the live data
+    // instead of growing to Redis's default 64 MB first (docs/scale.md).
+    '--auto-aof-rewrite-min-size', '8mb',
     '--daemonize', 'no',
     '--logfile', '',
   ];

@@ -6,7 +6,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { withTimeout } from '../queue/with-timeout';
-import { GroupStore } from '../queue/group-store';
+import { GroupStore, type TrajectoryFiles } from '../queue/group-store';
 import { isConnectionError } from '../queue/connection';
 import { startHeartbeat, type Heartbeat } from '../queue/heartbeats';
 import { keys, type RolloutJob, type Trajectory } from '../queue/jobs';
@@ -29,6 +29,8 @@ export interface RolloutWorkerOptions {
    */
   jobTimeoutMs?: number;
   play: RolloutPlayer;
+  /** Where long trajectories go (the run's data directory); absent: stored inline in Redis. */
+  files?: TrajectoryFiles;
   log?: (line: string) => void;
 }
 
@@ -41,7 +43,7 @@ export interface RolloutWorker {
 export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<RolloutWorker> {
   const log = opts.log ?? (() => undefined);
   const jobTimeoutMs = opts.jobTimeoutMs ?? 600_000;
-  const store = new GroupStore(opts.connection, opts.runId);
+  const store = new GroupStore(opts.connection, opts.runId, undefined, opts.files);
   const worker = new Worker<RolloutJob>(
     keys.rolloutQueue(opts.runId),
     async (job) => {

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 
 export const policyDir = (runDir: string, version: number) => join(runDir, 'policies', `v${version}`);
 export const checkpointDir = (runDir: string, updates: number) => join(runDir, 'checkpoints', `update-${String(updates).padStart(6, '0')}`);
+/** Bulk data beside the queue (step files, long trajectories); shared by every worker of the run. */
+export const dataDir = (runDir: string) => join(runDir, 'data');
 
 /** Written into every checkpoint: how many updates its weights have seen. */
 export const TRAINER_STATE_FILE = 'trainer-state.json';

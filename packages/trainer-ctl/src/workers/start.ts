@@ -8,6 +8,7 @@ import { connectRedis, onAuthFailure, waitReady } from '../queue/connection';
 import { PolicyRegistry } from '../queue/policy-registry';
 import { parseQueueSettings, type QueueSettingsInput } from '../queue/settings';
 import { createEpisodePlayer } from './episode-player';
+import { dataDir } from './run-files';
 import { startRolloutWorker } from './rollout-worker';
 import { startTrainWorker } from './train-worker';
 
@@ -64,6 +65,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       concurrency: opts.concurrency ?? config.workers.rollout.concurrency,
       jobTimeoutMs: config.workers.rollout.job_timeout_s * 1000,
       play: player.play,
+      files: { dataDir: dataDir(opts.runDir) },
       log,
     });
     return {

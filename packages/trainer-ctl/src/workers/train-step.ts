@@ -5,25 +5,45 @@ import type { TrainJob } from '../queue/jobs';
 
 export type EngineStep = { op: 'sft_step'; args: SftStepArgs[] } | { op: 'grpo_step'; args: GrpoStepArgs };
 
+/** Samples of a job, inline or in its token-batch file. */
+const sampleCount = (job: TrainJob) => job.batch?.rows ?? job.samples.length;
+
 /** The job's SFT optimizer steps: consecutive slices of its samples (sftSteps), or one step over all. */
 function sftSteps(job: TrainJob, base: SftStepArgs, where: string): SftStepArgs[] {
   if (!job.sftSteps) return [base];
   const total = job.sftSteps.reduce((a, s) => a + s.size, 0);
-  if (total !== job.samples.length || job.sftSteps.some((s) => !Number.isInteger(s.size) || s.size < 1)) {
-    throw new Error(`${where}: sftSteps cover ${total} samples in steps of positive sizes; the job has ${job.samples.length}`);
+  if (total !== sampleCount(job) || job.sftSteps.some((s) => !Number.isInteger(s.size) || s.size < 1)) {
+    throw new Error(`${where}: sftSteps cover ${total} samples in steps of positive sizes; the job has ${sampleCount(job)}`);
   }
   let from = 0;
   return job.sftSteps.map((s) => {
     const to = from + s.size;
-    const args = { ...base, input_ids: base.input_ids.slice(from, to), mask: base.mask.slice(from, to), lr: s.lr };
+    const rows = base.batch
+      ? { batch: { ...base.batch, row_range: [from, to] as [number, number] } }
+      : { input_ids: base.input_ids!.slice(from, to), mask: base.mask!.slice(from, to) };
     from = to;
-    return args;
+    return { ...base, ...rows, lr: s.lr };
   });
+}
+
+/** A job whose samples are in a token-batch file: the engine reads the file (the writer checked the rows). */
+function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
+  const b = job.batch!;
+  if (job.samples.length > 0) throw new Error(`${where}: samples both inline and in ${b.path}`);
+  const base: SftStepArgs = { batch: { path: b.path, bytes: b.bytes, sha256: b.sha256 }, micro_batch_size: config.workers.train.micro_batch_size };
+  if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
+  if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
+  if (!b.advantages) throw new Error(`${where}: ${b.path} has no advantages (required for grpo)`);
+  return {
+    op: 'grpo_step',
+    args: { ...base, lr: config.grpo.optimizer.lr, loss: config.grpo.loss, temperature: config.generation.temperature[job.stage] },
+  };
 }
 
 /** Throws, naming the sample, on a malformed job (ragged arrays, missing advantages). */
 export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   const where = `train job update ${job.update}`;
+  if (job.batch) return fileStep(job, config, where);
   if (job.samples.length === 0) throw new Error(`${where}: no samples`);
   job.samples.forEach((s, i) => {
     if (s.mask.length !== s.ids.length) throw new Error(`${where}: samples[${i}]: mask has ${s.mask.length} entries for ${s.ids.length} ids`);

@@ -20,9 +20,9 @@ import { startHeartbeat } from '../queue/heartbeats';
 import { keys, type TrainJob, type TrainResult } from '../queue/jobs';
 import { PolicyRegistry } from '../queue/policy-registry';
 import type { QueueSettings } from '../queue/settings';
-import { TrainQueue } from '../queue/train-queue';
+import { pruneStepFiles, TrainQueue } from '../queue/train-queue';
 import { TrainResultStore } from '../queue/train-results';
-import { checkpointDir, latestCheckpoint, listCheckpoints, policyDir, prunePolicies, writeAtomically, writeTrainerState, type Checkpoint } from './run-files';
+import { checkpointDir, dataDir, latestCheckpoint, listCheckpoints, policyDir, prunePolicies, writeAtomically, writeTrainerState, type Checkpoint } from './run-files';
 import type { StepResult } from '../engine/protocol';
 import { engineStep, mergeSteps, stepMetrics, type EngineStep } from './train-step';
 
@@ -163,6 +163,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         await engine.request('save', { dir: tmp });
         writeTrainerState(tmp, version);
       });
+      pruneStepFiles(dataDir(runDir), version);
     }
     const result: TrainResult = { update: job.update, version, policyDir: dir, metrics, ...(checkpoint && { checkpointDir: checkpoint }) };
     await results.put(result);
@@ -188,7 +189,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     const out = await step(job);
     updates = job.update + 1;
     unfinished = { update: job.update, metrics: { ...stepMetrics(out), trainMs: Date.now() - started } };
-    log(`update ${job.update} (${job.kind}, ${job.samples.length} samples): loss ${out.loss}`);
+    log(`update ${job.update} (${job.kind}, ${job.batch?.rows ?? job.samples.length} samples${job.batch ? ` from ${job.batch.path}` : ''}): loss ${out.loss}`);
     return finish(job, unfinished.metrics);
   };
 

@@ -1,0 +1,92 @@
+/**
+ * The train worker on step files: with the run's data directory, the train queue writes a
+ * job's samples to a token-batch file and Redis carries the reference; the real train worker's
+ * engine (a real tiny model) trains from the memory-mapped file. The update equals the same
+ * samples sent inline as JSON to a second engine loaded from the same model, and once an
+ * update is checkpointed the step files it covers are deleted.
+ */
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode } from '@thinkfl/env';
+import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
+import type { LoadedRunConfig } from '../src/config/index';
+import { TrainEngine } from '../src/engine/driver';
+import { connectRedis, keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
+import { dataDir, engineStep, startTrainWorker } from '../src/workers/index';
+import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+
+const RUN = 'train-files';
+let redis: TestRedis;
+let dir: string | undefined;
+let conn: Redis;
+let loaded: LoadedRunConfig;
+let model: string;
+let samples: TrainSample[];
+const settings = parseQueueSettings({ pollMs: 50 });
+
+beforeAll(async () => {
+  redis = await startRedis();
+  conn = connectRedis(redis.url);
+  const dataset = await loadDataset(await ensureNezhaDataset());
+  dir = scratch('train-files');
+  model = await createTinyModel(join(dir, 'model'), 3);
+  loaded = writeRunConfig(dir, RUN, model);
+  const chat = loadChatModel(model);
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  samples = [];
+  for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
+    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
+    samples.push({ ids, mask, advantage: i === 0 ? 1 : -0.5 });
+  }
+}, 600_000);
+afterAll(async () => {
+  conn?.disconnect();
+  await redis?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('train worker with step files', () => {
+  it('trains from the file as from the same samples inline, and deletes step files once checkpointed', async () => {
+    const job = (update: number, checkpoint: boolean): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
+    const data = dataDir(loaded.runDir);
+    const queue = new TrainQueue(conn, RUN, settings, data);
+    const worker = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir });
+    try {
+      await queue.submit(job(0, false));
+      const stored = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;
+      expect(stored.samples).toEqual([]);
+      expect(stored.batch).toMatchObject({ path: stepFilePath(data, 0), rows: 2, tokens: samples[0].ids.length + samples[1].ids.length });
+      const fromFile = await queue.waitResult(0, 300_000);
+
+      // The same samples inline, to an engine loaded from the same model with the same settings.
+      const inline = new TrainEngine();
+      try {
+        const c = loaded.config;
+        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, reference: c.grpo.loss.kl_coef > 0, seed: c.run.seed, optimizer: c.grpo.optimizer });
+        const step = engineStep(job(0, false), c);
+        expect(step.op).toBe('grpo_step');
+        const out = await inline.request('grpo_step', step.args as never);
+        expect(fromFile.metrics.loss).toBe(out.loss);
+        expect(fromFile.metrics.grad_norm).toBe(out.grad_norm);
+        expect(fromFile.metrics.tokens).toBe(out.tokens);
+      } finally {
+        await inline.shutdown();
+      }
+      expect(existsSync(stepFilePath(data, 0))).toBe(true);
+
+      // Update 1 is checkpointed: its step file and update 0's are no longer needed.
+      await queue.submit(job(1, true));
+      const second = await queue.waitResult(1, 300_000);
+      expect(second.checkpointDir).toBeDefined();
+      expect(readdirSync(join(data, 'steps'))).toEqual([]);
+    } finally {
+      await worker.close();
+      await queue.close();
+    }
+  }, 900_000);
+});
