@@ -210,7 +210,8 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
       for (const pod of st.pods) silentBy.set(pod, { service: st.service, n: (silentBy.get(pod)?.n ?? 0) + 1 });
     }
   }
-  for (const [pod, e] of silentBy) if (!podLogs.has(pod)) podLogs.set(pod, { service: e.service, fresh: 0, risen: 0 });
+  // Without weight the silent statements leave the ranking as it was (the tiny teacher's setting).
+  if (s.silentLogWeight > 0) for (const [pod, e] of silentBy) if (!podLogs.has(pod)) podLogs.set(pod, { service: e.service, fresh: 0, risen: 0 });
   // A pod off the opened path counts as much: the request may not have been followed down to it.
   for (const [pod, e] of podLogs) if (!byPod.has(pod)) byPod.set(pod, { pod, service: e.service, score: 0, reasons: [] });
   for (const sus of byPod.values()) {
@@ -228,7 +229,7 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
     }
     const silent = silentBy.get(sus.pod);
     // A statement the service always logs stopped: an exception skipped it, or calls stopped reaching it.
-    if (silent) {
+    if (silent && s.silentLogWeight > 0) {
       sus.score += s.silentLogWeight;
       sus.reasons.unshift(`${silent.n} log statement(s) it usually writes went silent`);
     }
