@@ -83,6 +83,8 @@ export interface LogStore {
    * service is not at fault; undefined when there is no baseline.
    */
   baselineRate(service: string, templateId: number): number | undefined;
+  /** Every template a service logs where it is not at fault, with its usual lines per minute. */
+  usualTemplates(service: string): { templateId: number; ratePerMin: number }[];
 }
 
 /** Which services, pods and nodes exist and how they relate. */

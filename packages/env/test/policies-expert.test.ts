@@ -4,8 +4,10 @@ import { loadDataset, type LoadedDataset } from '../src/datasets';
 import { runEpisode } from '../src/episodes';
 import { spreadCases } from '../src/eval';
 import { createExpert, ExpertSettingsSchema } from '../src/policies';
-import type { SearchTracesData } from '../src/tools';
-import type { Case, EpisodeRecord } from '../src/types';
+import { gatherEvidence } from '../src/policies/expert/evidence';
+import { rankSuspects } from '../src/policies/expert/suspects';
+import { Toolbox, type SearchTracesData } from '../src/tools';
+import type { Case, EpisodeRecord, ToolCallRecord } from '../src/types';
 
 let ds: LoadedDataset;
 let cases: Case[];
@@ -88,5 +90,23 @@ describe('scripted expert on real cases', () => {
     const ids = ep.toolCalls.filter((t) => t.name === 'search_traces').map((t) => (t.arguments as { parent_span_id: string }).parent_span_id);
     expect(ids[0]).toBe('s1');
     for (const id of ids) expect(id).toMatch(/^s\d+$/);
+  });
+
+  it('puts a pod whose usual log statements went silent first, by the weight its setting gives', () => {
+    // search_logs on node 33.33.33.80 during the route exception fault (10:56:45): route's queryByIds line stopped.
+    const tUs = Date.UTC(2023, 0, 29, 10, 57, 40) * 1000;
+    const args = { service_name: '33.33.33.80', timestamp: tUs };
+    const call: ToolCallRecord = { turn: 0, name: 'search_logs', arguments: args, observation: new Toolbox(ds).call('search_logs', args) };
+    const ev = gatherEvidence([call]);
+    const base = { slowZ: 3, fastRatio: 0.5, logRatio: 3, callerErrorWeight: 0.6, risenLogWeight: 0.5 };
+    const silentPods = new Set(ev.logs.get('33.33.33.80')!.silent.flatMap((x) => x.pods));
+    expect(silentPods.has('ts-route-service-b6c59fb57-zv8dt')).toBe(true);
+    const ranked = rankSuspects(ev, { ...base, silentLogWeight: 1.5 });
+    const route = ranked.find((x) => x.pod === 'ts-route-service-b6c59fb57-zv8dt')!;
+    expect(route.score).toBeGreaterThanOrEqual(1.5);
+    expect(route.reasons[0]).toMatch(/usually writes went silent/);
+    expect(ranked.slice(0, silentPods.size).every((x) => silentPods.has(x.pod))).toBe(true);
+    const off = rankSuspects(ev, { ...base, silentLogWeight: 0 }).find((x) => x.pod === 'ts-route-service-b6c59fb57-zv8dt');
+    expect(off?.score ?? 0).toBeCloseTo(route.score - 1.5, 9);
   });
 });

@@ -230,6 +230,45 @@ describe('search_logs', () => {
   });
 });
 
+describe('search_logs silent statements', () => {
+  /** Raw lines of one pod whose text holds `marker`, from the shared log archive, with their Unix µs. */
+  function rawLines(files: string[], pod: string, marker: string): number[] {
+    // No files named: the whole archive.
+    const csv = execFileSync('tar', ['-xzOf', join(NEZHA_RAW, 'trainticket-2023-01-29-logs.tgz'), ...files.map((f) => `rca_data/2023-01-29/log/${f}`)], {
+      maxBuffer: 1 << 30,
+    }).toString('utf8');
+    return csv.split('\n').filter((l) => l.includes(pod) && l.includes(marker)).map((l) => Number(BigInt(l.split(',')[1]) / 1000n));
+  }
+
+  const pod = 'ts-route-service-b6c59fb57-zv8dt';
+  const marker = 'RouteController#53'; // logs every queryByIds call: [getRouteById][Query route by id][RouteId: [...]]
+
+  it("lists the route service's usual queryByIds line as silent during its exception fault, counted as in the raw logs", () => {
+    // The fault of 10:56:45 throws in ts-route-service; the raw line stops from then on.
+    const tUs = Date.UTC(2023, 0, 29, 10, 57, 40) * 1000;
+    const d = new Toolbox(ds, unbounded).call('search_logs', { service_name: 'ts-route-service', timestamp: tUs }).data as SearchLogsData;
+    const hit = d.silent.find((x) => x.statement.includes('[getRouteById][Query route by id][RouteId: [<UUID>...]]'))!;
+    expect(hit).toMatchObject({ service: 'ts-route-service', pods: [pod], level: 'info' });
+    const during = rawLines(['10_56_log.csv', '10_57_log.csv', '10_58_log.csv'], pod, marker).filter((t) => Math.abs(t - tUs) <= 60e6);
+    expect(hit.seen).toBe(during.length);
+    expect(hit.seen).toBeLessThanOrEqual(0.2 * hit.expected);
+    // The usual count by hand: the raw lines in the windows of other services' faults, per minute, over the ±60 s window.
+    const all = rawLines([], pod, marker);
+    const healthy = ds.faults.filter((f) => f.truth.service !== 'ts-route-service');
+    const n = all.filter((t) => healthy.some((f) => t >= f.startUs && t <= f.endUs)).length;
+    const minutes = healthy.reduce((m, f) => m + (f.endUs - f.startUs) / 60e6, 0);
+    // Within one raw line over the whole day: the hand count does not repeat the importer's row checks.
+    expect(Math.abs((hit.expected / 2) * minutes - n)).toBeLessThanOrEqual(1);
+  });
+
+  it('lists nothing as silent where the usual lines keep coming', () => {
+    const tUs = Date.UTC(2023, 0, 29, 10, 51, 0) * 1000;
+    const d = new Toolbox(ds, unbounded).call('search_logs', { service_name: pod, timestamp: tUs }).data as SearchLogsData;
+    expect(rawLines(['10_50_log.csv', '10_51_log.csv', '10_52_log.csv'], pod, marker).filter((t) => Math.abs(t - tUs) <= 60e6).length).toBeGreaterThan(20);
+    expect(d.silent).toEqual([]);
+  });
+});
+
 describe('print_results', () => {
   it('records a ranked answer and the components it names', () => {
     const tb = new Toolbox(ds);

@@ -1,6 +1,7 @@
 /**
  * search_logs(service_name, timestamp): error and warning lines around t grouped into
- * templates with counts, each rate compared with the service's fault-free rate.
+ * templates with counts, each rate compared with the service's fault-free rate, and the
+ * statements (any level) the service usually logs that went silent around t.
  */
 import type { LogLevel, LogRecord } from '../types';
 import { boundItems, errorObservation, okObservation } from './bound';
@@ -25,6 +26,18 @@ export interface LogTemplateCount {
   pods: string[];
 }
 
+/** A log statement the service usually writes that (almost) stopped around the time. */
+export interface SilentStatement {
+  /** The statement's template, lists of masked values collapsed (one statement logs lists of any length). */
+  statement: string;
+  level: LogLevel;
+  service: string;
+  pods: string[];
+  /** Lines the usual rate predicts in the silence window, and lines seen there. */
+  expected: number;
+  seen: number;
+}
+
 export interface SearchLogsData {
   component: string;
   level: 'service' | 'pod' | 'node';
@@ -32,6 +45,8 @@ export interface SearchLogsData {
   windowS: number;
   templates: LogTemplateCount[];
   omitted: number;
+  /** Usual statements gone silent within ±silentWindowS, least seen against expected first. */
+  silent: SilentStatement[];
 }
 
 const args = componentAtTimeArgs;
@@ -74,6 +89,58 @@ function group(ctx: ToolContext, records: LogRecord[], minutes: number): LogTemp
   });
 }
 
+/** One statement's template, whatever the length of the lists of masked values it logged. */
+export const statementOf = (template: string): string => template.replace(/<(\w+)>(?:\s*,\s*<\1>)+/g, '<$1>...');
+
+/** Pods of the target by service, for judging each service's usual statements. */
+function podsByService(ctx: ToolContext, target: { level: string; name: string }): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const p of ctx.dataset.topology.pods) {
+    const hit = target.level === 'node' ? p.node === target.name : target.level === 'pod' ? p.pod === target.name : p.service === target.name;
+    if (hit) out.set(p.service, [...(out.get(p.service) ?? []), p.pod]);
+  }
+  if (!out.size && target.level === 'service') out.set(target.name, [target.name]);
+  return out;
+}
+
+function silentStatements(ctx: ToolContext, target: { level: string; name: string }, tUs: number): SilentStatement[] {
+  const { settings, dataset } = ctx;
+  const halfUs = settings.silentWindowS * 1e6;
+  const minutes = (2 * settings.silentWindowS) / 60;
+  const out: SilentStatement[] = [];
+  for (const [service, pods] of podsByService(ctx, target)) {
+    const usual = new Map<string, { level: LogLevel; rate: number }>();
+    for (const u of dataset.logs.usualTemplates(service)) {
+      const t = dataset.logs.template(u.templateId);
+      if (!t) continue;
+      const key = statementOf(t.template);
+      const e = usual.get(key) ?? { level: 'info', rate: 0 };
+      e.rate += u.ratePerMin;
+      usual.set(key, e);
+    }
+    const seen = new Map<string, number>();
+    for (const pod of pods) {
+      for (const r of dataset.logs.query(pod, tUs - halfUs, tUs + halfUs)) {
+        const key = statementOf(dataset.logs.template(r.templateId)?.template ?? '');
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+        const e = usual.get(key);
+        if (e) e.level = r.level;
+      }
+    }
+    for (const [statement, { level, rate }] of usual) {
+      const expected = rate * minutes;
+      const n = seen.get(statement) ?? 0;
+      if (expected >= settings.silentMinExpected && n <= settings.silentMaxRatio * expected) out.push({ statement, level, service, pods, expected, seen: n });
+    }
+  }
+  return out.sort((a, b) => a.seen / a.expected - b.seen / b.expected || b.expected - a.expected);
+}
+
+function silentLine(s: SilentStatement, windowS: number): string {
+  const text = s.statement.length > 160 ? `${s.statement.slice(0, 160)}...` : s.statement;
+  return `- ${s.service} pods=${s.pods.join(',')}: usually ~${s.expected.toFixed(0)} line(s) within ±${windowS}s, seen ${s.seen}: ${text.replace(/\s+/g, ' ')}`;
+}
+
 /** Most unusual first: rate above the usual rate, unknown baselines counted in full. */
 const excess = (t: LogTemplateCount) => t.ratePerMin - (t.baselineRatePerMin ?? 0);
 
@@ -114,6 +181,10 @@ registerTool({
     if (kept.length === 0) lines.push('No error or warning lines.');
     else lines.push(`${records.length} line(s) in ${all.length} template(s):`, ...kept.map(line));
     if (note) lines.push(note);
+    const silentAll = silentStatements(ctx, target, t.us);
+    const { shown: silent, note: silentNote } = boundItems(silentAll, settings.maxItems, 'silent statements');
+    if (silent.length) lines.push(`Statements usually logged that went silent around ${isoOfUs(t.us)}:`, ...silent.map((x) => silentLine(x, settings.silentWindowS)));
+    if (silentNote) lines.push(silentNote);
     const data: SearchLogsData = {
       component: target.name,
       level: target.level,
@@ -121,7 +192,9 @@ registerTool({
       windowS: 2 * settings.logDeltaS,
       templates: kept,
       omitted: all.length - kept.length,
+      silent,
     };
-    return okObservation(settings, lines.join('\n'), data, [target.name, ...kept.flatMap((k) => [...k.services, ...k.pods])], !!note);
+    const named = [...kept.flatMap((k) => [...k.services, ...k.pods]), ...silent.flatMap((x) => [x.service, ...x.pods])];
+    return okObservation(settings, lines.join('\n'), data, [target.name, ...named], !!(note || silentNote));
   },
 });

@@ -24,6 +24,16 @@ export const ToolSettingsSchema = z
     stdFloorRatio: z.number().min(0).default(0.01),
     /** Half-width of the window of search_logs around t, seconds. Default 300. */
     logDeltaS: z.number().positive().default(300),
+    /**
+     * Half-width of the window of search_logs in which a usual log statement (any level) counts
+     * as silent, seconds: an exception skips the statements after the throw, so a line the
+     * service usually writes stops. Narrower than logDeltaS, since a fault lasts minutes. Default 60.
+     */
+    silentWindowS: z.number().positive().default(60),
+    /** Fewest lines the usual rate must predict in that window before its absence means anything. Default 5. */
+    silentMinExpected: z.number().positive().default(5),
+    /** A usual statement is silent when its lines in the window are at most this fraction of the predicted count. Default 0.2. */
+    silentMaxRatio: z.number().min(0).lt(1).default(0.2),
     /** A child span is marked slow when its duration is at least this many times its usual mean. Default 2. */
     slowRatio: z.number().min(1).default(2),
     /**

@@ -1,8 +1,9 @@
 /**
  * Nezha logs: `Timestamp,TimeUnixNano,Node,PodName,Container,TraceID,SpanID,Log`, `Log` being
  * the container runtime's JSON with the line in `log`. Every row gives the pod's node (the
- * only pod-to-node mapping); only warn and error lines (level as written in the text) are
- * kept, each with a masked template.
+ * only pod-to-node mapping); info, warn and error lines (level as written in the text) are
+ * kept, each with a masked template. Info lines stay because a usual info line that goes
+ * silent is often the only sign of an exception (the statement after the throw never runs).
  */
 import type { LogRecord } from '../../types';
 import { columns, readCsv } from '../csv';
@@ -47,7 +48,7 @@ export async function readNezhaLogs(files: string[], onFile?: (file: string) => 
     const keep = (raw: string) => {
       const head = raw.split(',', 4);
       if (head.length === 4 && head[2] && head[3] && head[2] !== 'Node') nodeOfPod.set(head[3], head[2]);
-      return raw.includes('ERROR') || raw.includes('WARN') || raw.includes('FATAL');
+      return raw.includes('ERROR') || raw.includes('WARN') || raw.includes('FATAL') || raw.includes('INFO');
     };
     for await (const rec of readCsv(file, keep)) {
       c ??= columns(file, rec.header, COLS);
@@ -59,7 +60,7 @@ export async function readNezhaLogs(files: string[], onFile?: (file: string) => 
         continue;
       }
       const level = levelInText(message.slice(0, LEVEL_SPAN));
-      if (level !== 'error' && level !== 'warn') continue;
+      if (level !== 'error' && level !== 'warn' && level !== 'info') continue;
       // Some rows carry an overflowed (negative) TimeUnixNano; their ISO Timestamp is intact.
       const tsUs = nsStringToUs(f[c.TimeUnixNano]) ?? isoToUs(f[c.Timestamp]);
       if (tsUs === undefined) throw new DataError(file, rec.line, `neither TimeUnixNano nor Timestamp is a time: '${f[c.TimeUnixNano]}', '${f[c.Timestamp]}'`);

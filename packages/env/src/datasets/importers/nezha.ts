@@ -72,7 +72,7 @@ export const nezha: Importer<typeof NezhaSettings> = {
       const logs = layout.logFiles.length
         ? await readNezhaLogs(layout.logFiles, (f) => progress(`logs ${basename(f)}`))
         : { nodeOfPod: new Map<string, string>(), templates: { templates: [] }, records: [], badTimes: 0, corrupt: [] };
-      if (logs.badTimes) progress(`logs: ${logs.badTimes} warn/error rows with an overflowed TimeUnixNano timed by their Timestamp`);
+      if (logs.badTimes) progress(`logs: ${logs.badTimes} rows with an overflowed TimeUnixNano timed by their Timestamp`);
       if (logs.corrupt.length) progress(`logs: skipped ${logs.corrupt.length} corrupt rows (first ${logs.corrupt[0]})`);
       const spans: Span[] = [];
       for (const file of layout.traceFiles) {

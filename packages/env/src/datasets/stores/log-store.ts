@@ -1,5 +1,5 @@
 /**
- * Warn and error log records by component, time-ordered for range queries, with templates
+ * Log records (info, warn, error) by component, time-ordered for range queries, with templates
  * and each service's usual template rates.
  */
 import type { LogLevel, LogRecord, LogStore, LogTemplate } from '../../types';
@@ -58,6 +58,10 @@ export class IndexedLogStore implements LogStore {
     const r = this.data.rates[service];
     if (!r) return undefined;
     return r[String(templateId)] ?? 0;
+  }
+
+  usualTemplates(service: string): { templateId: number; ratePerMin: number }[] {
+    return Object.entries(this.data.rates[service] ?? {}).map(([id, ratePerMin]) => ({ templateId: Number(id), ratePerMin }));
   }
 }
 

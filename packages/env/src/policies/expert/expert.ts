@@ -35,18 +35,23 @@ export const ExpertSettingsSchema = z.object({
    * templates new to the service. Default 3.
    */
   log_survey: z.number().int().min(0).default(3),
-  /** Turns kept for checks even while a strong lead is open in the trace. Default 0 (chosen on the tuning faults of scripts/expert-split.ts). */
-  lead_checks: z.number().int().min(0).default(0),
+  /**
+   * Turns kept for checks even while a strong lead is open in the trace. Default 3, chosen on the
+   * tuning faults of scripts/expert-split.ts once search_logs lists silent statements (docs/experiments.md).
+   */
+  lead_checks: z.number().int().min(0).default(3),
   /** Suspect score of the last callee of a span whose error handler ran (the call that threw). Default 0.6. */
   caller_error_weight: z.number().nonnegative().default(0.6),
   /** Suspect score of error log templates above their usual rate but not new (they rise with any fault upstream). Default 0.5. */
   risen_log_weight: z.number().nonnegative().default(0.5),
+  /** Suspect score of a pod whose usual log statements went silent around the request (search_logs' silent list). Default 1.5. */
+  silent_log_weight: z.number().nonnegative().default(1.5),
 });
 export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 
 /** The expert's settings in the form the suspect ranking takes. */
 export function suspectSettings(s: ExpertSettings): SuspectSettings {
-  return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight };
+  return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight };
 }
 
 type Check = { tool: 'search_fluctuating_metrics' | 'search_logs'; target: string; suspect?: Suspect };

@@ -27,6 +27,8 @@ export interface SuspectSettings {
   callerErrorWeight: number;
   /** Score of error log templates above their usual rate (not new). */
   risenLogWeight: number;
+  /** Score of a pod whose usual log statements went silent. */
+  silentLogWeight: number;
 }
 
 export interface Suspect {
@@ -202,6 +204,14 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
       });
     }
   }
+  const silentBy = new Map<string, { service: string; n: number }>();
+  for (const l of ev.logs.values()) {
+    for (const st of l.silent) {
+      for (const pod of st.pods) silentBy.set(pod, { service: st.service, n: (silentBy.get(pod)?.n ?? 0) + 1 });
+    }
+  }
+  // Without weight the silent statements leave the ranking as it was (the tiny teacher's setting).
+  if (s.silentLogWeight > 0) for (const [pod, e] of silentBy) if (!podLogs.has(pod)) podLogs.set(pod, { service: e.service, fresh: 0, risen: 0 });
   // A pod off the opened path counts as much: the request may not have been followed down to it.
   for (const [pod, e] of podLogs) if (!byPod.has(pod)) byPod.set(pod, { pod, service: e.service, score: 0, reasons: [] });
   for (const sus of byPod.values()) {
@@ -216,6 +226,12 @@ export function rankSuspects(ev: Evidence, s: SuspectSettings): Suspect[] {
     if (logs?.fresh) {
       sus.score += 1.5;
       sus.reasons.unshift(`${logs.fresh} error log template(s) never seen in the fault-free baseline`);
+    }
+    const silent = silentBy.get(sus.pod);
+    // A statement the service always logs stopped: an exception skipped it, or calls stopped reaching it.
+    if (silent && s.silentLogWeight > 0) {
+      sus.score += s.silentLogWeight;
+      sus.reasons.unshift(`${silent.n} log statement(s) it usually writes went silent`);
     }
     if (logs?.risen) {
       sus.score += s.risenLogWeight;
