@@ -6,7 +6,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { importDataset, loadDataset, type LoadedDataset } from '../src/datasets/index';
+import { FORMAT_VERSION, importDataset, loadDataset, type LoadedDataset } from '../src/datasets/index';
 
 const T0_MS = 1_650_000_000_000;
 const MIN = 60_000;
@@ -158,7 +158,7 @@ describe('aiops2022 importer', () => {
     expect(again.faults).toEqual(ds.faults);
     expect(again.traces.size).toBe(ds.traces.size);
     expect(again.traces.span('fail1-b')).toEqual(ds.traces.span('fail1-b'));
-    expect(again.meta).toMatchObject({ format: 'aiops2022', formatVersion: 1 });
+    expect(again.meta).toMatchObject({ format: 'aiops2022', formatVersion: FORMAT_VERSION });
   });
 
   it('names file and line of a bad row', async () => {

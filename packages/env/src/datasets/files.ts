@@ -13,7 +13,7 @@ import type { TopologyData } from './stores/topology';
 import type { TraceColumns } from './stores/trace-store';
 
 /** Bump when the layout or the meaning of a stored field changes. */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
 export interface DatasetFiles {
   meta: DatasetMeta;
