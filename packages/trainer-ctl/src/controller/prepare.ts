@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { gapLines, importDataset } from '@thinkfl/env';
+import { FORMAT_VERSION, gapLines, importDataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');
@@ -58,7 +58,13 @@ function checkTinyModel(dir: string, want: NonNullable<RunConfig['model']['creat
 /** `signal` stops a child process the preparation runs (a stopped run leaves nothing behind). */
 export async function prepareInputs(config: RunConfig, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   const { dataset, model } = config;
-  if (!existsSync(join(dataset.path, 'meta.json')) && dataset.import) {
+  const metaFile = join(dataset.path, 'meta.json');
+  const version = existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { formatVersion?: number }).formatVersion : undefined;
+  // A dataset an older importer wrote is imported again when the config says how; else loading it names the mismatch.
+  if (version !== undefined && version !== FORMAT_VERSION && dataset.import) {
+    log(`prepare: ${dataset.path} has dataset format ${version}, this code reads ${FORMAT_VERSION}: importing it again`);
+  }
+  if ((version === undefined || version !== FORMAT_VERSION) && dataset.import) {
     log(`prepare: importing ${dataset.import.format} from ${dataset.import.src} into ${dataset.path}`);
     const imported = await importDataset({ format: dataset.import.format, src: dataset.import.src, out: dataset.path, settings: dataset.import.settings });
     for (const line of gapLines(imported.meta.gaps)) log(`prepare: warning: ${line}`);
