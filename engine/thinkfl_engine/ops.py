@@ -93,6 +93,7 @@ OPS: Dict[str, Callable[[State, Dict[str, Any]], Any]] = {
     'logits': logits,
     'sft_step': lambda s, a: s.loaded().sft_step(a),
     'grpo_step': lambda s, a: s.loaded().grpo_step(a),
+    'set_reference': lambda s, a: s.loaded().set_reference(a),
     'save': lambda s, a: s.loaded().save(Path(a['dir'])),
     'export': export,
     'loss': loss,
