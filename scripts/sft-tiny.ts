@@ -78,7 +78,7 @@ console.log(
 const engine = new TrainEngine({ onStderr: (t) => process.stderr.write(t) });
 let report;
 try {
-  const loaded = await engine.request('load', { model_dir: dir, reference: false, seed: 0, autocast: argv.autocast === 'none' ? null : 'bfloat16' });
+  const loaded = await engine.request('load', { model_dir: dir, seed: 0, autocast: argv.autocast === 'none' ? null : 'bfloat16' });
   console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, autocast ${argv.autocast}`);
   let last = Date.now();
   report = await sft(engine, samples, { epochs: argv.epochs, batchSize: argv.batch, lr: argv.lr, ...(argv.timeBudget !== undefined && { timeBudgetS: argv.timeBudget }) }, (step, total, loss) => {

@@ -93,7 +93,9 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
 
   const samples: TrainSample[] = groups
     .filter((g) => g.kept)
-    .flatMap((g) => g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs })));
+    .flatMap((g) =>
+      g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs, temperature: t.temperature })),
+    );
   let result: TrainResult | undefined;
   if (samples.length > 0) {
     const job: TrainJob = { runId: ctx.runId, stage: input.stage, update: input.update, kind: 'grpo', samples, checkpoint: input.checkpoint };

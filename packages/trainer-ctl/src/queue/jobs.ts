@@ -32,8 +32,13 @@ export interface Trajectory {
   /** Whole conversation as token ids, and 1 where the model generated the token. */
   ids: number[];
   mask: number[];
-  /** Log-probability of each token under the generating policy (0 where mask is 0). */
+  /**
+   * Log-probability of each token under the distribution that sampled it, softmax(logits /
+   * temperature) before top-p (0 where mask is 0).
+   */
   logprobs: number[];
+  /** Sampling temperature of the episode's generated tokens. */
+  temperature: number;
   episode: EpisodeRecord;
   workerId: string;
   timing: { generateMs: number; toolsMs: number; wallMs: number };
@@ -47,6 +52,8 @@ export interface TrainSample {
   advantage?: number;
   /** Old (behaviour) log-probabilities aligned with ids; absent: the engine computes them. */
   oldLogprobs?: number[];
+  /** GRPO: the temperature the sequence was sampled at; the engine's log-probabilities use it. */
+  temperature?: number;
 }
 
 export interface TrainJob {

@@ -30,6 +30,9 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
     if (s.oldLogprobs && s.oldLogprobs.length !== s.ids.length) {
       throw new Error(`${where}: samples[${i}]: oldLogprobs has ${s.oldLogprobs.length} entries for ${s.ids.length} ids`);
     }
+    // A non-finite number becomes null in the job's JSON: name it instead of sending null to the engine.
+    const bad = s.oldLogprobs?.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x)) ?? -1;
+    if (bad >= 0) throw new Error(`${where}: samples[${i}]: oldLogprobs[${bad}] is ${s.oldLogprobs![bad]}, not a finite log-probability`);
   });
   const base: SftStepArgs = {
     input_ids: job.samples.map((s) => s.ids),
@@ -40,6 +43,10 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
   const missing = job.samples.findIndex((s) => s.advantage === undefined);
   if (missing >= 0) throw new Error(`${where}: samples[${missing}] has no advantage (required for grpo)`);
+  const cold = job.samples.findIndex((s) => s.temperature === undefined || !(s.temperature > 0));
+  if (cold >= 0) {
+    throw new Error(`${where}: samples[${cold}] has sampling temperature ${job.samples[cold].temperature}; grpo needs the temperature > 0 it was sampled at`);
+  }
   const withOld = job.samples.filter((s) => s.oldLogprobs).length;
   if (withOld !== 0 && withOld !== job.samples.length) {
     throw new Error(`${where}: ${withOld} of ${job.samples.length} samples carry oldLogprobs; give all or none`);
@@ -53,7 +60,7 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
       advantages: job.samples.map((s) => s.advantage as number),
       ...(withOld > 0 && { old: job.samples.map((s) => s.oldLogprobs as number[]) }),
       loss: config.grpo.loss,
-      temperature: config.generation.temperature[job.stage],
+      temperature: job.samples.map((s) => s.temperature as number),
     },
   };
 }

@@ -67,6 +67,8 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
 
   const engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
   let updates = ckpt?.updates ?? 0;
+  /** Tag of the KL reference the engine holds (restored from the checkpoint), or null. */
+  let reference: string | null = null;
   const exportPolicy = async (version: number) => {
     const dir = policyDir(runDir, version);
     await writeAtomically(dir, async (tmp) => {
@@ -87,13 +89,17 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       device: config.workers.train.device,
       dtype: config.model.dtype,
       autocast: config.workers.train.autocast,
-      reference: config.grpo.loss.kl_coef > 0,
+      threads: config.workers.train.threads,
       resume: ckpt !== undefined,
       seed: config.run.seed,
       optimizer: config.grpo.optimizer,
       deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
     });
-    log(`engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ${loaded.device}`);
+    reference = loaded.reference;
+    log(
+      `engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ` +
+        `${loaded.device}, ${loaded.threads} threads, compute ${loaded.precision}${reference ? `, KL reference ${reference}` : ''}`,
+    );
     await forgetFuture(opts.connection, opts.runId, opts.settings, updates, results);
     await publish(updates, await exportPolicy(updates));
   } catch (e) {
@@ -122,6 +128,15 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     return result;
   };
 
+  /** Takes the KL reference (grpo.reference) from the current policy before the first update that needs it. */
+  const ensureReference = async (job: TrainJob) => {
+    if (config.grpo.loss.kl_coef === 0) return;
+    const want = config.grpo.reference === 'grpo_start' ? 'grpo_start' : `stage_start:${job.stage}`;
+    if (reference === want) return;
+    reference = (await engine.request('set_reference', { tag: want })).reference;
+    log(`KL reference: the policy before update ${job.update} (${want})`);
+  };
+
   const handle = async (job: TrainJob): Promise<TrainResult> => {
     if (job.update < updates) {
       const stored = await results.get(job.update);
@@ -148,6 +163,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       for (const args of step.args) parts.push(await engine.request('sft_step', args));
       out = mergeSteps(parts);
     } else {
+      await ensureReference(job);
       out = await engine.request('grpo_step', step.args);
     }
     updates = job.update + 1;
