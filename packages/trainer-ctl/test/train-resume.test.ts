@@ -51,6 +51,7 @@ grpo:
   cases_per_step: 1
   max_refill_groups: 0
   advantage: { skip_equal_groups: false }
+  loss: { kl_coef: 0.05 }
   optimizer: { lr: 1.0e-3 }
 graders: { route: { dMax: 4 } }
 stages:
@@ -134,6 +135,10 @@ describe('trainer-ctl train', () => {
       expect(Object.keys(m.graders as object).length).toBeGreaterThan(0);
       expect(typeof (m.train as Record<string, number>).loss).toBe('number');
     }
+    // The KL reference is the policy at the start of GRPO (after SFT), not the model loaded before SFT.
+    const kl = grpo.map((m) => (m.train as Record<string, number>).kl);
+    expect(Math.abs(kl[0])).toBeLessThanOrEqual(1e-6);
+    expect(kl[1]).toBeGreaterThan(0);
     const procs = JSON.parse(readFileSync(join(runDir, 'processes.json'), 'utf8')) as ProcessRecord[];
     expect(procs).toEqual([]);
   }, TIMEOUT);
@@ -158,6 +163,10 @@ describe('trainer-ctl train', () => {
     expect(final.done).toBe(true);
     expect(final.updates).toBe(unbroken.updates);
     expect(stepKeys(runDir)).toEqual(expectedKeys(runDir));
+    // The KL reference came back from the checkpoint (taken after the first GRPO step), not from the loaded weights.
+    const trainLog = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
+    expect(trainLog.match(/engine loaded checkpoint .*, KL reference grpo_start/g)).toHaveLength(1);
+    expect(trainLog.match(/KL reference: the policy before update/g)).toHaveLength(1);
     // The killed controller's children were stopped by the resumed one, which then stopped its own.
     for (const p of left) expect(alive(p.pid)).toBe(false);
   }, TIMEOUT);
