@@ -1,17 +1,20 @@
 /**
  * GRPO learns on the real pipeline (issue 8 acceptance 5): a real Redis, a rollout worker that
  * samples from the published ONNX policy, the train worker with its Python engine, and the
- * queues and advantages of a run. The reward is simple and learnable: the share of generated
- * tokens with an even id. From one fixed tiny model, three sampling seeds each take a few GRPO
- * steps; every seed's final group mean reward must exceed the highest initial group mean of
- * all seeds, i.e. the gain is beyond the spread between seeds.
+ * queues and advantages of a run. The fixed start is a tiny model taught by a few SFT steps to
+ * answer with a uniform mix of four token ids; the reward is simple and learnable: the share of
+ * generated tokens equal to the first of them (~1/4 at the start, so groups' rewards differ).
+ * Three sampling seeds each take a few GRPO steps from that start; every seed's final group
+ * mean reward must exceed the highest initial group mean of all seeds, i.e. the gain is beyond
+ * the spread between seeds.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type EpisodeRecord } from '@thinkfl/env';
-import { loadTokenizer, openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
+import { loadTokenizer, openOnnxBackend, Rng, type OnnxBackend } from '@thinkfl/rollout';
 import type { RunConfig } from '../src/config/index';
+import { TrainEngine } from '../src/engine/index';
 import { RedisTransport } from '../src/controller/index';
 import { computeAdvantages } from '../src/grpo/index';
 import { connectRedis, parseQueueSettings, PolicyRegistry, type RolloutJob, type TrainSample } from '../src/queue/index';
@@ -31,11 +34,12 @@ let dir: string;
 let config: RunConfig;
 let prompt: number[];
 let episode: EpisodeRecord;
+let target: number;
 
-/** The learnable reward: share of generated tokens whose id is even. */
+/** The learnable reward: share of generated tokens equal to the target id. */
 const reward = (ids: number[], mask: number[]) => {
   const gen = ids.filter((_, t) => mask[t] === 1);
-  return gen.length ? gen.filter((id) => id % 2 === 0).length / gen.length : 0;
+  return gen.length ? gen.filter((id) => id === target).length / gen.length : 0;
 };
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -44,10 +48,30 @@ beforeAll(async () => {
   redis = await startRedis();
   dir = scratch('learn');
   const model = await createTinyModel(join(dir, 'model'), 5);
-  config = structuredClone(writeRunConfig(dir, 'learn', model).config);
+  const tok = loadTokenizer(model);
+  prompt = tok.encode('search_traces(');
+  // Ids of ordinary text (no end-of-sequence id among them).
+  const choices = [...new Set(tok.encode('ts-order-service returned 500'))].slice(0, 4);
+  expect(choices).toHaveLength(4);
+  target = choices[0];
+  // The fixed start: SFT on answers drawn uniformly from the four choices, exported as a model dir.
+  const rng = new Rng(12345);
+  const pick = () => choices[Math.floor(rng.next() * 4)];
+  const start = join(dir, 'start');
+  const engine = new TrainEngine();
+  try {
+    await engine.request('load', { model_dir: model, seed: 0, optimizer: { lr: 1e-2 } });
+    for (let k = 0; k < 30; k++) {
+      const ids = Array.from({ length: 4 }, () => [...prompt, ...Array.from({ length: TOKENS }, pick)]);
+      await engine.request('sft_step', { input_ids: ids, mask: ids.map((row) => row.map((_, t) => (t >= prompt.length ? 1 : 0))) });
+    }
+    await engine.request('export', { dir: start, format: 'onnx' });
+  } finally {
+    await engine.shutdown();
+  }
+  config = structuredClone(writeRunConfig(dir, 'learn', start).config);
   config.grpo.group_size = G;
   config.grpo.optimizer.lr = 1e-2;
-  prompt = loadTokenizer(model).encode('search_traces(');
   // The trajectory record carries an episode; this token-level reward does not read it.
   episode = await runEpisode({ dataset, case: dataset.cases[0], policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: {} });
 }, 300_000);
@@ -91,7 +115,7 @@ async function run(seed: number): Promise<number[]> {
   const means: number[] = [];
   try {
     for (let step = 0; step <= STEPS; step++) {
-      const groupId = `${runId}:${step}`;
+      const groupId = `${runId}-step${step}`;
       const jobs: RolloutJob[] = Array.from({ length: G }, (_, i) => ({
         runId, stage: 'priming', step, groupId, caseId: episode.caseId, sampleIndex: i, policyVersion: step, temperature: 1, seed: seed * 1000 + step * G + i,
       }));
