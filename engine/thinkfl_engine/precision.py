@@ -3,12 +3,13 @@
 Parameters and optimizer state are float32 master weights (float64 when asked for, in tests);
 a lower precision is only the compute precision of forward and backward (torch.autocast), so
 a small update is not rounded away in the weights. `auto` picks bfloat16 only where the device
-runs it natively faster than float32: on CPU that needs the avx512_bf16 or amx_bf16
-instructions (without them bf16 is emulated, ~17x slower on an AVX2 EPYC) and a short
-measurement that confirms the speed-up; on CUDA it needs bf16 support.
+runs it natively: on CPU that needs the avx512_bf16 or amx_bf16 instructions (without them bf16
+is emulated, 17x slower than float32 on an AVX2 EPYC; with avx512_bf16 an SFT step of the tiny
+model is faster in bf16, scripts/bench/sft-precision.ts); on CUDA it needs bf16 support. The
+choice follows the CPU's flags, not a timing, so that it is the same at every (re)start: a
+short timing on a loaded machine picked float32 where the real step was 7x faster in bf16.
 """
 import os
-import time
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -29,31 +30,11 @@ def cpu_flags() -> set:
     return set()
 
 
-def _step_seconds(dtype: Optional[torch.dtype], reps: int = 5) -> float:
-    """Best time of a small MLP forward+backward (the tiny model's shapes), with autocast at dtype or none."""
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.SiLU(), torch.nn.Linear(256, 128))
-    x = torch.randn(512, 128)
-    best = float('inf')
-    for _ in range(reps):
-        start = time.perf_counter()
-        with torch.autocast('cpu', dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-            y = net(x).float().square().mean()
-        y.backward()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def auto_cpu() -> Tuple[torch.dtype, str]:
-    flags = cpu_flags()
-    native = [f for f in BF16_CPU_FLAGS if f in flags]
+    native = [f for f in BF16_CPU_FLAGS if f in cpu_flags()]
     if not native:
         return torch.float32, f'float32: this CPU has none of {list(BF16_CPU_FLAGS)}, bfloat16 would be emulated'
-    _step_seconds(None, 1), _step_seconds(torch.bfloat16, 1)
-    fp32, bf16 = _step_seconds(None), _step_seconds(torch.bfloat16)
-    if bf16 < fp32:
-        return torch.bfloat16, f'bfloat16: native ({", ".join(native)}), measured {fp32 / bf16:.1f}x float32'
-    return torch.float32, f'float32: bfloat16 is native ({", ".join(native)}) but measured {fp32 / bf16:.2f}x float32'
+    return torch.bfloat16, f'bfloat16: native on this CPU ({", ".join(native)})'
 
 
 def resolve_compute(name: str, device: torch.device) -> Tuple[torch.dtype, str]:

@@ -182,8 +182,8 @@ describe('train engine on a tiny model', () => {
     const flags = readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1].split(/\s+/) ?? [];
     const native = flags.includes('avx512_bf16') || flags.includes('amx_bf16');
     const loaded = await load({ autocast: 'auto' });
-    expect(loaded.precision).toMatch(native ? /native \((avx512_bf16|amx_bf16)/ : /float32: this CPU has none of/);
-    if (!native) expect(loaded.compute_dtype).toBe('float32');
+    expect(loaded.precision).toMatch(native ? /^bfloat16: native on this CPU \((avx512_bf16|amx_bf16)/ : /^float32: this CPU has none of/);
+    expect(loaded.compute_dtype).toBe(native ? 'bfloat16' : 'float32');
     expect(loaded.threads).toBe(availableParallelism());
     await expect(load({ autocast: 'float16' })).rejects.toThrow(/float16 compute is for CUDA/);
   });

@@ -22,7 +22,7 @@ export interface LoadArgs {
   dtype?: Dtype;
   /**
    * Overrides dtype as the compute precision; 'auto' picks bfloat16 where the device runs it
-   * natively faster (CPU: avx512_bf16/amx_bf16 and a short measurement), else float32. null: dtype.
+   * natively (CPU: the avx512_bf16/amx_bf16 flags; CUDA: bf16 support), else float32. null: dtype.
    */
   autocast?: Dtype | 'auto' | null;
   /** torch threads. Default: every core this process may run on (its CPU affinity). */
@@ -45,7 +45,7 @@ export interface LoadResult {
   step: number;
   /** The compute precision in effect. */
   compute_dtype: Dtype;
-  /** Why that precision (for 'auto': the CPU flags and the measured speed-up). */
+  /** Why that precision (for 'auto': the CPU's bf16 flags or their absence). */
   precision: string;
   threads: number;
   /** Tag of the KL reference policy held (restored on resume), or null when there is none. */

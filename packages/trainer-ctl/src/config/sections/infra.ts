@@ -53,9 +53,10 @@ export const WorkersSection = z
           .describe(
             'Compute precision of the engine\'s forward and backward (torch.autocast), overriding model.dtype; ' +
               'parameters and optimizer state stay float32 either way. auto: bfloat16 only where the device runs it ' +
-              'natively faster than float32 (CPU: the avx512_bf16 or amx_bf16 instructions and a short measurement ' +
-              'at engine start; CUDA: bf16 support), else float32; the engine logs its choice. Without those CPU ' +
-              'instructions bfloat16 is emulated and ~17x slower than float32 (issue 8). float16 is for CUDA only. ' +
+              'natively (CPU: the avx512_bf16 or amx_bf16 instructions, where an SFT step of the tiny model is faster ' +
+              'in bfloat16, scripts/bench/sft-precision.ts; CUDA: bf16 support), else float32; the engine logs its ' +
+              'choice. Without those CPU instructions bfloat16 is emulated and ~17x slower than float32 (issue 8). ' +
+              'float16 is for CUDA only. ' +
               'Default null (model.dtype).',
           ),
         threads: z
