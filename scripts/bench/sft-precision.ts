@@ -4,7 +4,7 @@
  * and what `autocast: auto` picks on this CPU. Prints the CPU model, its bf16 flags, the
  * engine's threads, the load average, medians and the bf16/fp32 ratio.
  *
- *   npx tsx scripts/bench/sft-precision.ts [--tokens N] [--batch N] [--reps N] [--config FILE]
+ *   npx tsx scripts/bench/sft-precision.ts [--tokens N] [--batch N] [--reps N] [--threads N] [--config FILE]
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -23,6 +23,8 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '1' },
     /** Timed repetitions per precision (the median is printed). */
     reps: { type: 'string', default: '10' },
+    /** torch threads of the engines; default every core of the process's CPU affinity (the engine's default). */
+    threads: { type: 'string' },
     /** Run config whose model.create_tiny sizes are measured. */
     config: { type: 'string', default: join(REPO_ROOT, 'configs', 'tiny-cpu.yaml') },
   },
@@ -30,6 +32,7 @@ const { values } = parseArgs({
 const tokens = Number(values.tokens);
 const batch = Number(values.batch);
 const reps = Number(values.reps);
+const threads = values.threads === undefined ? null : Number(values.threads);
 
 const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
 const cpuModel = cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? 'unknown';
@@ -60,9 +63,9 @@ const engines = { float32: new TrainEngine(), bfloat16: new TrainEngine(), auto:
 try {
   const { parameters } = await engines.float32.request('create_tiny', { out_dir: modelDir, config, seed: sizes.seed });
   const loaded = {
-    float32: await engines.float32.request('load', { model_dir: modelDir, autocast: 'float32' }),
-    bfloat16: await engines.bfloat16.request('load', { model_dir: modelDir, autocast: 'bfloat16' }),
-    auto: await engines.auto.request('load', { model_dir: modelDir, autocast: 'auto' }),
+    float32: await engines.float32.request('load', { model_dir: modelDir, autocast: 'float32', threads }),
+    bfloat16: await engines.bfloat16.request('load', { model_dir: modelDir, autocast: 'bfloat16', threads }),
+    auto: await engines.auto.request('load', { model_dir: modelDir, autocast: 'auto', threads }),
   };
   const ms: Record<'float32' | 'bfloat16', number[]> = { float32: [], bfloat16: [] };
   for (const p of ['float32', 'bfloat16'] as const) await engines[p].request('sft_step', step); // warm-up
