@@ -41,7 +41,7 @@ const config = TinyModelConfigSchema.parse({
 const engine = new TrainEngine({ onStderr: (t) => process.stderr.write(t) });
 try {
   const { parameters } = await engine.request('create_tiny', { out_dir: argv.out, config, seed: argv.seed });
-  await engine.request('load', { model_dir: argv.out, reference: false });
+  await engine.request('load', { model_dir: argv.out });
   const { onnx } = await engine.request('export', { dir: argv.out, format: 'onnx' });
   console.log(
     `wrote ${argv.out}: ${tok.vocabSize} tokens, ${parameters} parameters, ${onnx} (${((Date.now() - started) / 1000).toFixed(1)} s)`,

@@ -43,7 +43,7 @@ const argv = await yargs(hideBin(process.argv))
   .option('batch', { type: 'number', default: 1 })
   .option('lr', { type: 'number', default: 5e-3 })
   .option('time-budget', { type: 'number', describe: 'stop SFT after this many seconds' })
-  .option('autocast', { type: 'string', choices: ['bfloat16', 'none'], default: 'bfloat16' })
+  .option('autocast', { type: 'string', choices: ['auto', 'float32', 'bfloat16'] as const, default: 'auto' as const, describe: 'compute precision (workers.train.autocast)' })
   .option('eval-cases', { type: 'number', default: 16, describe: 'held-out cases played per seed, spread over the held-out faults' })
   .option('seeds', { type: 'string', default: '0,1,2', describe: 'sampling seeds of the held-out play' })
   .option('render-tools', { type: 'boolean', default: false, describe: 'render the tools into the prompt through the chat template' })
@@ -78,8 +78,8 @@ console.log(
 const engine = new TrainEngine({ onStderr: (t) => process.stderr.write(t) });
 let report;
 try {
-  const loaded = await engine.request('load', { model_dir: dir, reference: false, seed: 0, autocast: argv.autocast === 'none' ? null : 'bfloat16' });
-  console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, autocast ${argv.autocast}`);
+  const loaded = await engine.request('load', { model_dir: dir, seed: 0, autocast: argv.autocast });
+  console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, compute ${loaded.precision}, ${loaded.threads} threads`);
   let last = Date.now();
   report = await sft(engine, samples, { epochs: argv.epochs, batchSize: argv.batch, lr: argv.lr, ...(argv.timeBudget !== undefined && { timeBudgetS: argv.timeBudget }) }, (step, total, loss) => {
     if (Date.now() - last > 15_000 || step === total) {

@@ -11,22 +11,25 @@ Per token t of sequence i (mask m, advantage A_i, r = exp(logp - old)):
 Aggregations of per-token x:
   token-mean                sum_i sum_t m x / sum_i sum_t m
   seq-mean-token-mean       mean over sequences with tokens of (sum_t m x / sum_t m)
-  seq-mean-token-sum-norm   sum_i sum_t m x / (B * L)      (Dr.GRPO, fixed length L)
+  seq-mean-token-sum-norm   sum_i sum_t m x / (B * L)      (Dr.GRPO, fixed length L; B counts only
+                            sequences with a generated token)
 loss = agg(pg) + kl_coef * agg(kl); kl metric = token-mean of the estimator;
-clip_fraction = token-mean of [clipped branch strictly larger]; dual_clip_fraction likewise.
+clip_fraction = token-mean of [clipped branch strictly larger]; dual_clip_fraction likewise;
+ratio_mean = token-mean of r.
 """
 import json
 import math
 import sys
 from pathlib import Path
 
-# Three sequences, aligned with token ids; position 0 is a prompt token (mask 0).
+# Four sequences, aligned with token ids; position 0 is a prompt token (mask 0). The last one has
+# no generated token (an episode cut before the model spoke): it must change no aggregate.
 BATCH = {
-    'logp': [[0.0, -0.5, -1.2, -0.3, -2.0], [0.0, -0.7, -0.1, -1.5], [0.0, -0.9, -0.4]],
-    'old': [[0.0, -0.6, -1.0, -0.3, -1.6], [0.0, -0.4, -0.5, -1.5], [0.0, -1.3, -0.45]],
-    'ref': [[0.0, -0.55, -1.1, -0.5, -1.9], [0.0, -0.6, -0.2, -1.2], [0.0, -1.0, -0.3]],
-    'mask': [[0, 1, 1, 0, 1], [0, 0, 1, 1], [0, 1, 1]],
-    'advantages': [1.0, -1.5, 0.5],
+    'logp': [[0.0, -0.5, -1.2, -0.3, -2.0], [0.0, -0.7, -0.1, -1.5], [0.0, -0.9, -0.4], [0.0, -0.2, -0.8]],
+    'old': [[0.0, -0.6, -1.0, -0.3, -1.6], [0.0, -0.4, -0.5, -1.5], [0.0, -1.3, -0.45], [0.0, -0.3, -0.6]],
+    'ref': [[0.0, -0.55, -1.1, -0.5, -1.9], [0.0, -0.6, -0.2, -1.2], [0.0, -1.0, -0.3], [0.0, -0.25, -0.7]],
+    'mask': [[0, 1, 1, 0, 1], [0, 0, 1, 1], [0, 1, 1], [0, 0, 0]],
+    'advantages': [1.0, -1.5, 0.5, 0.8],
 }
 
 VARIANTS = [
@@ -64,7 +67,7 @@ def aggregate(per_seq_values, mask, s):
         means = [sum(v for v, m in zip(vs, ms) if m) / sum(ms) for vs, ms in zip(per_seq_values, mask) if sum(ms)]
         return sum(means) / max(len(means), 1)
     total = sum(v for vs, ms in zip(per_seq_values, mask) for v, m in zip(vs, ms) if m)
-    return total / (len(mask) * s['norm_length'])
+    return total / (sum(1 for ms in mask if sum(ms)) * s['norm_length'])
 
 
 def token_mean(per_seq_values, mask):
@@ -72,13 +75,14 @@ def token_mean(per_seq_values, mask):
 
 
 def expected(batch, s):
-    pg, clipped_flags, dual_flags, kl = [], [], [], []
+    pg, clipped_flags, dual_flags, kl, ratios = [], [], [], [], []
     for lp, old, ref, ms, a in zip(batch['logp'], batch['old'], batch['ref'], batch['mask'], batch['advantages']):
         n = sum(ms)
         seq_ratio = math.exp(sum((x - o) for x, o, m in zip(lp, old, ms) if m) / max(n, 1))
-        row_pg, row_clip, row_dual, row_kl = [], [], [], []
+        row_pg, row_clip, row_dual, row_kl, row_r = [], [], [], [], []
         for x, o, rf, m in zip(lp, old, ref, ms):
             r = seq_ratio if s['ratio_level'] == 'sequence' else math.exp(x - o)
+            row_r.append(r)
             unclipped = -a * r
             clipped = -a * min(max(r, 1 - s['eps_low']), 1 + s['eps_high'])
             loss = max(unclipped, clipped)
@@ -95,6 +99,7 @@ def expected(batch, s):
         clipped_flags.append(row_clip)
         dual_flags.append(row_dual)
         kl.append(row_kl)
+        ratios.append(row_r)
     mask = batch['mask']
     pg_loss = aggregate(pg, mask, s)
     kl_loss = s['kl_coef'] * aggregate(kl, mask, s) if s['kl_coef'] else 0.0
@@ -105,6 +110,7 @@ def expected(batch, s):
         'kl': token_mean(kl, mask) if s['kl_coef'] else 0.0,
         'clip_fraction': token_mean(clipped_flags, mask),
         'dual_clip_fraction': token_mean(dual_flags, mask),
+        'ratio_mean': token_mean(ratios, mask),
     }
 
 

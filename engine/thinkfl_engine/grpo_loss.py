@@ -46,15 +46,22 @@ class LossSettings:
             raise ValueError('loss settings: dual_clip must be > 1 (it bounds the loss of negative advantages)')
         if s.aggregation == 'seq-mean-token-sum-norm' and (s.norm_length is None or s.norm_length <= 0):
             raise ValueError('loss settings: seq-mean-token-sum-norm (Dr.GRPO) needs norm_length > 0')
+        if s.ratio_level == 'sequence' and s.aggregation != 'seq-mean-token-mean':
+            # GSPO's ratio is a per-sequence quantity (ORACL Eq. 14-15): its objective averages per sequence.
+            raise ValueError(f'loss settings: ratio_level sequence (GSPO) needs aggregation seq-mean-token-mean, '
+                             f'got {s.aggregation!r}')
         return s
 
 
 @dataclass(frozen=True)
 class Normalizers:
-    """Denominators of the aggregations, taken from the full batch (not a micro-batch)."""
+    """Denominators of the aggregations, taken from the full batch (not a micro-batch).
+
+    `sequences` counts only rows with at least one generated token: a row without one adds
+    nothing to any sum, so it must not dilute a mean either (Dr.GRPO's B included).
+    """
     tokens: float
     sequences: float
-    batch: float
 
     @staticmethod
     def of(mask: torch.Tensor) -> 'Normalizers':
@@ -62,7 +69,6 @@ class Normalizers:
         return Normalizers(
             tokens=max(float(per_seq.sum()), 1.0),
             sequences=max(float((per_seq > 0).sum()), 1.0),
-            batch=float(mask.shape[0]),
         )
 
 
@@ -72,7 +78,7 @@ def aggregate(x: torch.Tensor, mask: torch.Tensor, s: LossSettings, n: Normalize
         return masked.sum() / n.tokens
     if s.aggregation == 'seq-mean-token-mean':
         return (masked.sum(-1) / mask.sum(-1).clamp(min=1)).sum() / n.sequences
-    return masked.sum() / (n.batch * float(s.norm_length))
+    return masked.sum() / (n.sequences * float(s.norm_length))
 
 
 def kl_estimate(logp: torch.Tensor, ref: torch.Tensor, estimator: str) -> torch.Tensor:
@@ -104,6 +110,7 @@ def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: Optional[torch.Tensor]
     clipped = -a * torch.clamp(ratio, 1.0 - s.eps_low, 1.0 + s.eps_high)
     pg = torch.maximum(unclipped, clipped)
     clip_frac = aggregate_token_mean((clipped > unclipped).to(logp.dtype), mask, n)
+    ratio_mean = aggregate_token_mean(ratio.detach(), mask, n)
     dual_frac = torch.zeros((), dtype=logp.dtype, device=logp.device)
     if s.dual_clip is not None:
         bound = -a * s.dual_clip
@@ -126,6 +133,7 @@ def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: Optional[torch.Tensor]
         'kl_loss': kl_loss.detach(),
         'kl': kl,
         'clip_fraction': clip_frac,
+        'ratio_mean': ratio_mean,
         'dual_clip_fraction': dual_frac,
     }
 

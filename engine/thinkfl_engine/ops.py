@@ -95,6 +95,7 @@ OPS: Dict[str, Callable[[State, Dict[str, Any]], Any]] = {
     'sft_step': lambda s, a: s.loaded().sft_step(step_args(a)),
     'grpo_step': lambda s, a: s.loaded().grpo_step(step_args(a)),
     'batch_stats': lambda s, a: batch_stats(a['batch']),
+    'set_reference': lambda s, a: s.loaded().set_reference(a),
     'save': lambda s, a: s.loaded().save(Path(a['dir'])),
     'export': export,
     'loss': loss,

@@ -90,7 +90,7 @@ const full = (await cached.generate(requests(8))).map((g) => [...promptIds, ...g
 const onnxForward = await timeMs(() => cached.generate(full.map((ids) => ({ promptIds: ids, sampling: { maxTokens: 1, temperature: 0 } }))));
 const engine = new TrainEngine();
 try {
-  await engine.request('load', { model_dir: modelDir, reference: false, optimizer: { lr: 1e-5 } });
+  await engine.request('load', { model_dir: modelDir, optimizer: { lr: 1e-5 } });
   const torchForward = await timeMs(() => engine.request('logprobs', { input_ids: full }));
   const mask = full.map((ids) => ids.map((_, t) => (t >= promptIds.length ? 1 : 0)));
   const sft = await timeMs(() => engine.request('sft_step', { input_ids: full, mask }));

@@ -33,7 +33,7 @@ const dataset = await loadDataset(await ensureNezhaDataset());
 const kase = dataset.cases[0];
 const episode = await runEpisode({ dataset, case: kase, policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: {} });
 const payload: Omit<Trajectory, 'groupId' | 'sampleIndex' | 'workerId'> = {
-  caseId: kase.id, policyVersion: 0, ids: [], mask: [], logprobs: [], episode, timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+  caseId: kase.id, policyVersion: 0, ids: [], mask: [], logprobs: [], temperature: 1, episode, timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
 };
 const jobsOf = (run: string, groupId: string): RolloutJob[] =>
   [...Array(G).keys()].map((sampleIndex) => ({ runId: run, stage: 'priming', step: 0, groupId, caseId: kase.id, sampleIndex, policyVersion: 0, temperature: 1, seed: sampleIndex }));

@@ -175,6 +175,7 @@ async function rolloutRole(): Promise<void> {
         caseId: j.caseId,
         sampleIndex: j.sampleIndex,
         policyVersion: j.policyVersion,
+        temperature: 1,
         ...tokensOf(shape, j.seed),
         episode: ep,
         timing: { generateMs: ms, toolsMs: ep.timing.wallMs, wallMs: ms },

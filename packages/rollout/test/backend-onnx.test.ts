@@ -1,7 +1,7 @@
 /**
  * The `onnx` backend on a real tiny model exported by the train engine: seeded sampling,
- * KV cache against full recomputation, left-padded batches, raw-distribution logprobs checked
- * against the PyTorch engine, stop rules, hot reload, and input errors.
+ * KV cache against full recomputation, left-padded batches, sampling-distribution logprobs
+ * checked against the PyTorch engine at 0.7 and 1.3, stop rules, hot reload, and input errors.
  */
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -66,15 +66,32 @@ describe('onnx backend', () => {
     expectSame(batch, alone);
   });
 
-  it("reports logprobs of the model's raw distribution, equal to the PyTorch engine's", async () => {
-    const [g] = await backend.generate([{ promptIds: prompts[1], sampling: { seed: 3, maxTokens: 10, temperature: 0.7 } }]);
+  it('reports logprobs of the temperature-scaled distribution that sampled, equal to the engine\'s at the same temperature; a first update on them has ratio 1 (issue 8 acceptance 1)', async () => {
+    const temps = [0.7, 1.3];
+    const gens = await backend.generate(temps.map((temperature, i) => ({ promptIds: prompts[i], sampling: { seed: 3 + i, maxTokens: 12, temperature } })));
+    const seqs = gens.map((g, i) => [...prompts[i], ...g.tokenIds]);
+    // Aligned with the ids: 0 on prompt tokens, the rollout's logprob on generated ones.
+    const old = gens.map((g, i) => [...prompts[i].map(() => 0), ...g.logprobs]);
+    const mask = gens.map((g, i) => [...prompts[i].map(() => 0), ...g.tokenIds.map(() => 1)]);
     const engine = new TrainEngine();
     try {
-      await engine.request('load', { model_dir: modelA, reference: false });
-      const seq = [...prompts[1], ...g.tokenIds];
-      const { logprobs } = await engine.request('logprobs', { input_ids: [seq], temperature: 1 });
-      const torch = logprobs[0].slice(prompts[1].length);
-      g.logprobs.forEach((lp, t) => expect(lp).toBeCloseTo(torch[t], 4));
+      await engine.request('load', { model_dir: modelA, optimizer: { lr: 1e-3 } });
+      const { logprobs } = await engine.request('logprobs', { input_ids: seqs, temperature: temps });
+      const diffs = gens.flatMap((g, i) => g.logprobs.map((lp, t) => Math.abs(lp - logprobs[i][prompts[i].length + t])));
+      expect(Math.max(...diffs)).toBeLessThan(1e-4);
+      // The old definition (raw distribution, T = 1) is far off at these temperatures.
+      const raw = (await engine.request('logprobs', { input_ids: seqs, temperature: 1 })).logprobs;
+      expect(Math.max(...gens.flatMap((g, i) => g.logprobs.map((lp, t) => Math.abs(lp - raw[i][prompts[i].length + t]))))).toBeGreaterThan(1e-2);
+      for (let step = 0; step < 2; step++) {
+        const r = await engine.request('grpo_step', { input_ids: seqs, mask, old, advantages: [1, -1], temperature: temps });
+        if (step === 0) {
+          expect(Math.abs(r.ratio_mean - 1)).toBeLessThan(1e-4);
+          expect(r.clip_fraction).toBe(0);
+        } else {
+          // The second update is off-policy by one step: the ratio moved, so the check above could fail.
+          expect(Math.abs(r.ratio_mean - 1)).toBeGreaterThan(1e-4);
+        }
+      }
     } finally {
       await engine.shutdown();
     }

@@ -46,32 +46,52 @@ describe('rloo estimator', () => {
   });
 });
 
-describe('thinkfl softmax estimator', () => {
-  it('gives G*softmax(r/tau) - 1', () => {
-    // w = (1, e) / (1 + e) = (0.2689414, 0.7310586); 2w - 1
-    expectClose(computeAdvantages([0, 1], settings({ estimator: 'thinkfl' })), [-0.4621171572600, 0.4621171572600]);
-    // w = (1, 1, e) / (2 + e); 3w - 1
-    expectClose(
-      computeAdvantages([0, 0, 1], settings({ estimator: 'thinkfl' })),
-      [-0.3641753271487, -0.3641753271487, 0.7283506542975],
-    );
+describe('thinkfl estimator (ThinkFL Eq. 2-3 as written)', () => {
+  it('gives the softmax weights w_i = exp(beta r_i) / sum_j exp(beta r_j), no baseline', () => {
+    // beta 1: w = (1, e) / (1 + e) = (0.2689414, 0.7310586)
+    expectClose(computeAdvantages([0, 1], settings({ estimator: 'thinkfl' })), [0.2689414213700, 0.7310585786300]);
+    // w = (1, 1, e) / (2 + e) = (0.2119416, 0.2119416, 0.5761169); all positive, they sum to 1
+    expectClose(computeAdvantages([0, 0, 1], settings({ estimator: 'thinkfl' })), [0.2119415576171, 0.2119415576171, 0.5761168847658]);
   });
-  it('sharpens with a lower temperature', () => {
-    // tau 0.5: z = (0, 2), 2w - 1 = tanh(1) = 0.7615942
-    const a = computeAdvantages([0, 1], settings({ estimator: 'thinkfl', softmax_temperature: 0.5 }));
-    expectClose(a, [-0.7615941559558, 0.7615941559558]);
+  it('sharpens with a larger inverse temperature beta', () => {
+    // beta 2: w = (1, e^2) / (1 + e^2) = (0.1192029, 0.8807971)
+    expectClose(computeAdvantages([0, 1], settings({ estimator: 'thinkfl', softmax_beta: 2 })), [0.1192029220221, 0.8807970779779]);
+  });
+  it('gives 1/G to each sample of a group with equal rewards, and 1 to a group of one', () => {
+    expectClose(computeAdvantages([0.4, 0.4, 0.4, 0.4], settings({ estimator: 'thinkfl' })), [0.25, 0.25, 0.25, 0.25], 12);
+    expectClose(computeAdvantages([0.7], settings({ estimator: 'thinkfl' })), [1], 12);
   });
   it('stays finite for large rewards', () => {
-    const a = computeAdvantages([1000, 0], settings({ estimator: 'thinkfl' }));
-    expectClose(a, [1, -1]);
+    expectClose(computeAdvantages([1000, 0], settings({ estimator: 'thinkfl' })), [1, 0]);
   });
 });
 
+describe('softmax_centred estimator (this project\'s G*w_i - 1)', () => {
+  it('centres the ThinkFL weights: G*w_i - 1', () => {
+    // 2 * (0.2689414, 0.7310586) - 1
+    expectClose(computeAdvantages([0, 1], settings({ estimator: 'softmax_centred' })), [-0.4621171572600, 0.4621171572600]);
+    // 3 * (1, 1, e) / (2 + e) - 1
+    expectClose(
+      computeAdvantages([0, 0, 1], settings({ estimator: 'softmax_centred' })),
+      [-0.3641753271487, -0.3641753271487, 0.7283506542975],
+    );
+  });
+  it('sharpens with beta', () => {
+    // beta 2: 2w - 1 = tanh(1) = 0.7615942
+    expectClose(computeAdvantages([0, 1], settings({ estimator: 'softmax_centred', softmax_beta: 2 })), [-0.7615941559558, 0.7615941559558]);
+  });
+  it('stays finite for large rewards', () => {
+    expectClose(computeAdvantages([1000, 0], settings({ estimator: 'softmax_centred' })), [1, -1]);
+  });
+});
+
+const BASELINE_ESTIMATORS = ADVANTAGE_ESTIMATOR_NAMES.filter((e) => e !== 'thinkfl');
+
 describe('degenerate groups', () => {
-  it.each(ADVANTAGE_ESTIMATOR_NAMES)('%s gives 0 to a group of one', (estimator) => {
+  it.each(BASELINE_ESTIMATORS)('%s gives 0 to a group of one', (estimator) => {
     expectClose(computeAdvantages([0.7], settings({ estimator })), [0], 12);
   });
-  it.each(ADVANTAGE_ESTIMATOR_NAMES)('%s gives 0 to every sample when all rewards are equal', (estimator) => {
+  it.each(BASELINE_ESTIMATORS)('%s gives 0 to every sample when all rewards are equal', (estimator) => {
     expectClose(computeAdvantages([0.4, 0.4, 0.4], settings({ estimator })), [0, 0, 0], 12);
   });
   it('detects all-equal rewards within the tolerance', () => {

@@ -70,8 +70,13 @@ describe('wrong types', () => {
 
   it('names the accepted values of an enum', () => {
     expect(issuesOf(yaml('grpo:\n  advantage:\n    estimator: ppo'))).toEqual([
-      'bad.yaml:10: grpo.advantage.estimator: expected one of "grpo", "drgrpo", "rloo", "thinkfl", got string "ppo"',
+      'bad.yaml:10: grpo.advantage.estimator: expected one of "grpo", "drgrpo", "rloo", "thinkfl", "softmax_centred", got string "ppo"',
     ]);
+  });
+
+  it('refuses the GSPO sequence ratio with a token-level aggregation, naming the key', () => {
+    const [msg] = issuesOf(yaml('grpo:\n  loss: { ratio_level: sequence, aggregation: token-mean }'));
+    expect(msg).toMatch(/^bad\.yaml:\d+: grpo\.loss\.ratio_level: ratio_level sequence \(GSPO\) averages per sequence: it needs aggregation seq-mean-token-mean/);
   });
 
   it('names the backend kinds when the kind is unknown', () => {

@@ -113,7 +113,7 @@ describe('JSON Schema', () => {
     const grpo = s.properties.grpo.properties;
     expect(grpo.group_size.default).toBe(8);
     expect(grpo.group_size.description).toMatch(/samples per case/);
-    expect(grpo.advantage.properties.estimator.enum).toEqual(['grpo', 'drgrpo', 'rloo', 'thinkfl']);
+    expect(grpo.advantage.properties.estimator.enum).toEqual(['grpo', 'drgrpo', 'rloo', 'thinkfl', 'softmax_centred']);
     expect(s.properties.queue.properties.redis_url.description).toMatch(/append-only/);
   });
 });

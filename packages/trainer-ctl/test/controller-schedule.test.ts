@@ -9,6 +9,7 @@ import { loadDataset, type Dataset } from '@thinkfl/env';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
 import { runCases, sftUpdates, stepCases, teacherCases } from '../src/controller/index';
+import { sftPlan } from '../src/sft/index';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
 let dataset: Dataset;
@@ -109,7 +110,7 @@ describe('sftUpdates', () => {
     const updates = sftUpdates(11, config);
     // 6 batches per epoch (the last of one conversation), 12 in all: updates of 3, 3, 3, 3.
     expect(updates.map((u) => u.length)).toEqual([3, 3, 3, 3]);
-    const batches = updates.flat();
+    const batches = updates.flat().map((step) => step.batch);
     expect(batches.map((b) => b.length)).toEqual([2, 2, 2, 2, 2, 1, 2, 2, 2, 2, 2, 1]);
     for (const epoch of [batches.slice(0, 6), batches.slice(6)]) expect(epoch.flat().sort((a, b) => a - b)).toEqual([...Array(11).keys()]);
     expect(batches.slice(0, 6)).not.toEqual(batches.slice(6));
@@ -118,13 +119,22 @@ describe('sftUpdates', () => {
       c.stages.priming.sft.epochs = 2;
       c.stages.priming.sft.steps_per_update = 1;
     });
-    expect(sftUpdates(11, one).map((u) => u[0])).toEqual(batches);
+    expect(sftUpdates(11, one).map((u) => u[0].batch)).toEqual(batches);
     const rest = withConfig((c) => {
       c.stages.priming.sft.batch_size = 2;
       c.stages.priming.sft.epochs = 2;
       c.stages.priming.sft.steps_per_update = 5;
     });
     expect(sftUpdates(11, rest).map((u) => u.length)).toEqual([5, 5, 2]);
+  });
+
+  it('is the plan scripts/sft-tiny.ts runs (one SFT schedule, issue 8 item 7)', () => {
+    const sft = base.stages.priming.sft;
+    const plan = sftPlan(37, {
+      epochs: sft.epochs, batchSize: sft.batch_size, lr: sft.optimizer.lr, warmupSteps: sft.warmup_steps, minLrRatio: sft.min_lr_ratio, seed: base.run.seed,
+    });
+    expect(sftUpdates(37, base).flat()).toEqual(plan);
+    expect(plan[plan.length - 1].lr).toBeCloseTo(sft.optimizer.lr * sft.min_lr_ratio, 12);
   });
 });
 

@@ -70,6 +70,7 @@ async function expertWorker(runId: string, config: RunConfig, detourRate: number
         ids,
         mask,
         logprobs: mask.map((m) => (m ? -1 : 0)),
+        temperature: job.temperature,
         episode: record,
         timing: { generateMs: 0, toolsMs: record.timing.wallMs, wallMs: record.timing.wallMs },
       };

@@ -18,7 +18,21 @@ const vectors = JSON.parse(readFileSync(join(ENGINE_DIR, 'test-vectors', 'grpo.j
   tolerance: number;
   cases: Case[];
 };
-const KEYS: (keyof LossValues)[] = ['loss', 'pg_loss', 'kl_loss', 'kl', 'clip_fraction', 'dual_clip_fraction'];
+const KEYS: (keyof LossValues)[] = ['loss', 'pg_loss', 'kl_loss', 'kl', 'clip_fraction', 'dual_clip_fraction', 'ratio_mean'];
+
+/**
+ * Hand-computed (issue 8 item 7): on-policy (ratio 1) so every generated token's pg term is -A.
+ * Sequence 0 has 2 generated tokens and A = 1; sequence 1 has none. Dr.GRPO with L = 4:
+ * sum = -2, B = 1 sequence with tokens, loss = -2 / (1 * 4) = -0.5 (counting the empty row: -0.25).
+ */
+const DR_GRPO_EMPTY_ROW: LossBatch = {
+  logp: [[0, -0.5, -1], [0, -0.7]],
+  old: [[0, -0.5, -1], [0, -0.7]],
+  mask: [[0, 1, 1], [0, 0]],
+  advantages: [1, 2],
+};
+const DR_GRPO = { aggregation: 'seq-mean-token-sum-norm', norm_length: 4 } as const;
+const GSPO_TOKEN_MEAN = { ratio_level: 'sequence', aggregation: 'token-mean' } as const;
 
 function expectClose(got: LossValues, want: LossValues): void {
   for (const k of KEYS) expect(Math.abs(got[k] - want[k]), `${k}: got ${got[k]}, want ${want[k]}`).toBeLessThanOrEqual(vectors.tolerance);
@@ -64,6 +78,26 @@ describe('GRPO test vectors', () => {
       await expect(engine.request('loss', { ...c.inputs, settings: { kl_coef: 0.1 } })).rejects.toThrow(/reference log-probabilities/);
       expectClose(await engine.request('loss', { ...c.inputs, settings: c.settings }), c.expected);
     });
+
+    it('Dr.GRPO does not count a sequence without generated tokens (hand-computed -0.5)', async () => {
+      const got = await engine.request('loss', { ...DR_GRPO_EMPTY_ROW, settings: DR_GRPO });
+      expect(got.loss).toBeCloseTo(-0.5, 12);
+      expect(got.ratio_mean).toBeCloseTo(1, 12);
+    });
+
+    it('refuses the GSPO sequence ratio with a token-level aggregation', async () => {
+      const c = vectors.cases[0];
+      await expect(engine.request('loss', { ...c.inputs, settings: GSPO_TOKEN_MEAN })).rejects.toThrow(/seq-mean-token-mean/);
+    });
+  });
+
+  it('the vectors hold a sequence without generated tokens, so Dr.GRPO cases check its B', () => {
+    expect(vectors.cases[0].inputs.mask.some((row) => row.every((m) => m === 0))).toBe(true);
+  });
+
+  it('TypeScript reference: Dr.GRPO hand-computed -0.5, GSPO only per sequence', () => {
+    expect(grpoLossReference(DR_GRPO_EMPTY_ROW, DR_GRPO).loss).toBeCloseTo(-0.5, 12);
+    expect(() => grpoLossReference(vectors.cases[0].inputs, GSPO_TOKEN_MEAN)).toThrow(/seq-mean-token-mean/);
   });
 
   it('TypeScript reference rejects the same invalid settings', () => {

@@ -66,7 +66,7 @@ describe('ONNX export of the tiny model', () => {
     const modelDir = join(dir, 'model');
     await engine.request('create_tiny', { out_dir: modelDir, config: CONFIG, seed: 3 });
     writeFileSync(join(modelDir, 'tokenizer.json'), '{"model": {"vocab": {}}}');
-    await engine.request('load', { model_dir: modelDir, reference: false, optimizer: { lr: 1e-2 } });
+    await engine.request('load', { model_dir: modelDir, optimizer: { lr: 1e-2 } });
     // Train a little so the export is not of the initial weights only.
     await engine.request('sft_step', { input_ids: [IDS], mask: [IDS.map((_, t) => (t > 2 ? 1 : 0))] });
     const exported = await engine.request('export', { dir: join(dir, 'export'), format: 'onnx' });

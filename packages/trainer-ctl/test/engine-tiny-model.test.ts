@@ -56,7 +56,7 @@ describe('create-tiny-model script', () => {
   });
 
   it('trains on the episode and its ONNX export agrees with PyTorch log-probabilities', async () => {
-    const loaded = await engine.request('load', { model_dir: out, reference: false, optimizer: { lr: 1e-3 } });
+    const loaded = await engine.request('load', { model_dir: out, optimizer: { lr: 1e-3 } });
     expect(loaded.parameters).toBeGreaterThan(1_000_000);
     const batch = { input_ids: [episode.ids], mask: [episode.mask] };
     const first = await engine.request('sft_step', batch);

@@ -1,9 +1,10 @@
 /**
  * The real engine training a freshly created tiny model: log-probabilities, SFT, GRPO (with and
- * without old/ref given, micro-batched), checkpoint + resume, input errors, and the gradient check.
+ * without old/ref given, micro-batched), checkpoint + resume, the KL reference policy, float32
+ * master weights under bfloat16 compute, input errors, and the gradient check.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TinyModelConfigSchema, TrainEngine, type LoadArgs } from '../src/engine';
@@ -55,6 +56,8 @@ describe('train engine on a tiny model', () => {
     // Padding must not change a sequence's values: each alone equals its row in the batch.
     const alone = await engine.request('logprobs', { input_ids: [IDS[1]] });
     alone.logprobs[0].forEach((v, t) => expect(v).toBeCloseTo(logprobs[1][t], 5));
+    await expect(engine.request('logprobs', { input_ids: IDS, model: 'reference' })).rejects.toThrow(/no reference policy/);
+    expect(await engine.request('set_reference', { tag: 'grpo_start' })).toEqual({ reference: 'grpo_start', step: 0 });
     const ref = await engine.request('logprobs', { input_ids: IDS, model: 'reference' });
     ref.logprobs[0].forEach((v, t) => expect(v).toBeCloseTo(logprobs[0][t], 6));
   });
@@ -75,6 +78,7 @@ describe('train engine on a tiny model', () => {
 
   it('a GRPO step raises the likelihood of the positively advantaged sequence and lowers the negative one', async () => {
     await load();
+    await engine.request('set_reference', { tag: 'grpo_start' });
     const before = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
     const out = await engine.request('grpo_step', {
       input_ids: IDS,
@@ -127,6 +131,63 @@ describe('train engine on a tiny model', () => {
     expect(replay.grad_norm!).toBeCloseTo(next.grad_norm!, 4);
   });
 
+  it('takes the KL reference when told (after SFT), not at load: KL 0 on the first GRPO step, the same KL after a resume (issue 8 acceptance 2)', async () => {
+    const kl = { kl_coef: 0.1, kl_estimator: 'k3' } as const;
+    const grpo = () => engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1, 0.5], loss: kl });
+    expect((await load()).reference).toBeNull();
+    for (let k = 0; k < 5; k++) await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    // The loaded (pre-SFT) model as reference would be far from the SFT policy: that was the bug.
+    await engine.request('set_reference', { tag: 'initial' });
+    await load();
+    for (let k = 0; k < 5; k++) await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    await engine.request('set_reference', { tag: 'grpo_start' });
+    const first = await grpo();
+    expect(Math.abs(first.kl)).toBeLessThanOrEqual(1e-6);
+    const ckpt = join(dir, 'ckpt-ref');
+    expect(await engine.request('save', { dir: ckpt })).toMatchObject({ step: 6, reference: 'grpo_start' });
+    const unbroken = [(await grpo()).kl, (await grpo()).kl];
+    expect(unbroken[0]).toBeGreaterThan(1e-6);
+    // Resume: the reference comes from the checkpoint, not from the weights loaded (which are the step-6 policy).
+    expect(await engine.request('load', { model_dir: ckpt, resume: true, seed: 0, optimizer: { lr: 3e-3 } })).toMatchObject({
+      step: 6,
+      reference: 'grpo_start',
+    });
+    const resumed = [(await grpo()).kl, (await grpo()).kl];
+    resumed.forEach((v, i) => expect(v).toBeCloseTo(unbroken[i], 6));
+    // Without resume the checkpoint's reference is not taken over.
+    expect((await engine.request('load', { model_dir: ckpt, seed: 0 })).reference).toBeNull();
+  });
+
+  it('keeps float32 master weights under bfloat16 compute: an update at lr 1e-6 changes them, and its loss matches float32 (issue 8 acceptance 3)', async () => {
+    const step = { input_ids: IDS, mask: MASK, lr: 1e-6 };
+    // The logits op runs without autocast on the master weights, so it sees changes far below bfloat16's resolution.
+    const logits = async () => (await engine.request('logits', { input_ids: [IDS[0]] })).logits[0];
+    const loaded = await load({ dtype: 'bfloat16' });
+    expect(loaded.compute_dtype).toBe('bfloat16');
+    const before = await logits();
+    const bf16 = await engine.request('sft_step', step);
+    const after = await logits();
+    const moved = Math.max(...before.flatMap((row, t) => row.map((v, j) => Math.abs(v - after[t][j]))));
+    // Adam moves every weight by ~lr = 1e-6; weights of size ~0.3 in bfloat16 (8 bits of mantissa) would not move at all.
+    expect(moved).toBeGreaterThan(0);
+    expect(moved).toBeLessThan(1e-3);
+    await load({ dtype: 'float32' });
+    const fp32 = await engine.request('sft_step', step);
+    // Stated tolerance: bfloat16 rounds the logits to ~3 significant digits, 2e-2 on a cross-entropy of ~3.7.
+    expect(Math.abs(bf16.loss - fp32.loss)).toBeLessThan(2e-2);
+    expect(bf16.loss).not.toBe(fp32.loss);
+  });
+
+  it('auto precision takes bfloat16 only on a CPU with native bf16 instructions, and says why', async () => {
+    const flags = readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1].split(/\s+/) ?? [];
+    const native = flags.includes('avx512_bf16') || flags.includes('amx_bf16');
+    const loaded = await load({ autocast: 'auto' });
+    expect(loaded.precision).toMatch(native ? /^bfloat16: native on this CPU \((avx512_bf16|amx_bf16)/ : /^float32: this CPU has none of/);
+    expect(loaded.compute_dtype).toBe(native ? 'bfloat16' : 'float32');
+    expect(loaded.threads).toBe(availableParallelism());
+    await expect(load({ autocast: 'float16' })).rejects.toThrow(/float16 compute is for CUDA/);
+  });
+
   it('rejects malformed batches with errors that say what is wrong', async () => {
     await load();
     const bad = (args: object) => engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, 0, -1], ...args });
@@ -136,6 +197,9 @@ describe('train engine on a tiny model', () => {
     await expect(bad({ old: IDS.map((r) => r.slice(1).map(() => -1)) })).rejects.toThrow(/old\[0\]: 7 values, expected 8/);
     await expect(bad({ input_ids: [[1, VOCAB]], mask: [[0, 1]], advantages: [1] })).rejects.toThrow(/outside the model vocabulary/);
     await expect(bad({ loss: { aggregation: 'sum' } })).rejects.toThrow(/aggregation must be one of/);
+    await expect(bad({ temperature: [1, 0.7] })).rejects.toThrow(/temperature: 2 values, expected one per sequence \(3\)/);
+    await expect(bad({ temperature: 0 })).rejects.toThrow(/temperature\[0\]: need a finite number > 0/);
+    await expect(bad({ loss: { kl_coef: 0.1 } })).rejects.toThrow(/no reference policy: send set_reference first/);
   });
 
   it('passes a float64 gradient check of the GRPO and SFT losses, on the loss and on a tiny model', async () => {

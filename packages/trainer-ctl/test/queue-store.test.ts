@@ -33,7 +33,7 @@ const RUN = 'queue-test';
 /** A trajectory around a real expert episode (token ids are the worker's business, not the store's). */
 function trajectory(groupId: string, sampleIndex: number, workerId: string): Trajectory {
   const episode = episodes[sampleIndex % episodes.length];
-  return { groupId, caseId: episode.caseId, sampleIndex, policyVersion: 0, ids: [1, 2, 3], mask: [0, 1, 1], logprobs: [0, -0.5, -0.25], episode, workerId, timing: { generateMs: 0, toolsMs: 1, wallMs: 1 } };
+  return { groupId, caseId: episode.caseId, sampleIndex, policyVersion: 0, ids: [1, 2, 3], mask: [0, 1, 1], logprobs: [0, -0.5, -0.25], temperature: 1, episode, workerId, timing: { generateMs: 0, toolsMs: 1, wallMs: 1 } };
 }
 
 beforeAll(async () => {

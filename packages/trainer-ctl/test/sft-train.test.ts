@@ -12,7 +12,7 @@ import { sampleTokens, sft, sftLr, sftSample, SftSettingsSchema, teacherEpisodes
 const engine = new TrainEngine();
 const modelDir = mkdtempSync(join(tmpdir(), 'sft-train-'));
 let samples: TokenizedEpisode[];
-const load = () => engine.request('load', { model_dir: modelDir, reference: false, seed: 0 });
+const load = () => engine.request('load', { model_dir: modelDir, seed: 0 });
 
 beforeAll(async () => {
   const dir = await ensureNezhaDataset();

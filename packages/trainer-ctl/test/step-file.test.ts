@@ -149,6 +149,7 @@ describe('group store with a data directory', () => {
   const RUN = 'files-run';
   const trajectory = (groupId: string, sampleIndex: number, n: number): Trajectory => ({
     groupId,
+    temperature: 1,
     caseId: 'case-1',
     sampleIndex,
     policyVersion: 3,

@@ -43,7 +43,7 @@ grpo:
   max_refill_groups: 0
   advantage: { skip_equal_groups: false }
   optimizer: { lr: 1.0e-3 }
-  loss: { kl_coef: 0 }
+  loss: { kl_coef: 0.05 }
 stages:
   priming: { sft: ${opts.sft ?? SFT}, steps: 2 }
   exploration: { steps: 1, repeats: 1 }

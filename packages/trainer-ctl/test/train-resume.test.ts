@@ -102,6 +102,10 @@ describe('trainer-ctl train', () => {
     // Bulk data: step files go once a checkpoint covers them (every step here), group files with their step.
     expect(readdirSync(join(runDir, 'data', 'steps'))).toEqual([]);
     expect(readdirSync(join(runDir, 'data', 'groups'))).toEqual([]);
+    // The KL reference is the policy at the start of GRPO (after SFT), not the model loaded before SFT.
+    const kl = grpo.map((m) => (m.train as Record<string, number>).kl);
+    expect(Math.abs(kl[0])).toBeLessThanOrEqual(1e-6);
+    expect(kl[1]).toBeGreaterThan(0);
   }, TIMEOUT);
 
   it('resumed after a SIGKILL in the middle of stage 1, ends with the same updates, rewards, advantages and weights', async () => {
@@ -127,6 +131,10 @@ describe('trainer-ctl train', () => {
       expect(points).toHaveLength(1);
       expect(points[0][1]).toBeCloseTo((m.train as Record<string, number>).loss, 5);
     });
+    // The KL reference came back from the checkpoint (taken after the first GRPO step), not from the loaded weights.
+    const trainLog = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
+    expect(trainLog.match(/engine loaded checkpoint .*, KL reference grpo_start/g)).toHaveLength(1);
+    expect(trainLog.match(/KL reference: the policy before update/g)).toHaveLength(1);
     // The killed controller's children were stopped by the resumed one, which then stopped its own.
     for (const p of left) expect(alive(p.pid)).toBe(false);
   }, TIMEOUT);

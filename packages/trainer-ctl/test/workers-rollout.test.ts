@@ -22,7 +22,7 @@ const job = (run: string, groupId: string, sampleIndex: number): RolloutJob => (
   runId: run, stage: 'priming', step: 0, groupId, caseId: episode.caseId, sampleIndex, policyVersion: 0, temperature: 1, seed: sampleIndex,
 });
 const sample = (j: RolloutJob, ids: number[]): Omit<Trajectory, 'workerId'> => ({
-  groupId: j.groupId, caseId: j.caseId, sampleIndex: j.sampleIndex, policyVersion: 0, ids, mask: ids.map(() => 1), logprobs: ids.map(() => -1), episode,
+  groupId: j.groupId, caseId: j.caseId, sampleIndex: j.sampleIndex, policyVersion: 0, ids, mask: ids.map(() => 1), logprobs: ids.map(() => -1), temperature: j.temperature, episode,
   timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
 });
 

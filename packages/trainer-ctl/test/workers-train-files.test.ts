@@ -41,7 +41,7 @@ beforeAll(async () => {
   for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
     const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
     const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
-    samples.push({ ids, mask, advantage: i === 0 ? 1 : -0.5 });
+    samples.push({ ids, mask, advantage: i === 0 ? 1 : -0.5, temperature: 1 });
   }
 }, 600_000);
 afterAll(async () => {
@@ -67,7 +67,9 @@ describe('train worker with step files', () => {
       const inline = new TrainEngine();
       try {
         const c = loaded.config;
-        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, reference: c.grpo.loss.kl_coef > 0, seed: c.run.seed, optimizer: c.grpo.optimizer });
+        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, threads: c.workers.train.threads, seed: c.run.seed, optimizer: c.grpo.optimizer });
+        // As the train worker does before its first GRPO update.
+        if (c.grpo.loss.kl_coef > 0) await inline.request('set_reference', { tag: 'grpo_start' });
         const step = engineStep(job(0, false), c);
         expect(step.op).toBe('grpo_step');
         const out = await inline.request('grpo_step', step.args as never);

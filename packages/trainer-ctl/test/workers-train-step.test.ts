@@ -11,7 +11,7 @@ import { engineStep, mergeSteps } from '../src/workers/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
 
 const config = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
-const samples: TrainSample[] = [0, 1, 2].map((i) => ({ ids: [1, 2, 3 + i], mask: [0, 1, 1], advantage: i - 1 }));
+const samples: TrainSample[] = [0, 1, 2].map((i) => ({ ids: [1, 2, 3 + i], mask: [0, 1, 1], advantage: i - 1, temperature: [0.7, 1.0, 1.3][i] }));
 const job = (over: Partial<TrainJob>): TrainJob => ({ runId: 'r', stage: 'priming', update: 0, kind: 'sft', samples, checkpoint: false, ...over });
 
 describe('engineStep', () => {
@@ -30,6 +30,21 @@ describe('engineStep', () => {
     expect(step.op).toBe('grpo_step');
     expect((step.args as { lr?: number }).lr).toBe(config.grpo.optimizer.lr);
     expect(config.grpo.optimizer.lr).not.toBe(config.stages.priming.sft.optimizer.lr);
+  });
+
+  it("sends each sample's own sampling temperature, not the stage's configured one (issue 8 item 1)", () => {
+    const step = engineStep(job({ kind: 'grpo', stage: 'refinement' }), config);
+    expect((step.args as { temperature?: number[] }).temperature).toEqual([0.7, 1.0, 1.3]);
+    expect(config.generation.temperature.refinement).toBe(0.7);
+    const greedy = samples.map((s, i) => ({ ...s, temperature: i === 1 ? 0 : s.temperature }));
+    expect(() => engineStep(job({ kind: 'grpo', samples: greedy }), config)).toThrow('samples[1] has sampling temperature 0');
+  });
+
+  it('names a non-finite old log-probability (JSON would turn it into null) instead of sending it', () => {
+    const withOld = samples.map((s, i) => ({ ...s, oldLogprobs: [0, i === 2 ? -Infinity : -0.5, -0.25] }));
+    expect(() => engineStep(job({ kind: 'grpo', samples: withOld }), config)).toThrow('samples[2]: oldLogprobs[1] is -Infinity');
+    const viaJson = JSON.parse(JSON.stringify(withOld)) as TrainSample[];
+    expect(() => engineStep(job({ kind: 'grpo', samples: viaJson }), config)).toThrow('samples[2]: oldLogprobs[1] is null');
   });
 });
 

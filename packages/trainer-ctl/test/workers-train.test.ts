@@ -50,7 +50,7 @@ beforeAll(async () => {
   for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
     const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
     const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
-    samples.push({ ids, mask, advantage: i === 0 ? 1 : -1 });
+    samples.push({ ids, mask, advantage: i === 0 ? 1 : -1, temperature: 1 });
   }
 }, 600_000);
 afterAll(async () => {

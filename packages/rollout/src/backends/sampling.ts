@@ -1,8 +1,10 @@
 /**
  * Picks the next token from one row of logits: greedy at temperature 0, otherwise
- * temperature + nucleus (top-p) sampling with a seeded Rng. Log-probabilities are reported
- * under the raw model distribution (log-softmax of the logits), as vLLM does by default, so
- * they are comparable with the trainer's own recomputation of the old policy's logprobs.
+ * temperature + nucleus (top-p) sampling with a seeded Rng. Log-probabilities are those of the
+ * distribution that sampled: log-softmax(logits / T), before top-p truncation (vLLM's
+ * processed_logprobs), the same definition the train engine recomputes at the trajectory's
+ * temperature, so on-policy importance ratios are 1. Greedy decoding (T = 0) reports the raw
+ * distribution (T = 1), as vLLM does.
  */
 import type { Sampling } from './types';
 import type { Rng } from './rng';
@@ -32,12 +34,15 @@ export class TokenSampler {
       }
     }
     if (!Number.isFinite(max)) throw new Error('model produced non-finite logits');
-    let rawSum = 0;
-    for (let i = 0; i < v; i++) rawSum += Math.exp(logits[i] - max);
-    const logZ = max + Math.log(rawSum);
+    const t = s.temperature === 0 ? 1 : s.temperature;
+    let sum = 0;
+    for (let i = 0; i < v; i++) sum += Math.exp((logits[i] - max) / t);
+    // log p_T(i) = (logits[i] - max) / T - log(sum_j exp((logits[j] - max) / T))
+    const logZ = Math.log(sum);
+    const logprob = (i: number) => (logits[i] - max) / t - logZ;
     const token = s.temperature === 0 ? argmax : this.sample(logits, max, s, rng);
-    const pick: Pick = { token, logprob: logits[token] - logZ };
-    if (s.topLogprobs > 0) pick.top = topK(logits, s.topLogprobs, logZ);
+    const pick: Pick = { token, logprob: logprob(token) };
+    if (s.topLogprobs > 0) pick.top = topK(logits, s.topLogprobs, logprob);
     return pick;
   }
 
@@ -106,8 +111,8 @@ function draw(w: Float64Array, v: number, sum: number, uniform: number): number 
   return last;
 }
 
-/** The k most likely tokens with their raw logprobs, most likely first. */
-function topK(logits: Float32Array, k: number, logZ: number): Map<number, number> {
+/** The k most likely tokens with their logprobs (of the sampling distribution), most likely first. */
+function topK(logits: Float32Array, k: number, logprob: (i: number) => number): Map<number, number> {
   const ids: number[] = [];
   for (let i = 0; i < logits.length; i++) {
     if (ids.length < k) {
@@ -118,5 +123,5 @@ function topK(logits: Float32Array, k: number, logZ: number): Map<number, number
       ids.sort((a, b) => logits[b] - logits[a] || a - b);
     }
   }
-  return new Map(ids.map((i) => [i, logits[i] - logZ]));
+  return new Map(ids.map((i) => [i, logprob(i)]));
 }

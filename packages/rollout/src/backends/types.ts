@@ -44,8 +44,9 @@ export interface Generation {
   /** Generated token ids; an end-of-sequence token that ended generation is included. */
   tokenIds: number[];
   /**
-   * Log-probability of each generated token under the model's raw distribution
-   * (log-softmax of the logits, before temperature and top-p), as vLLM reports by default.
+   * Log-probability of each generated token under the distribution it was sampled from:
+   * log-softmax(logits / temperature), before top-p truncation (vLLM's processed_logprobs;
+   * greedy decoding reports temperature 1).
    */
   logprobs: number[];
   /** Per generated token, the most likely alternatives (token id -> logprob), when asked for. */

@@ -18,8 +18,13 @@ export interface ModelTrajectory {
   ids: number[];
   /** 1 where the model generated the token. */
   mask: number[];
-  /** Log-probability of each generated token under the generating policy; 0 where mask is 0. */
+  /**
+   * Log-probability of each generated token under the distribution that sampled it
+   * (softmax(logits / temperature), before top-p); 0 where mask is 0. Always finite.
+   */
   logprobs: number[];
+  /** The sampling temperature of every generated token; the trainer recomputes log-probabilities at it. */
+  temperature: number;
   /** Time spent in the backend, ms. */
   generateMs: number;
 }
@@ -101,6 +106,14 @@ export class ModelPolicy implements Policy {
       },
     ]);
     this.generateMs += performance.now() - started;
+    const bad = gen.logprobs.findIndex((lp) => !Number.isFinite(lp));
+    if (bad >= 0) {
+      // JSON would carry it as null and the trainer's importance ratio would be infinite.
+      throw new Error(
+        `turn ${ctx.turn}: the backend reported log-probability ${gen.logprobs[bad]} for generated token ${bad} (id ${gen.tokenIds[bad]}); ` +
+          'a sampled token has a finite log-probability under the distribution that sampled it',
+      );
+    }
     const message: AssistantMessage = { content: gen.text };
     tokens.appendGenerated(gen.tokenIds, message);
     this.logprobs.push(...gen.logprobs);
@@ -112,7 +125,13 @@ export class ModelPolicy implements Policy {
   /** The episode so far as token ids, generated-token mask and aligned log-probabilities. */
   trajectory(): ModelTrajectory {
     const t = this.tokens;
-    return { ids: t ? [...t.ids] : [], mask: t ? [...t.mask] : [], logprobs: [...this.logprobs], generateMs: this.generateMs };
+    return {
+      ids: t ? [...t.ids] : [],
+      mask: t ? [...t.mask] : [],
+      logprobs: [...this.logprobs],
+      temperature: this.settings.temperature,
+      generateMs: this.generateMs,
+    };
   }
 
   /** The tools rendered into the prompt: those offered on the first turn (the system prompt's), or none. */

@@ -1,8 +1,8 @@
 /**
  * Stage-1 supervised fine-tuning through the train queue: the teacher samples (correct
  * teacher conversations, tokenized) are built once and kept in RUN_DIR/teacher-samples.json,
- * then fed as `epochs` seeded passes of `batch_size` conversations per optimizer step, with the
- * learning-rate schedule of sft/train.ts; one train job ('sft') carries `steps_per_update` steps.
+ * then fed as the steps of sft/train.ts's sftPlan (the one SFT schedule, also run by
+ * scripts/sft-tiny.ts); one train job ('sft') carries `steps_per_update` steps.
  * SFT comes first in a run, so SFT update i is global update i; a resume skips the updates the
  * state counts.
  */
@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import type { RunConfig } from '../config/index';
 import type { TrainJob, TrainResult, TrainSample } from '../queue/jobs';
 import type { MetricsRecord } from './metrics-log';
-import { shuffled } from './random';
-import { sftLr } from '../sft/train';
+import { sftPlan, type SftStep } from '../sft/train';
 import type { ControlTransport } from './transport';
 
 export const TEACHER_FILE = 'teacher-samples.json';
@@ -35,28 +34,24 @@ export async function teacherSamples(ctx: SftContext): Promise<TrainSample[]> {
   return samples;
 }
 
-/** The batches of every SFT update, in order: epochs x ceil(n / batch_size). */
-export function sftBatches(n: number, config: RunConfig): number[][] {
-  const { epochs, batch_size } = config.stages.priming.sft;
-  const out: number[][] = [];
-  for (let e = 0; e < epochs; e++) {
-    const order = shuffled(Array.from({ length: n }, (_, i) => i), `${config.run.seed}:sft:${e}`);
-    for (let b = 0; b < n; b += batch_size) out.push(order.slice(b, b + batch_size));
-  }
-  return out;
-}
-
 export interface SftUpdateDone {
   result: TrainResult;
   record: MetricsRecord;
 }
 
-/** The optimizer steps (batches) of each SFT update, in order: steps_per_update consecutive batches each. */
-export function sftUpdates(n: number, config: RunConfig): number[][][] {
-  const batches = sftBatches(n, config);
-  const per = config.stages.priming.sft.steps_per_update;
-  const out: number[][][] = [];
-  for (let b = 0; b < batches.length; b += per) out.push(batches.slice(b, b + per));
+/** The optimizer steps of each SFT update, in order: steps_per_update consecutive steps of sftPlan each. */
+export function sftUpdates(n: number, config: RunConfig): SftStep[][] {
+  const sft = config.stages.priming.sft;
+  const plan = sftPlan(n, {
+    epochs: sft.epochs,
+    batchSize: sft.batch_size,
+    lr: sft.optimizer.lr,
+    warmupSteps: sft.warmup_steps,
+    minLrRatio: sft.min_lr_ratio,
+    seed: config.run.seed,
+  });
+  const out: SftStep[][] = [];
+  for (let b = 0; b < plan.length; b += sft.steps_per_update) out.push(plan.slice(b, b + sft.steps_per_update));
   return out;
 }
 
@@ -64,15 +59,9 @@ export function sftUpdates(n: number, config: RunConfig): number[][][] {
 export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpdateDone) => void): Promise<void> {
   const samples = await teacherSamples(ctx);
   const updates = sftUpdates(samples.length, ctx.config);
-  const sft = ctx.config.stages.priming.sft;
-  const schedule = { lr: sft.optimizer.lr, warmupSteps: sft.warmup_steps, minLrRatio: sft.min_lr_ratio };
-  const totalSteps = updates.reduce((a, u) => a + u.length, 0);
-  let stepsBefore = updates.slice(0, done).reduce((a, u) => a + u.length, 0);
   for (let u = done; u < updates.length; u++) {
-    const batch = updates[u].flat().map((i) => ({ ids: samples[i].ids, mask: samples[i].mask }));
-    const first = stepsBefore;
-    const sftSteps = updates[u].map((b, k) => ({ size: b.length, lr: sftLr(schedule, first + k, totalSteps) }));
-    stepsBefore += updates[u].length;
+    const batch = updates[u].flatMap((step) => step.batch).map((i) => ({ ids: samples[i].ids, mask: samples[i].mask }));
+    const sftSteps = updates[u].map((step) => ({ size: step.batch.length, lr: step.lr }));
     const job: TrainJob = {
       runId: ctx.runId,
       stage: 'priming',
@@ -92,7 +81,7 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
         stage: 'priming',
         update: u,
         of: updates.length,
-        epoch: Math.floor(first / Math.ceil(samples.length / sft.batch_size)),
+        epoch: updates[u][0].epoch,
         lr: sftSteps[sftSteps.length - 1].lr,
         samples: batch.length,
         trainedTokens: tokens,

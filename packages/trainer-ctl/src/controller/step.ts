@@ -58,7 +58,7 @@ function rolloutJobs(ctx: StepContext, input: StepInput, slot: number, c: Case, 
 
 /** A kept group's samples as train rows, in sample order. */
 const trainRows = (g: GradedGroup): TrainSample[] =>
-  g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs }));
+  g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs, temperature: t.temperature }));
 
 function groupTimeoutMs(ctx: StepContext): number {
   // A job may be retried after its own timeout; allow a few attempts before calling the step stuck.

@@ -27,6 +27,8 @@ export interface LossValues {
   clip_fraction: number;
   /** Fraction of generated tokens capped by the dual clip. */
   dual_clip_fraction: number;
+  /** Token-mean of the importance ratio pi/pi_old; exactly 1 on the first update of on-policy data. */
+  ratio_mean: number;
 }
 
 export function klEstimate(d: number, estimator: LossSettings['kl_estimator']): number {
@@ -58,7 +60,8 @@ function aggregate(x: number[][], mask: number[][], s: Pick<LossSettings, 'aggre
   });
   if (s.aggregation === 'token-mean') return total / Math.max(tokens, 1);
   if (s.aggregation === 'seq-mean-token-mean') return seqMeans / Math.max(seqs, 1);
-  return total / (x.length * (s.norm_length as number));
+  // Dr.GRPO's B counts sequences with a generated token: an empty one adds nothing to the sum.
+  return total / (Math.max(seqs, 1) * (s.norm_length as number));
 }
 
 const tokenMean = (x: number[][], mask: number[][]) => aggregate(x, mask, { aggregation: 'token-mean', norm_length: null });
@@ -83,6 +86,7 @@ export function grpoLossReference(batch: LossBatch, settings: LossSettingsInput 
   const clipped: number[][] = [];
   const dual: number[][] = [];
   const kl: number[][] = [];
+  const ratios: number[][] = [];
   batch.logp.forEach((lp, i) => {
     const a = batch.advantages[i];
     const m = batch.mask[i];
@@ -99,8 +103,10 @@ export function grpoLossReference(batch: LossBatch, settings: LossSettingsInput 
     const rowClip: number[] = [];
     const rowDual: number[] = [];
     const rowKl: number[] = [];
+    const rowRatio: number[] = [];
     lp.forEach((x, t) => {
       const r = s.ratio_level === 'sequence' ? seqRatio : Math.exp(x - batch.old[i][t]);
+      rowRatio.push(r);
       const unclipped = -a * r;
       const clippedLoss = -a * Math.min(Math.max(r, 1 - s.eps_low), 1 + s.eps_high);
       let loss = Math.max(unclipped, clippedLoss);
@@ -119,6 +125,7 @@ export function grpoLossReference(batch: LossBatch, settings: LossSettingsInput 
     clipped.push(rowClip);
     dual.push(rowDual);
     kl.push(rowKl);
+    ratios.push(rowRatio);
   });
   const pgLoss = aggregate(pg, batch.mask, s);
   const klLoss = useKl ? s.kl_coef * aggregate(kl, batch.mask, s) : 0;
@@ -129,5 +136,6 @@ export function grpoLossReference(batch: LossBatch, settings: LossSettingsInput 
     kl: useKl ? tokenMean(kl, batch.mask) : 0,
     clip_fraction: tokenMean(clipped, batch.mask),
     dual_clip_fraction: tokenMean(dual, batch.mask),
+    ratio_mean: tokenMean(ratios, batch.mask),
   };
 }

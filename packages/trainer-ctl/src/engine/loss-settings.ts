@@ -25,12 +25,15 @@ export const LossSettingsSchema = z
     /**
      * How per-token losses become one number: token-mean (over all generated tokens of the batch),
      * seq-mean-token-mean (mean per sequence, then over sequences; original GRPO), or
-     * seq-mean-token-sum-norm (Dr.GRPO: token sum divided by batch size x norm_length).
+     * seq-mean-token-sum-norm (Dr.GRPO: token sum divided by B x norm_length, B the sequences
+     * with at least one generated token). Default token-mean.
      */
     aggregation: z.enum(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum-norm']).default('token-mean'),
     /**
      * token: per-token ratio exp(logp - old). sequence: GSPO's length-normalised sequence ratio
-     * exp(mean over generated tokens of (logp - old)), shared by the sequence's tokens (ORACL).
+     * exp(mean over generated tokens of (logp - old)), shared by the sequence's tokens (ORACL
+     * Eq. 14-15); its objective averages per sequence, so it needs aggregation
+     * seq-mean-token-mean. Default token.
      */
     ratio_level: z.enum(['token', 'sequence']).default('token'),
     /** Fixed length L (tokens) that Dr.GRPO divides by; required for seq-mean-token-sum-norm. */
@@ -40,6 +43,10 @@ export const LossSettingsSchema = z
   .refine((s) => s.aggregation !== 'seq-mean-token-sum-norm' || s.norm_length !== null, {
     message: 'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length',
     path: ['norm_length'],
+  })
+  .refine((s) => s.ratio_level !== 'sequence' || s.aggregation === 'seq-mean-token-mean', {
+    message: 'ratio_level sequence (GSPO) averages per sequence: it needs aggregation seq-mean-token-mean',
+    path: ['ratio_level'],
   });
 
 export type LossSettings = z.infer<typeof LossSettingsSchema>;

@@ -15,13 +15,22 @@ export interface LoadArgs {
   model_dir: string;
   /** torch device, e.g. 'cpu', 'cuda', 'cuda:1'. Default 'cpu'. */
   device?: string;
-  /** Weight dtype. Default float32. */
+  /**
+   * Compute precision of forward and backward (torch.autocast below float32). Parameters and
+   * optimizer state stay float32 master weights (float64 when this is float64). Default float32.
+   */
   dtype?: Dtype;
-  /** Mixed precision for forward passes (e.g. bfloat16 on CPU); null for none. */
-  autocast?: Dtype | null;
-  /** Keep a frozen copy as the KL reference. Default true. */
-  reference?: boolean;
-  /** Restore optimizer state and step from the dir's optimizer.pt when present. */
+  /**
+   * Overrides dtype as the compute precision; 'auto' picks bfloat16 where the device runs it
+   * natively (CPU: the avx512_bf16/amx_bf16 flags; CUDA: bf16 support), else float32. null: dtype.
+   */
+  autocast?: Dtype | 'auto' | null;
+  /** torch threads. Default: every core this process may run on (its CPU affinity). */
+  threads?: number | null;
+  /**
+   * Restore optimizer state and step from the dir's optimizer.pt, and the KL reference from
+   * its reference/ dir, when present.
+   */
   resume?: boolean;
   seed?: number;
   optimizer?: Partial<OptimizerSettings>;
@@ -34,6 +43,13 @@ export interface LoadResult {
   parameters: number;
   device: string;
   step: number;
+  /** The compute precision in effect. */
+  compute_dtype: Dtype;
+  /** Why that precision (for 'auto': the CPU's bf16 flags or their absence). */
+  precision: string;
+  threads: number;
+  /** Tag of the KL reference policy held (restored on resume), or null when there is none. */
+  reference: string | null;
 }
 
 /**
@@ -75,17 +91,21 @@ export interface GrpoStepArgs extends SftStepArgs {
   advantages?: number[];
   /** Behaviour-policy log-probabilities; absent means on-policy (old = current policy). */
   old?: number[][];
-  /** Reference log-probabilities; absent means the engine's frozen copy computes them. */
+  /** Reference log-probabilities; absent means the engine's reference policy (set_reference) computes them. */
   ref?: number[][];
   loss?: LossSettingsInput;
-  /** Sampling temperature the rollouts used; logits are divided by it. Default 1. */
-  temperature?: number;
+  /**
+   * Sampling temperature of each sequence (or one for all): log-probabilities are those of
+   * softmax(logits / T), the distribution the rollout sampled from. Default 1.
+   */
+  temperature?: number | number[];
 }
 
 export type GrpoStepResult = StepResult & Omit<LossValues, 'loss'>;
 
 export interface LogprobsArgs extends TokenBatch {
-  temperature?: number;
+  /** Temperature of each sequence (or one for all), as in GrpoStepArgs. Default 1. */
+  temperature?: number | number[];
   model?: 'policy' | 'reference';
 }
 
@@ -116,7 +136,10 @@ export interface EngineOps {
   logits: { args: { input_ids: number[][] }; result: { logits: number[][][] } };
   sft_step: { args: SftStepArgs; result: StepResult };
   grpo_step: { args: GrpoStepArgs; result: GrpoStepResult };
-  save: { args: { dir: string }; result: { dir: string; step: number } };
+  /** Freezes a copy of the current policy as the KL reference, named by tag (e.g. the stage it was taken at). */
+  set_reference: { args: { tag: string }; result: { reference: string; step: number } };
+  /** Weights, optimizer state and the reference policy (reference/) into dir. */
+  save: { args: { dir: string }; result: { dir: string; step: number; reference: string | null } };
   export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
   loss: { args: LossBatch & { settings?: LossSettingsInput }; result: LossValues };
   gradcheck: { args: { seed?: number }; result: GradcheckResult };

@@ -1,12 +1,14 @@
 /**
  * Group-relative advantages: one function per estimator, chosen by name in the run config
  * (grpo.advantage.estimator). Every estimator maps the rewards of one group (the G samples of
- * one case, in sample order) to one advantage per sample; all of them give 0 to every sample
- * of a group whose rewards are all equal, so such a group carries no gradient signal.
+ * one case, in sample order) to one advantage per sample, the weight of that sample's
+ * log-likelihood in the policy loss. The baseline estimators (grpo, drgrpo, rloo,
+ * softmax_centred) give 0 to every sample of a group whose rewards are all equal, so such a
+ * group carries no gradient signal; thinkfl has no baseline and gives each such sample 1/G.
  */
 import { z } from 'zod';
 
-export const ADVANTAGE_ESTIMATOR_NAMES = ['grpo', 'drgrpo', 'rloo', 'thinkfl'] as const;
+export const ADVANTAGE_ESTIMATOR_NAMES = ['grpo', 'drgrpo', 'rloo', 'thinkfl', 'softmax_centred'] as const;
 export type AdvantageEstimatorName = (typeof ADVANTAGE_ESTIMATOR_NAMES)[number];
 
 export const AdvantageSettingsSchema = z
@@ -17,9 +19,10 @@ export const AdvantageSettingsSchema = z
       .describe(
         'How a group\'s rewards become advantages. grpo: (r_i - mean)/(std + eps) (DeepSeekMath GRPO, outcome ' +
           'supervision). drgrpo: r_i - mean, no std scaling (Dr.GRPO, Liu et al. 2025). rloo: r_i minus the mean ' +
-          'of the other G-1 rewards (Ahmadian et al. 2024). thinkfl: softmax weights over the group with ' +
-          'temperature softmax_temperature, centred: G*w_i - 1 (ThinkFL Eq. 3 as implemented here, see ' +
-          'grpo/advantages.ts). Default grpo.',
+          'of the other G-1 rewards (Ahmadian et al. 2024). thinkfl: w_i = exp(beta r_i) / sum_j exp(beta r_j), ' +
+          'the softmax weights that multiply log pi(a_i|x) in ThinkFL Eq. 2-3 (beta = softmax_beta; no baseline, ' +
+          'every w_i > 0, equal rewards give 1/G each). softmax_centred: G*w_i - 1, the same weights centred so ' +
+          'that they sum to 0; this project\'s variant, not from the paper. Default grpo.',
       ),
     std: z
       .enum(['sample', 'population'])
@@ -33,13 +36,14 @@ export const AdvantageSettingsSchema = z
       .positive()
       .default(1e-4)
       .describe('eps added to the std in grpo\'s (r_i - mean)/(std + eps); unit of the reward. Default 1e-4 (TRL).'),
-    softmax_temperature: z
+    softmax_beta: z
       .number()
       .positive()
       .default(1)
       .describe(
-        'Temperature tau of the thinkfl estimator, w_i = exp(r_i/tau) / sum_j exp(r_j/tau); unit of the reward. ' +
-          'Lower sharpens the weights towards the best sample. Default 1.',
+        'beta of ThinkFL Eq. 3, an inverse temperature over rewards: w_i = exp(beta r_i) / sum_j exp(beta r_j), for ' +
+          'the thinkfl and softmax_centred estimators; unit 1/reward. Higher sharpens the weights towards the best ' +
+          'sample. The paper gives no value. Default 1.',
       ),
     skip_equal_groups: z
       .boolean()
@@ -58,7 +62,11 @@ export const AdvantageSettingsSchema = z
 
 export type AdvantageSettings = z.output<typeof AdvantageSettingsSchema>;
 
-type Estimator = (rewards: readonly number[], s: AdvantageSettings) => number[];
+/** An estimator, and whether it has a baseline (then a group of equal rewards gets exact zeros). */
+interface Estimator {
+  baseline: boolean;
+  of(rewards: readonly number[], s: AdvantageSettings): number[];
+}
 
 function mean(xs: readonly number[]): number {
   return xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -71,33 +79,51 @@ function std(xs: readonly number[], kind: AdvantageSettings['std']): number {
   return Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / n);
 }
 
+/** ThinkFL Eq. 3: w_i = exp(beta r_i) / sum_j exp(beta r_j), computed stably (shifted by the max). */
+function softmaxWeights(r: readonly number[], beta: number): number[] {
+  const z = r.map((x) => beta * x);
+  const top = Math.max(...z);
+  const e = z.map((x) => Math.exp(x - top));
+  const total = e.reduce((a, b) => a + b, 0);
+  return e.map((x) => x / total);
+}
+
 const ESTIMATORS: Record<AdvantageEstimatorName, Estimator> = {
-  grpo(r, s) {
-    const m = mean(r);
-    const sd = std(r, s.std);
-    return r.map((x) => (x - m) / (sd + s.eps));
+  grpo: {
+    baseline: true,
+    of(r, s) {
+      const m = mean(r);
+      const sd = std(r, s.std);
+      return r.map((x) => (x - m) / (sd + s.eps));
+    },
   },
-  drgrpo(r) {
-    const m = mean(r);
-    return r.map((x) => x - m);
+  drgrpo: {
+    baseline: true,
+    of(r) {
+      const m = mean(r);
+      return r.map((x) => x - m);
+    },
   },
-  rloo(r) {
-    const sum = r.reduce((a, b) => a + b, 0);
-    return r.map((x) => x - (sum - x) / (r.length - 1));
+  rloo: {
+    baseline: true,
+    of(r) {
+      const sum = r.reduce((a, b) => a + b, 0);
+      return r.map((x) => x - (sum - x) / (r.length - 1));
+    },
+  },
+  /** ThinkFL Eq. 2-3 as written: the softmax weight w_i itself multiplies log pi(a_i|x). */
+  thinkfl: {
+    baseline: false,
+    of: (r, s) => softmaxWeights(r, s.softmax_beta),
   },
   /**
-   * The ThinkFL paper's Eq. 3 text could not be retrieved while writing this (offline), so this
-   * is the softmax weighting the issue describes: w_i = softmax(r/tau)_i, centred and scaled by
-   * the group size as A_i = G*w_i - 1. The centring makes the advantages sum to zero (a sample
-   * with the group's share 1/G gets 0), equal rewards give 0, and for large tau
-   * A_i ~ (r_i - mean)/tau, i.e. Dr.GRPO scaled by 1/tau.
+   * This project's variant, not the paper's: G*w_i - 1. The centring makes the advantages sum
+   * to zero (a sample with the group's share 1/G gets 0) and for small beta
+   * A_i ~ beta (r_i - mean), i.e. Dr.GRPO scaled by beta.
    */
-  thinkfl(r, s) {
-    const z = r.map((x) => x / s.softmax_temperature);
-    const top = Math.max(...z);
-    const e = z.map((x) => Math.exp(x - top));
-    const total = e.reduce((a, b) => a + b, 0);
-    return e.map((x) => (r.length * x) / total - 1);
+  softmax_centred: {
+    baseline: true,
+    of: (r, s) => softmaxWeights(r, s.softmax_beta).map((w) => r.length * w - 1),
   },
 };
 
@@ -110,10 +136,11 @@ function checkRewards(rewards: readonly number[]): void {
 /** Advantages of one group's rewards (in sample order) under the configured estimator. */
 export function computeAdvantages(rewards: readonly number[], settings: AdvantageSettings): number[] {
   checkRewards(rewards);
+  const estimator = ESTIMATORS[settings.estimator];
   // Exact zeros for identical rewards: the float mean of equal values can differ from them by
   // an ulp, which grpo's division by a near-zero std would blow up to a visible advantage.
-  if (allEqual(rewards, 0)) return rewards.map(() => 0);
-  return ESTIMATORS[settings.estimator](rewards, settings);
+  if (estimator.baseline && allEqual(rewards, 0)) return rewards.map(() => 0);
+  return estimator.of(rewards, settings);
 }
 
 /** True when all rewards lie within `tolerance` of each other (a group of one always does). */

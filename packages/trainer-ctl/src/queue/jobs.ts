@@ -33,8 +33,13 @@ export interface Trajectory {
   /** Whole conversation as token ids, and 1 where the model generated the token. */
   ids: number[];
   mask: number[];
-  /** Log-probability of each token under the generating policy (0 where mask is 0). */
+  /**
+   * Log-probability of each token under the distribution that sampled it, softmax(logits /
+   * temperature) before top-p (0 where mask is 0).
+   */
   logprobs: number[];
+  /** Sampling temperature of the episode's generated tokens. */
+  temperature: number;
   episode: EpisodeRecord;
   workerId: string;
   timing: { generateMs: number; toolsMs: number; wallMs: number };
@@ -48,6 +53,8 @@ export interface TrainSample {
   advantage?: number;
   /** Old (behaviour) log-probabilities aligned with ids; absent: the engine computes them. */
   oldLogprobs?: number[];
+  /** GRPO: the temperature the sequence was sampled at; the engine's log-probabilities use it. */
+  temperature?: number;
 }
 
 export interface TrainJob {
@@ -63,6 +70,11 @@ export interface TrainJob {
    * train queue moves them there when it has a data directory, so Redis carries the reference only.
    */
   batch?: TokenBatchRef;
+  /**
+   * GRPO with `batch`: each row's sampling temperature (the file holds tokens, masks,
+   * log-probabilities and advantages; a few numbers per row stay in the job).
+   */
+  temperatures?: number[];
   /**
    * SFT only: the samples split, in order, into optimizer steps of these sizes and learning
    * rates, all in this one update (one policy export). Absent: one step over all samples at the

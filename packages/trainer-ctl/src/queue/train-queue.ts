@@ -107,7 +107,8 @@ export class TrainQueue {
       const batch = same
         ? staged.writer.finish()
         : writeTokenBatch(stepFilePath(this.dataDir, job.update), rowsOf(s), { where: `train job update ${job.update}` });
-      data = { ...job, samples: [], batch };
+      const temperatures = s.map((x) => x.temperature);
+      data = { ...job, samples: [], batch, ...(temperatures.every((t) => t !== undefined) && { temperatures: temperatures as number[] }) };
     }
     await this.queue.add(TRAIN_JOB_NAME, data, {
       jobId: id,

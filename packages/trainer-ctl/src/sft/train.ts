@@ -1,7 +1,8 @@
 /**
- * Supervised fine-tuning on tokenized conversations with the train engine: shuffled
- * mini-batches per epoch, a linear warm-up then cosine decay of the learning rate (the
- * engine takes each step's lr), and an optional wall-time budget.
+ * The one SFT schedule (sftPlan): shuffled mini-batches per epoch, a linear warm-up then
+ * cosine decay of the learning rate (the engine takes each step's lr). `trainer-ctl train`
+ * sends it through the train queue (controller/sft-phase.ts); `sft` below runs the same plan
+ * on an engine directly (scripts/sft-tiny.ts), with an optional wall-time budget.
  */
 import { z } from 'zod';
 import { Rng, type TokenizedEpisode } from '@thinkfl/rollout';
@@ -57,7 +58,28 @@ function order(n: number, rng: Rng): number[] {
   return idx;
 }
 
-/** Trains the engine's loaded model; onStep sees each step's loss. */
+/** One optimizer step of SFT. */
+export interface SftStep {
+  /** Indices of the samples of this step's batch. */
+  batch: number[];
+  lr: number;
+  epoch: number;
+}
+
+/** Every SFT optimizer step, in order: `epochs` seeded shuffles of n samples cut into batches of batchSize. */
+export function sftPlan(n: number, input: SftSettingsInput = {}): SftStep[] {
+  const s = SftSettingsSchema.parse(input);
+  const total = Math.ceil(n / s.batchSize) * s.epochs;
+  const rng = new Rng(s.seed);
+  const steps: SftStep[] = [];
+  for (let epoch = 0; epoch < s.epochs; epoch++) {
+    const idx = order(n, rng);
+    for (let b = 0; b < n; b += s.batchSize) steps.push({ batch: idx.slice(b, b + s.batchSize), lr: sftLr(s, steps.length, total), epoch });
+  }
+  return steps;
+}
+
+/** Trains the engine's loaded model on sftPlan's steps; onStep sees each step's loss. */
 export async function sft(
   engine: TrainEngine,
   samples: readonly TokenizedEpisode[],
@@ -66,34 +88,26 @@ export async function sft(
 ): Promise<SftReport> {
   const s = SftSettingsSchema.parse(input);
   if (samples.length === 0) throw new Error('sft: no samples to train on');
-  const perEpoch = Math.ceil(samples.length / s.batchSize);
-  const total = perEpoch * s.epochs;
-  const rng = new Rng(s.seed);
+  const plan = sftPlan(samples.length, s);
   const started = Date.now();
   const report: SftReport = { steps: 0, epochs: 0, epochLoss: [], tokens: 0, wallMs: 0 };
-  for (let epoch = 0; epoch < s.epochs; epoch++) {
-    report.epochs++;
-    const idx = order(samples.length, rng);
-    let sum = 0;
-    let n = 0;
-    for (let b = 0; b < idx.length; b += s.batchSize) {
-      const batch = idx.slice(b, b + s.batchSize).map((i) => samples[i]);
-      const r = await engine.request('sft_step', {
-        input_ids: batch.map((x) => x.ids),
-        mask: batch.map((x) => x.mask),
-        lr: sftLr(s, report.steps, total),
-        ...(s.microBatchSize !== undefined && { micro_batch_size: s.microBatchSize }),
-      });
-      report.steps++;
-      report.tokens += r.tokens;
-      sum += r.loss;
-      n++;
-      onStep?.(report.steps, total, r.loss);
-      if (s.timeBudgetS !== undefined && Date.now() - started >= s.timeBudgetS * 1000) break;
-    }
-    report.epochLoss.push(sum / n);
+  const losses: number[][] = [];
+  for (const step of plan) {
+    const batch = step.batch.map((i) => samples[i]);
+    const r = await engine.request('sft_step', {
+      input_ids: batch.map((x) => x.ids),
+      mask: batch.map((x) => x.mask),
+      lr: step.lr,
+      ...(s.microBatchSize !== undefined && { micro_batch_size: s.microBatchSize }),
+    });
+    report.steps++;
+    report.tokens += r.tokens;
+    (losses[step.epoch] ??= []).push(r.loss);
+    onStep?.(report.steps, plan.length, r.loss);
     if (s.timeBudgetS !== undefined && Date.now() - started >= s.timeBudgetS * 1000) break;
   }
+  report.epochs = losses.length;
+  report.epochLoss = losses.map((l) => l.reduce((a, b) => a + b, 0) / l.length);
   report.wallMs = Date.now() - started;
   return report;
 }

@@ -82,6 +82,7 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
       ids: t.ids,
       mask: t.mask,
       logprobs: t.logprobs,
+      temperature: t.temperature,
       episode,
       timing: { generateMs: t.generateMs, toolsMs: Math.max(0, wallMs - t.generateMs), wallMs },
     };

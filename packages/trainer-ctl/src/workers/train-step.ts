@@ -34,9 +34,13 @@ function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
   if (!b.advantages) throw new Error(`${where}: ${b.path} has no advantages (required for grpo)`);
+  const temps = job.temperatures ?? [];
+  if (temps.length !== b.rows) throw new Error(`${where}: ${temps.length} sampling temperatures for ${b.rows} rows of ${b.path}`);
+  const cold = temps.findIndex((t) => !(t > 0));
+  if (cold >= 0) throw new Error(`${where}: row ${cold} has sampling temperature ${temps[cold]}; grpo needs the temperature > 0 it was sampled at`);
   return {
     op: 'grpo_step',
-    args: { ...base, lr: config.grpo.optimizer.lr, loss: config.grpo.loss, temperature: config.generation.temperature[job.stage] },
+    args: { ...base, lr: config.grpo.optimizer.lr, loss: config.grpo.loss, temperature: temps },
   };
 }
 
@@ -50,6 +54,9 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
     if (s.oldLogprobs && s.oldLogprobs.length !== s.ids.length) {
       throw new Error(`${where}: samples[${i}]: oldLogprobs has ${s.oldLogprobs.length} entries for ${s.ids.length} ids`);
     }
+    // A non-finite number becomes null in the job's JSON: name it instead of sending null to the engine.
+    const bad = s.oldLogprobs?.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x)) ?? -1;
+    if (bad >= 0) throw new Error(`${where}: samples[${i}]: oldLogprobs[${bad}] is ${s.oldLogprobs![bad]}, not a finite log-probability`);
   });
   const base: SftStepArgs = {
     input_ids: job.samples.map((s) => s.ids),
@@ -60,6 +67,10 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
   const missing = job.samples.findIndex((s) => s.advantage === undefined);
   if (missing >= 0) throw new Error(`${where}: samples[${missing}] has no advantage (required for grpo)`);
+  const cold = job.samples.findIndex((s) => s.temperature === undefined || !(s.temperature > 0));
+  if (cold >= 0) {
+    throw new Error(`${where}: samples[${cold}] has sampling temperature ${job.samples[cold].temperature}; grpo needs the temperature > 0 it was sampled at`);
+  }
   const withOld = job.samples.filter((s) => s.oldLogprobs).length;
   if (withOld !== 0 && withOld !== job.samples.length) {
     throw new Error(`${where}: ${withOld} of ${job.samples.length} samples carry oldLogprobs; give all or none`);
@@ -73,7 +84,7 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
       advantages: job.samples.map((s) => s.advantage as number),
       ...(withOld > 0 && { old: job.samples.map((s) => s.oldLogprobs as number[]) }),
       loss: config.grpo.loss,
-      temperature: config.generation.temperature[job.stage],
+      temperature: job.samples.map((s) => s.temperature as number),
     },
   };
 }

@@ -73,6 +73,8 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
 
   let engine: TrainEngine;
   let updates = 0;
+  /** Tag of the KL reference the engine holds (restored from the checkpoint), or null. */
+  let reference: string | null = null;
   /** Starts an engine on `ckpt` (or the base model); the updates done are the checkpoint's. */
   const openEngine = async (ckpt: Checkpoint | undefined): Promise<void> => {
     engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
@@ -83,14 +85,18 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         device: config.workers.train.device,
         dtype: config.model.dtype,
         autocast: config.workers.train.autocast,
-        reference: config.grpo.loss.kl_coef > 0,
+        threads: config.workers.train.threads,
         resume: ckpt !== undefined,
         seed: config.run.seed,
         optimizer: config.grpo.optimizer,
         deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
       });
       updates = ckpt?.updates ?? 0;
-      log(`engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ${loaded.device}`);
+      reference = loaded.reference;
+      log(
+        `engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ` +
+          `${loaded.device}, ${loaded.threads} threads, compute ${loaded.precision}${reference ? `, KL reference ${reference}` : ''}`,
+      );
     } catch (e) {
       await engine.dispose();
       throw e;
@@ -118,6 +124,15 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     throw e;
   }
 
+  /** Takes the KL reference (grpo.reference) from the current policy before the first update that needs it. */
+  const ensureReference = async (job: TrainJob) => {
+    if (config.grpo.loss.kl_coef === 0) return;
+    const want = config.grpo.reference === 'grpo_start' ? 'grpo_start' : `stage_start:${job.stage}`;
+    if (reference === want) return;
+    reference = (await engine.request('set_reference', { tag: want })).reference;
+    log(`KL reference: the policy before update ${job.update} (${want})`);
+  };
+
   /** The engine's step for a job: its SFT steps in order, or one GRPO step. */
   const step = async (job: TrainJob): Promise<StepResult> => {
     let s: EngineStep;
@@ -126,7 +141,10 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     } catch (e) {
       throw new UnrecoverableError((e as Error).message);
     }
-    if (s.op === 'grpo_step') return engine.request('grpo_step', s.args);
+    if (s.op === 'grpo_step') {
+      await ensureReference(job);
+      return engine.request('grpo_step', s.args);
+    }
     const parts: StepResult[] = [];
     for (const args of s.args) parts.push(await engine.request('sft_step', args));
     return mergeSteps(parts);

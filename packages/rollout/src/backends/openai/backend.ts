@@ -2,7 +2,9 @@
  * The `openai` backend: any OpenAI-compatible server. Token ids go in as the completions
  * prompt and come back with their logprobs the way vLLM serves them (`return_token_ids`, or
  * `return_tokens_as_token_ids` logprob tokens "token_id:N"); chat completions with tools
- * serve teacher models.
+ * serve teacher models. The trainer takes these logprobs as those of the distribution that
+ * sampled (temperature-scaled, before top-p): a vLLM policy server must run with
+ * `--logprobs-mode processed_logprobs` (its default reports the raw distribution).
  */
 import { z } from 'zod';
 import type { AssistantMessage } from '@thinkfl/env';

@@ -23,6 +23,15 @@ export const GrpoSection = z
       'Policy loss of the engine (clip eps_low/eps_high, KL kl_coef/kl_estimator, aggregation); ' +
         'packages/trainer-ctl/src/engine/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO).',
     ),
+    reference: z
+      .enum(['grpo_start', 'stage_start'])
+      .default('grpo_start')
+      .describe(
+        'The reference policy pi_ref of the KL term (kl_coef > 0; DeepSeekMath GRPO Eq. 3): a frozen copy of the ' +
+          'policy taken by the train worker before the first GRPO update (grpo_start: after SFT, once per run) or ' +
+          'before the first update of each stage (stage_start). Saved with every checkpoint and restored on resume, ' +
+          'never re-taken from the weights the engine loads. Default grpo_start.',
+      ),
     optimizer: OptimizerSettingsSchema.extend({
       lr: z.number().positive().default(1e-6).describe('AdamW learning rate of GRPO updates. Default 1e-6 (DeepSeekMath GRPO).'),
     })

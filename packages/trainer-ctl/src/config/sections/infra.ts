@@ -49,13 +49,25 @@ export const WorkersSection = z
           .default(3600)
           .describe('The controller gives up on a train job (one update, its export and checkpoint) not done in this time, seconds. Default 3600.'),
         autocast: z
-          .enum(['bfloat16', 'float16'])
+          .enum(['auto', 'float32', 'bfloat16', 'float16'])
           .nullable()
           .default(null)
           .describe(
-            'Mixed precision of the engine\'s forward and backward (torch.autocast) over model.dtype weights. bfloat16 ' +
-              'on CPU is ~3x faster than float32 for the tiny model (shared notes/tiny-model.md). Default null (off).',
+            'Compute precision of the engine\'s forward and backward (torch.autocast), overriding model.dtype; ' +
+              'parameters and optimizer state stay float32 either way. auto: bfloat16 only where the device runs it ' +
+              'natively (CPU: the avx512_bf16 or amx_bf16 instructions, where an SFT step of the tiny model is faster ' +
+              'in bfloat16, scripts/bench/sft-precision.ts; CUDA: bf16 support), else float32; the engine logs its ' +
+              'choice. Without those CPU instructions bfloat16 is emulated and ~17x slower than float32 (issue 8). ' +
+              'float16 is for CUDA only. ' +
+              'Default null (model.dtype).',
           ),
+        threads: z
+          .number()
+          .int()
+          .positive()
+          .nullable()
+          .default(null)
+          .describe('torch threads of the engine. Default null: every core the engine process may run on (its CPU affinity).'),
         micro_batch_size: z
           .number()
           .int()

@@ -28,7 +28,11 @@ export const ModelSection = z
     dtype: z
       .enum(['float32', 'bfloat16', 'float16'])
       .default('bfloat16')
-      .describe('Precision of the weights in training and generation. Default bfloat16 (ThinkFL backbones; 3x faster than float32 on CPU too).'),
+      .describe(
+        'Compute precision of the train engine: forward and backward run under torch.autocast at this dtype, while ' +
+          'parameters and optimizer state stay float32 master weights, so an update at lr 1e-6 is not rounded away. ' +
+          'workers.train.autocast overrides it (e.g. auto on CPU). Default bfloat16 (ThinkFL backbones).',
+      ),
     create_tiny: z
       .strictObject({
         seed: z.number().int().min(0).default(0).describe('Weight initialisation seed. Default 0.'),
