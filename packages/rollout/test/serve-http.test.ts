@@ -25,7 +25,7 @@ beforeAll(async () => {
   const modelDir = await createTinyModel(join(dir, 'tiny'), 4);
   chat = loadChatModel(modelDir);
   const model = await openLocalModel(modelDir, { id: 'tiny-test', threads: 1 });
-  closeModel = () => model.backend.close();
+  closeModel = () => model.close();
   server = await startServer(model, { port: 0 });
 });
 afterAll(async () => {

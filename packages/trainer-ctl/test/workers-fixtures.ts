@@ -51,10 +51,16 @@ export interface WorkerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnWorker(args: string[]): WorkerProcess {
+/**
+ * `trainer-ctl worker <args>` with stderr collected; `env` adds to the environment; `group`
+ * makes it lead its own process group, as a command started from a shell is.
+ */
+export function spawnWorker(args: string[], env: Record<string, string> = {}, group = false): WorkerProcess {
   const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'worker', ...args], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
+    detached: group,
   });
   const lines: string[] = [];
   const watchers = new Set<() => void>();

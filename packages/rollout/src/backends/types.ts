@@ -36,6 +36,8 @@ export type Sampling = z.output<typeof samplingSchema>;
 export interface GenerationRequest {
   promptIds: number[];
   sampling?: SamplingInput;
+  /** Stops this request's generation at the next decode step once aborted (nobody waits for it any more). */
+  signal?: AbortSignal;
 }
 
 export interface Generation {
@@ -50,8 +52,8 @@ export interface Generation {
   topLogprobs?: Map<number, number>[];
   /** Decoded text without the end-of-sequence token, cut before a stop string. */
   text: string;
-  /** 'stop': end-of-sequence token or stop string; 'length': maxTokens or the context length. */
-  finishReason: 'stop' | 'length';
+  /** 'stop': end-of-sequence token or stop string; 'length': maxTokens or the context length; 'abort': the request's signal. */
+  finishReason: 'stop' | 'length' | 'abort';
   promptTokens: number;
 }
 

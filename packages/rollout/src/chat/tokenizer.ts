@@ -37,6 +37,21 @@ export class Tokenizer {
     return this.inner.model.vocab.length;
   }
 
+  /**
+   * Most characters (UTF-16 units) of input text one token can stand for, so a text of n
+   * characters has at least ceil(n / maxCharsPerToken) tokens: a bound checked before paying
+   * for tokenization. The longest vocabulary entry (byte-level entries count one character per
+   * byte, which is at least one UTF-16 unit); times 4 behind a normalizer, whose Unicode
+   * composition may shrink text; Infinity where unknown text can fuse into one token.
+   */
+  get maxCharsPerToken(): number {
+    const json = this.modelDir.tokenizerJSON as { normalizer?: unknown; model?: { unk_token?: unknown; fuse_unk?: boolean; byte_fallback?: boolean; max_input_chars_per_word?: number } };
+    const m = json.model ?? {};
+    if (m.unk_token != null && m.fuse_unk && !m.byte_fallback) return Infinity;
+    const longest = Math.max(1, m.max_input_chars_per_word ?? 1, ...this.inner.model.vocab.map((t) => t.length));
+    return json.normalizer ? 4 * longest : longest;
+  }
+
   encode(text: string): number[] {
     if (text.length === 0) return [];
     return this.inner.encode(text, { add_special_tokens: false });

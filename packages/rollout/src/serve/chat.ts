@@ -4,16 +4,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ChatMessage, ToolSpec } from '@thinkfl/env';
+import type { RequestContext } from './context';
 import { chatBodySchema, parseBody, type ChatBody } from './protocol';
-import type { ServedModel } from './served-model';
+import { completionBudget, promptTokens } from './prompt';
 import { samplingOf } from './sampling';
 
-export async function chatCompletions(model: ServedModel, raw: unknown): Promise<Record<string, unknown>> {
+export async function chatCompletions(ctx: RequestContext, raw: unknown): Promise<Record<string, unknown>> {
   const body = parseBody(chatBodySchema, raw);
+  const model = ctx.models.resolve(body.model);
   const tools: ToolSpec[] = body.tool_choice === 'none' ? [] : (body.tools ?? []).map((t) => ({ ...t.function }));
-  const promptIds = model.chatPrompt(body.messages.map(toChatMessage), tools);
-  const sampling = samplingOf(body, body.max_completion_tokens ?? body.max_tokens ?? 512, 0);
-  const [gen] = await model.backend.generate([{ promptIds, sampling }]);
+  const promptIds = await promptTokens(model, model.renderChat(body.messages.map(toChatMessage), tools), 'messages');
+  const asked = body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
+  const maxTokens = completionBudget(model, promptIds.length, body.max_completion_tokens ?? body.max_tokens, 512, asked);
+  const gen = await ctx.generate(model, { promptIds, sampling: samplingOf(body, maxTokens, 0) });
   const { content, toolCalls } = tools.length ? model.readToolCalls(gen.text, tools) : { content: gen.text, toolCalls: [] };
   return {
     id: `chatcmpl-${randomUUID()}`,

@@ -1,17 +1,21 @@
 /** POST /v1/completions: prompt text or token ids in; text, token ids and logprobs out (vLLM's shape). */
 import { randomUUID } from 'node:crypto';
 import type { Generation } from '../backends/types';
-import { BadRequest, completionBodySchema, parseBody, type CompletionBody } from './protocol';
+import type { RequestContext } from './context';
+import { completionBodySchema, parseBody, type CompletionBody } from './protocol';
+import { boundRawPrompt, checkedPrompt, completionBudget, promptTokens } from './prompt';
 import type { ServedModel } from './served-model';
 import { samplingOf } from './sampling';
 
-export async function completions(model: ServedModel, raw: unknown): Promise<Record<string, unknown>> {
+export async function completions(ctx: RequestContext, raw: unknown): Promise<Record<string, unknown>> {
+  const fields = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+  const model = ctx.models.resolve(typeof fields.model === 'string' ? fields.model : undefined);
+  boundRawPrompt(model, fields.prompt);
   const body = parseBody(completionBodySchema, raw);
   const prompt = Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] !== 'number' ? body.prompt[0] : body.prompt;
-  const promptIds = typeof prompt === 'string' ? model.encode(prompt) : (prompt as number[]);
-  if (promptIds.length === 0) throw new BadRequest('prompt: encodes to no tokens', 'prompt');
-  const sampling = samplingOf(body, body.max_tokens ?? 16, body.logprobs ?? 0);
-  const [gen] = await model.backend.generate([{ promptIds, sampling }]);
+  const promptIds = typeof prompt === 'string' ? await promptTokens(model, prompt, 'prompt') : checkedPrompt(model, prompt as number[], 'prompt');
+  const maxTokens = completionBudget(model, promptIds.length, body.max_tokens, 16, 'max_tokens');
+  const gen = await ctx.generate(model, { promptIds, sampling: samplingOf(body, maxTokens, body.logprobs ?? 0) });
   return {
     id: `cmpl-${randomUUID()}`,
     object: 'text_completion',

@@ -7,23 +7,31 @@ import { basename, resolve } from 'node:path';
 import { parseToolCalls, type OpenAIToolCall } from '@thinkfl/env';
 import { loadChatModel } from '../chat/chat-model';
 import { OnnxBackend, detokenizerOf, type OnnxSettings } from '../backends/onnx/index';
+import { readModelConfig } from '../backends/onnx/model';
 import type { ServedModel } from './served-model';
+import { TokenizerThread } from './tokenize-thread';
 
 export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
   /** Name answered at /v1/models; default the directory's name. */
   id?: string;
 }
 
+/** Texts up to this many characters are tokenized in place: a few ms, less than a trip to the thread. */
+const INLINE_CHARS = 16_384;
+
 export async function openLocalModel(modelDir: string, opts: LocalModelOptions = {}): Promise<ServedModel & { backend: OnnxBackend }> {
   const { id, ...backendOpts } = opts;
   const { tokenizer, template } = loadChatModel(modelDir);
   const backend = await OnnxBackend.create({ ...backendOpts, modelDir }, detokenizerOf(tokenizer));
+  const thread = new TokenizerThread(modelDir);
   return {
     id: id ?? basename(resolve(modelDir)),
     backend,
-    encode: (text) => tokenizer.encode(text),
+    contextLength: readModelConfig(modelDir).maxPositions,
+    maxCharsPerToken: tokenizer.maxCharsPerToken,
+    encode: async (text, limit) => (text.length <= INLINE_CHARS ? tokenizer.encode(text) : thread.encode(text, limit)),
     tokenText: (tokenId) => tokenizer.decode([tokenId]),
-    chatPrompt: (messages, tools) => tokenizer.encode(template.render(messages, { tools, addGenerationPrompt: true })),
+    renderChat: (messages, tools) => template.render(messages, { tools, addGenerationPrompt: true }),
     readToolCalls: (text) => {
       const parsed = parseToolCalls({ content: text });
       if (!parsed.ok) return { content: text, toolCalls: [] };
@@ -36,6 +44,10 @@ export async function openLocalModel(modelDir: string, opts: LocalModelOptions =
         function: { name: c.name, arguments: JSON.stringify(c.arguments) },
       }));
       return { content: cut >= 0 ? text.slice(0, cut).trim() : '', toolCalls };
+    },
+    close: async () => {
+      await thread.close();
+      await backend.close();
     },
   };
 }

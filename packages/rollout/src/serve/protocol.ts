@@ -4,6 +4,8 @@
  * server does not have (streaming, n > 1, echo, forced tool choice) are refused with a 400.
  */
 import { z } from 'zod';
+import { BadRequest } from './errors';
+import { unpacked } from './json-thread';
 
 const stop = z.union([z.string(), z.array(z.string())]).nullish();
 const unsupported = (what: string) => ({ message: `${what} is not supported by this server` });
@@ -74,18 +76,9 @@ export const chatBodySchema = z.object({
 
 export type ChatBody = z.infer<typeof chatBodySchema>;
 
-/** A client error: answered with HTTP 400 and OpenAI's error body. */
-export class BadRequest extends Error {
-  constructor(
-    message: string,
-    readonly param?: string,
-  ) {
-    super(message);
-  }
-}
-
+/** The body validated against `schema`; a 400 naming the first bad field otherwise. */
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
-  const r = schema.safeParse(body);
+  const r = schema.safeParse(unpacked(body));
   if (r.success) return r.data;
   const issue = r.error.issues[0];
   const param = issue.path.map(String).join('.');

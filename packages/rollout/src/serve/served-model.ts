@@ -1,16 +1,33 @@
-/** What the server needs from a model: a generation backend and its tokenizer, chat template and tool-call reader. */
+/** What the server needs from a model: a generation backend, its context, tokenizer, chat template and tool-call reader. */
 import type { ChatMessage, OpenAIToolCall, ToolSpec } from '@thinkfl/env';
 import type { GenerationBackend } from '../backends/types';
+
+/** ServedModel.encode's refusal: the text has more tokens than the limit, at least `atLeast`. */
+export class TooManyTokens extends Error {
+  constructor(readonly atLeast: number) {
+    super(`at least ${atLeast} tokens`);
+  }
+}
 
 export interface ServedModel {
   /** Name the server lists at /v1/models and answers with. */
   readonly id: string;
   readonly backend: GenerationBackend;
-  encode(text: string): number[];
+  /** Positions the model attends to: prompt and completion tokens together. */
+  readonly contextLength: number;
+  /** Most characters of text one token stands for (Tokenizer.maxCharsPerToken): the cheap bound before tokenizing. */
+  readonly maxCharsPerToken: number;
+  /**
+   * Token ids of text; a long text is tokenized off the event loop, and one with more than
+   * `limit` tokens is refused with TooManyTokens before it is tokenized whole.
+   */
+  encode(text: string, limit?: number): Promise<number[]>;
   /** Text of one token, for logprob listings. */
   tokenText(id: number): string;
-  /** Prompt token ids of a conversation rendered with the model's chat template, generation prompt added. */
-  chatPrompt(messages: ChatMessage[], tools: ToolSpec[]): number[];
+  /** A conversation rendered with the model's chat template, generation prompt added. */
+  renderChat(messages: ChatMessage[], tools: ToolSpec[]): string;
   /** Tool calls written in generated text, and the text left around them. */
   readToolCalls(text: string, tools: ToolSpec[]): { content: string; toolCalls: OpenAIToolCall[] };
+  /** Releases the backend and the tokenizer thread. */
+  close(): Promise<void>;
 }

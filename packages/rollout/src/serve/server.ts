@@ -1,37 +1,67 @@
 /**
- * An OpenAI-compatible HTTP server over a local model: POST /v1/completions,
- * POST /v1/chat/completions, GET /v1/models. Bad requests get a 400 with OpenAI's error body
- * naming the field; generation failures a 500 with the reason.
+ * An OpenAI-compatible HTTP server over local models: POST /v1/completions,
+ * POST /v1/chat/completions, GET /v1/models, and GET /metrics (Prometheus text). Every error
+ * is answered in OpenAI's shape: 400 naming the field, 404 for a model not served, 413 for a
+ * body over the limit, 429 with Retry-After when the generation queue is full, 500 with the
+ * reason. A request whose client closes the connection stops its generation.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { GenerationInputError } from '../backends/types';
 import { chatCompletions } from './chat';
 import { completions } from './completions';
-import { GenerationInputError } from '../backends/types';
-import { BadRequest } from './protocol';
+import type { RequestContext, Route } from './context';
+import { ApiError, BadRequest } from './errors';
+import { GenerationGate } from './gate';
+import { InvalidJson, JsonThread } from './json-thread';
+import { ServedModels } from './models';
 import type { ServedModel } from './served-model';
 
-/** Largest request body accepted, bytes. */
-const MAX_BODY = 32 * 1024 * 1024;
+export interface ServerOptions {
+  host?: string;
+  /** TCP port; 0 picks a free one. Default 0. */
+  port?: number;
+  /** Largest request body, bytes; a larger one is answered 413. Default 32 MiB. */
+  maxBodyBytes?: number;
+  /** Generations running at once. Default 4. */
+  maxConcurrent?: number;
+  /** Generation requests queued behind those; one more is answered 429. Default 64. */
+  maxQueue?: number;
+}
 
 export interface RunningServer {
   /** Base URL of the API, e.g. http://127.0.0.1:8000/v1. */
   url: string;
   port: number;
+  models: ServedModels;
   close(): Promise<void>;
 }
-
-type Route = (model: ServedModel, body: unknown) => Promise<Record<string, unknown>>;
 
 const posts: Record<string, Route> = {
   '/v1/completions': completions,
   '/v1/chat/completions': chatCompletions,
 };
 
-export async function startServer(model: ServedModel, opts: { host?: string; port?: number } = {}): Promise<RunningServer> {
+/** A body still arriving after its 413 is read and dropped for this long, then the connection is cut. */
+const DRAIN_MS = 10_000;
+
+interface Served {
+  models: ServedModels;
+  gate: GenerationGate;
+  json: JsonThread;
+  maxBodyBytes: number;
+}
+
+export async function startServer(models: ServedModel | ServedModels, opts: ServerOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
+  const served: Served = {
+    models: models instanceof ServedModels ? models : new ServedModels([models]),
+    gate: new GenerationGate({ maxRunning: opts.maxConcurrent ?? 4, maxWaiting: opts.maxQueue ?? 64 }),
+    json: new JsonThread(),
+    maxBodyBytes: opts.maxBodyBytes ?? 32 * 1024 * 1024,
+  };
   const server = createServer((req, res) => {
-    handle(model, req, res).catch((e) => send(res, 500, errorBody(`internal error: ${(e as Error).message}`, 'server_error')));
+    handle(served, req, res).catch((e) => send(res, new ApiError(500, `internal error: ${(e as Error).message}`, 'server_error')));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -41,61 +71,105 @@ export async function startServer(model: ServedModel, opts: { host?: string; por
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`,
     port,
+    models: served.models,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
         server.close((e) => (e ? reject(e) : resolve()));
-      }),
+      }).finally(() => served.json.close()),
   };
 }
 
-async function handle(model: ServedModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(served: Served, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const gone = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort(new Error('the client closed the connection'));
+  });
   const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
-  if (path === '/v1/models') {
-    if (req.method !== 'GET') return send(res, 405, errorBody(`${req.method} ${path}: use GET`));
-    return send(res, 200, { object: 'list', data: [{ id: model.id, object: 'model', created: 0, owned_by: 'thinkfl' }] });
+  if (path === '/v1/models' || path === '/metrics') {
+    if (req.method !== 'GET') return send(res, new ApiError(405, `${req.method} ${path}: use GET`));
+    if (path === '/metrics') return sendText(res, metrics(served.gate));
+    return sendJson(res, 200, { object: 'list', data: served.models.list().map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: 'thinkfl', max_model_len: m.contextLength })) });
   }
   const route = posts[path];
-  if (!route) return send(res, 404, errorBody(`no route ${req.method} ${path}`, 'not_found_error'));
-  if (req.method !== 'POST') return send(res, 405, errorBody(`${req.method} ${path}: use POST`));
-  let body: unknown;
+  if (!route) return send(res, new ApiError(404, `no route ${req.method} ${path}`, 'not_found_error'));
+  if (req.method !== 'POST') return send(res, new ApiError(405, `${req.method} ${path}: use POST`));
+  const ctx: RequestContext = {
+    models: served.models,
+    signal: gone.signal,
+    generate: (model, request) => served.gate.run(gone.signal, async () => (await model.backend.generate([{ ...request, signal: gone.signal }]))[0]),
+  };
   try {
-    body = JSON.parse(await readBody(req));
+    const bytes = await readBody(req, served.maxBodyBytes);
+    let body: unknown;
+    try {
+      body = await served.json.parse(bytes);
+    } catch (e) {
+      if (e instanceof InvalidJson) throw new BadRequest(`request body is not valid JSON: ${e.message}`);
+      throw e;
+    }
+    const answer = await route(ctx, body);
+    if (!gone.signal.aborted) sendJson(res, 200, answer);
   } catch (e) {
-    return send(res, 400, errorBody(`request body is not valid JSON: ${(e as Error).message}`));
-  }
-  try {
-    send(res, 200, await route(model, body));
-  } catch (e) {
-    if (e instanceof BadRequest) return send(res, 400, errorBody(e.message, 'invalid_request_error', e.param));
-    if (e instanceof GenerationInputError) return send(res, 400, errorBody(e.message));
+    // Nobody is left to answer.
+    if (gone.signal.aborted) return;
+    if (e instanceof ApiError) return send(res, e);
+    if (e instanceof GenerationInputError) return send(res, new BadRequest(e.message));
     throw e;
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  const tooLarge = () => new ApiError(413, `the request body is larger than ${max} bytes`, 'invalid_request_error', 'request_too_large');
+  const declared = Number(req.headers['content-length']);
+  if (declared > max) return Promise.reject(drain(req, tooLarge()));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (c: Buffer) => {
+    const onData = (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new Error(`larger than ${MAX_BODY} bytes`));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      if (size <= max) return void chunks.push(c);
+      req.off('data', onData);
+      reject(drain(req, tooLarge()));
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
-function errorBody(message: string, type = 'invalid_request_error', param?: string): Record<string, unknown> {
-  return { error: { message, type, param: param ?? null, code: null } };
+/** Reads and drops the rest of a refused body, so the client gets to read its 413 instead of a reset connection. */
+function drain(req: IncomingMessage, error: ApiError): ApiError {
+  const cut = setTimeout(() => req.socket.destroy(), DRAIN_MS);
+  req.on('end', () => clearTimeout(cut));
+  req.on('close', () => clearTimeout(cut));
+  req.resume();
+  return error;
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function metrics(gate: GenerationGate): string {
+  const lines: string[] = [];
+  const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number) =>
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+  metric('thinkfl_generations_running', 'gauge', 'Generations running now.', gate.running);
+  metric('thinkfl_generations_waiting', 'gauge', 'Generation requests queued for a free slot.', gate.waiting);
+  metric('thinkfl_generations_completed_total', 'counter', 'Generations finished with their client still there (answered or failed).', gate.completed);
+  metric('thinkfl_generations_cancelled_total', 'counter', 'Generations stopped because their client closed the connection.', gate.cancelled);
+  return `${lines.join('\n')}\n`;
+}
+
+function send(res: ServerResponse, e: ApiError): void {
+  sendJson(res, e.status, e.body, e.headers);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendText(res: ServerResponse, text: string): void {
+  res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -1,7 +1,8 @@
 /**
  * `trainer-ctl serve --model DIR`: an OpenAI-compatible server (completions, chat completions
- * with tool calls, models) over the `onnx` backend, so a trained model can be used by any
- * OpenAI client, the `openai` backend included.
+ * with tool calls, models, /metrics) over the `onnx` backend, so a trained model can be used by
+ * any OpenAI client, the `openai` backend included. Its work is bounded: request body size,
+ * prompt length against the context before tokenizing, generations running and queued.
  */
 import type { CommandModule } from 'yargs';
 import { openLocalModel, startServer } from '@thinkfl/rollout';
@@ -13,6 +14,9 @@ interface Args {
   threads: number;
   'kv-cache': 'auto' | 'off';
   name?: string;
+  'max-body-mb': number;
+  'max-concurrent': number;
+  'max-queue': number;
 }
 
 export const command: CommandModule<object, Args> = {
@@ -25,14 +29,30 @@ export const command: CommandModule<object, Args> = {
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
       .option('threads', { type: 'number', default: 0, describe: 'onnxruntime threads per operator; 0 lets it choose' })
       .option('kv-cache', { choices: ['auto', 'off'] as const, default: 'auto' as const, describe: "use the export's KV cache" })
-      .option('name', { type: 'string', describe: 'model name to answer with (default: the directory name)' }),
+      .option('name', { type: 'string', describe: 'model name to answer with (default: the directory name)' })
+      .option('max-body-mb', { type: 'number', default: 32, describe: 'largest request body, MiB; a larger one gets HTTP 413' })
+      .option('max-concurrent', { type: 'number', default: 4, describe: 'generations running at once' })
+      .option('max-queue', { type: 'number', default: 64, describe: 'generation requests waiting for a slot; one more gets HTTP 429 with Retry-After' })
+      .check((a) => {
+        for (const k of ['max-concurrent', 'max-queue'] as const) {
+          if (!Number.isInteger(a[k]) || a[k] < (k === 'max-queue' ? 0 : 1)) throw new Error(`--${k} must be an integer ${k === 'max-queue' ? '>= 0' : '>= 1'}`);
+        }
+        if (!(a['max-body-mb'] > 0)) throw new Error('--max-body-mb must be positive');
+        return true;
+      }),
   handler: async (args) => {
     const model = await openLocalModel(args.model, { id: args.name, threads: args.threads, kvCache: args['kv-cache'] });
-    const server = await startServer(model, { host: args.host, port: args.port });
+    const server = await startServer(model, {
+      host: args.host,
+      port: args.port,
+      maxBodyBytes: Math.round(args['max-body-mb'] * 1024 * 1024),
+      maxConcurrent: args['max-concurrent'],
+      maxQueue: args['max-queue'],
+    });
     process.stdout.write(`serving ${model.id} at ${server.url}\n`);
     const stop = async () => {
       await server.close();
-      await model.backend.close();
+      await model.close();
       process.exit(0);
     };
     process.once('SIGINT', stop);

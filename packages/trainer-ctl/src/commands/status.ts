@@ -17,7 +17,7 @@ export const command: CommandModule<object, StatusArgs> = {
     y
       .positional('run-dir', { type: 'string', demandOption: true, describe: 'the run directory (runs/<run.name>)' })
       .option('tail', { type: 'number', default: 5, describe: 'metrics lines to show' })
-      .option('redis', { type: 'string', describe: 'Redis URL (default: the one the run recorded in run.json)' })
+      .option('redis', { type: 'string', describe: 'Redis URL (default THINKFL_REDIS_URL, then the one the run recorded in run.json; REDIS_PASSWORD supplies its password)' })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' }),
   handler: async (args) => {
     const s = await runStatus(resolve(args['run-dir']), { tail: args.tail, redisUrl: args.redis });

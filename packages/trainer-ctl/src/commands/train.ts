@@ -22,7 +22,9 @@ export const command: CommandModule<object, TrainArgs> = {
       .option('run-dir', { type: 'string', describe: 'run directory (default <run.output_dir>/<run.name>)' })
       .option('redis', {
         type: 'string',
-        describe: 'Redis URL of the queues; workers are then started separately with `trainer-ctl worker rollout|train --redis URL`',
+        describe:
+          'Redis URL of the queues (default THINKFL_REDIS_URL, then queue.redis_url; REDIS_PASSWORD supplies a password the URL lacks); ' +
+          'workers are then started separately with `trainer-ctl worker rollout|train`',
       })
       .option('resume', { type: 'boolean', default: false, describe: 'continue the run directory\'s run from its last completed step' }),
   handler: async (args) => {

@@ -1,11 +1,19 @@
 /**
  * trainer-ctl worker rollout|train: joins a run's queues on a given Redis as a rollout worker
- * (plays episodes) or the train worker (owns the engine). Logs go to stderr; SIGTERM or SIGINT
- * stops taking jobs, lets running ones finish and exits 0; a dead train engine exits 1.
+ * (plays episodes) or the train worker (owns the engine). Logs go to stderr, Redis URLs
+ * redacted. SIGTERM or SIGINT stops taking jobs, lets running ones finish for up to
+ * STOP_GRACE_MS and exits 0 (a job cut off is retried by another worker once its lock
+ * expires); a signal while Redis is still unreachable stops at once. A refused Redis password
+ * or a dead train engine exits 1 with one line.
  */
 import type { CommandModule } from 'yargs';
 import { loadRunConfig } from '../config/load';
+import { RedisAuthError } from '../queue/connection';
+import { REDIS_PASSWORD_ENV, REDIS_URL_ENV, redactSecrets, resolveRedisUrl } from '../queue/redis-url';
 import { startWorker, type WorkerKind } from '../workers/start';
+
+/** After a signal the worker is gone within this time, whatever it was doing, ms. */
+const STOP_GRACE_MS = 8000;
 
 interface WorkerArgs {
   kind: WorkerKind;
@@ -20,12 +28,15 @@ interface WorkerArgs {
 
 export const command: CommandModule<object, WorkerArgs> = {
   command: 'worker <kind>',
-  describe: 'run a rollout or train worker on a run\'s queues (Redis from --redis or queue.redis_url)',
+  describe: `run a rollout or train worker on a run's queues (Redis from --redis, ${REDIS_URL_ENV} or queue.redis_url)`,
   builder: (y) =>
     y
       .positional('kind', { choices: ['rollout', 'train'] as const, demandOption: true, describe: 'which worker' })
       .option('config', { type: 'string', demandOption: true, describe: 'the run config (YAML)' })
-      .option('redis', { type: 'string', describe: 'Redis URL of the run (default queue.redis_url of the config)' })
+      .option('redis', {
+        type: 'string',
+        describe: `Redis URL of the run (default ${REDIS_URL_ENV}, then queue.redis_url); keep the password out of it: ${REDIS_PASSWORD_ENV} supplies it`,
+      })
       .option('run-dir', { type: 'string', describe: 'run directory (default <run.output_dir>/<run.name>)' })
       .option('id', { type: 'string', describe: 'worker id in the run\'s worker registry (default <kind>-<host>-<pid>)' })
       .option('concurrency', { type: 'number', describe: 'rollout jobs played at once (default workers.rollout.concurrency)' })
@@ -37,43 +48,66 @@ export const command: CommandModule<object, WorkerArgs> = {
       }),
   handler: async (args) => {
     const loaded = loadRunConfig(args.config);
-    const redisUrl = args.redis ?? loaded.config.queue.redis_url;
-    if (!redisUrl) throw new Error('worker: give --redis URL (the run config has queue.redis_url: null)');
+    const redisUrl = resolveRedisUrl(args.redis, loaded.config.queue.redis_url);
+    if (!redisUrl) throw new Error(`worker: give --redis URL or ${REDIS_URL_ENV} (the run config has queue.redis_url: null)`);
     const tag = `[worker ${args.kind} ${process.pid}]`;
-    const log = (line: string) => process.stderr.write(`${tag} ${line}\n`);
-    // Listening before the (slow) start: a signal during it still ends in a clean close.
-    let signal: string | undefined;
+    const log = (line: string) => process.stderr.write(`${tag} ${redactSecrets(line)}\n`);
+    // Listening before the (slow) start: a signal during it stops it.
+    const stop = new AbortController();
     let wake: () => void = () => undefined;
-    const onSignal = (sig: string) => {
-      signal ??= sig;
+    const onSignal = (why: string) => {
+      if (stop.signal.aborted) return;
+      stop.abort(new Error(why));
       wake();
+      setTimeout(() => {
+        log(`${why}: not closed after ${STOP_GRACE_MS} ms; exiting`);
+        process.exit(process.exitCode ?? 0);
+      }, STOP_GRACE_MS).unref();
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
-    const w = await startWorker({
-      kind: args.kind,
-      config: loaded.config,
-      redisUrl,
-      runDir: args['run-dir'] ?? loaded.runDir,
-      ...(args.id !== undefined && { workerId: args.id }),
-      ...(args.concurrency !== undefined && { concurrency: args.concurrency }),
-      queue: {
-        ...(args['lock-duration-ms'] !== undefined && { lockDurationMs: args['lock-duration-ms'] }),
-        ...(args['stalled-interval-ms'] !== undefined && { stalledIntervalMs: args['stalled-interval-ms'] }),
-      },
-      log,
-      onFatal: (e) => {
-        log(`fatal: ${e.message}`);
-        process.exitCode = 1;
-        onSignal('fatal error');
-      },
-    });
-    log(`${w.id} ready on ${redisUrl} (run ${loaded.config.run.name})`);
-    if (signal === undefined) await new Promise<void>((resolve) => (wake = resolve));
-    log(`${signal}: closing`);
-    await w.close().catch((e: Error) => log(`close failed: ${e.message}`));
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
-    log('stopped');
+    try {
+      let w;
+      try {
+        w = await startWorker({
+          kind: args.kind,
+          config: loaded.config,
+          redisUrl,
+          runDir: args['run-dir'] ?? loaded.runDir,
+          ...(args.id !== undefined && { workerId: args.id }),
+          ...(args.concurrency !== undefined && { concurrency: args.concurrency }),
+          queue: {
+            ...(args['lock-duration-ms'] !== undefined && { lockDurationMs: args['lock-duration-ms'] }),
+            ...(args['stalled-interval-ms'] !== undefined && { stalledIntervalMs: args['stalled-interval-ms'] }),
+          },
+          log,
+          onFatal: (e) => {
+            log(`fatal: ${e.message}`);
+            process.exitCode = 1;
+            onSignal('fatal error');
+          },
+          signal: stop.signal,
+        });
+      } catch (e) {
+        if (e instanceof RedisAuthError) {
+          log(`fatal: ${e.message}`);
+          process.exitCode = 1;
+          return;
+        }
+        if (stop.signal.aborted) {
+          log(`${(stop.signal.reason as Error).message}: stopped before the worker was ready`);
+          return;
+        }
+        throw e;
+      }
+      log(`${w.id} ready on ${redisUrl} (run ${loaded.config.run.name})`);
+      if (!stop.signal.aborted) await new Promise<void>((resolve) => (wake = resolve));
+      log(`${(stop.signal.reason as Error).message}: closing`);
+      await w.close().catch((e: Error) => log(`close failed: ${e.message}`));
+      log('stopped');
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
   },
 };

@@ -62,12 +62,15 @@ export interface WorkerProcess {
   child: ChildProcess;
 }
 
-/** Starts `trainer-ctl worker <kind> <args...>` with stdout and stderr in RUN_DIR/logs/<name>.log. */
-export function startWorkerProcess(runDir: string, name: string, kind: 'rollout' | 'train', args: string[]): WorkerProcess {
+/**
+ * Starts `trainer-ctl worker <kind> <args...>` with stdout and stderr in RUN_DIR/logs/<name>.log;
+ * `env` adds to the environment (secrets go there: a command line is visible to every local user).
+ */
+export function startWorkerProcess(runDir: string, name: string, kind: 'rollout' | 'train', args: string[], env: Record<string, string> = {}): WorkerProcess {
   const logs = join(runDir, 'logs');
   mkdirSync(logs, { recursive: true });
   const out = openSync(join(logs, `${name}.log`), 'a');
-  const child = spawn(process.execPath, [CLI, 'worker', kind, ...args], { stdio: ['ignore', out, out] });
+  const child = spawn(process.execPath, [CLI, 'worker', kind, ...args], { stdio: ['ignore', out, out], env: { ...process.env, ...env } });
   return { record: { pid: child.pid!, marker: 'trainer-ctl', role: name }, child };
 }
 

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { STAGE_NAMES } from '../config/index';
-import { listWorkers, type WorkerBeat } from '../queue/index';
+import { hasRedactedPassword, listWorkers, redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, type WorkerBeat } from '../queue/index';
 import type { EvalReport } from './evaluation';
 import { readMetrics, type MetricsRecord } from './metrics-log';
 import { readState, type RunState } from './state';
@@ -20,6 +20,7 @@ export interface RunStatus {
   stage: string;
   recent: MetricsRecord[];
   evals: Pick<EvalReport, 'name' | 'policyVersion' | 'formatValid' | 'summary'>[];
+  /** The run's Redis, password redacted. */
   redisUrl?: string;
   /** Workers with their heartbeat age; undefined when Redis could not be reached. */
   workers?: (WorkerBeat & { ageS: number; alive: boolean })[];
@@ -54,16 +55,20 @@ export async function runStatus(runDir: string, opts: { tail?: number; redisUrl?
     .map(({ name, policyVersion, formatValid, summary }) => ({ name, policyVersion, formatValid, summary }))
     .sort((a, b) => EVAL_ORDER.indexOf(a.name) - EVAL_ORDER.indexOf(b.name));
   const info = existsSync(join(runDir, RUN_INFO_FILE)) ? (JSON.parse(readFileSync(join(runDir, RUN_INFO_FILE), 'utf8')) as { redisUrl?: string }) : {};
-  const status: RunStatus = { runDir, state, stage, recent, evals, redisUrl: opts.redisUrl ?? info.redisUrl };
-  if (status.redisUrl) {
+  // run.json holds the URL redacted; the password comes from the environment, as for workers.
+  const url = resolveRedisUrl(opts.redisUrl, info.redisUrl);
+  const status: RunStatus = { runDir, state, stage, recent, evals, ...(url && { redisUrl: redactUrl(url) }) };
+  if (url && hasRedactedPassword(url)) {
+    status.redisError = `its password is not recorded; set ${REDIS_PASSWORD_ENV} or ${REDIS_URL_ENV}`;
+  } else if (url) {
     const now = opts.now ?? Date.now();
     try {
-      status.workers = (await readBeats(status.redisUrl, state.runName)).map((w) => {
+      status.workers = (await readBeats(url, state.runName)).map((w) => {
         const ageS = (now - w.lastSeen) / 1000;
         return { ...w, ageS, alive: ageS <= ALIVE_S };
       });
     } catch (e) {
-      status.redisError = (e as Error).message;
+      status.redisError = redactSecrets((e as Error).message);
     }
   }
   return status;

@@ -2,12 +2,13 @@
  * `trainer-ctl train`: prepares inputs, opens (or resumes) the run directory, brings up Redis
  * and the workers when no Redis URL is given, runs the stages, and takes down what it started.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadDataset } from '@thinkfl/env';
 import { RedisDiversityCache } from '@thinkfl/graders';
 import { loadRunConfig, type RunConfig } from '../config/index';
 import type { ProgressStream } from '../progress';
+import { redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../redis/index';
 import { runCases } from './cases';
 import { truncateMetrics } from './metrics-log';
@@ -23,7 +24,7 @@ export interface TrainOptions {
   configFile: string;
   /** Default <run.output_dir>/<run.name>. */
   runDir?: string;
-  /** An existing Redis whose queues external workers serve; default queue.redis_url, else embedded. */
+  /** An existing Redis whose queues external workers serve; default THINKFL_REDIS_URL, then queue.redis_url, else embedded. */
   redisUrl?: string;
   /** Continue a run directory's run from its last completed step. */
   resume?: boolean;
@@ -69,11 +70,11 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     return state;
   }
   writeState(runDir, state);
-  copyFileSync(opts.configFile, join(runDir, 'config.yaml'));
+  writeFileSync(join(runDir, 'config.yaml'), redactSecrets(readFileSync(opts.configFile, 'utf8')));
   await stopLeftovers(runDir);
 
   const runId = config.run.name;
-  const external = opts.redisUrl ?? config.queue.redis_url ?? undefined;
+  const external = resolveRedisUrl(opts.redisUrl, config.queue.redis_url);
   let embedded: EmbeddedRedis | undefined;
   let transport: RedisTransport | undefined;
   const workers: WorkerProcess[] = [];
@@ -93,15 +94,19 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
   try {
     if (!external) embedded = await startEmbeddedRedis({ runDir, executable: config.queue.redis_server, readyTimeoutS: config.queue.ready_timeout_s });
     const url = external ?? embedded!.url;
-    writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: url, embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
+    writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: redactUrl(url), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
     transport = new RedisTransport(url, runId, { prefix: config.queue.prefix });
+    // A refused password fails here in one clear line instead of hanging the first queue command.
+    await waitReady(transport.redis);
     await transport.discardWaitingRollouts();
     const records: ProcessRecord[] = [];
     if (embedded) {
       records.push({ pid: await redisPid(transport), marker: 'redis-server', role: 'redis' });
-      const common = ['--config', resolve(opts.configFile), '--redis', url, '--run-dir', runDir];
-      workers.push(startWorkerProcess(runDir, 'train', 'train', common));
-      for (let i = 0; i < config.workers.rollout.count; i++) workers.push(startWorkerProcess(runDir, `rollout-${i}`, 'rollout', common));
+      const common = ['--config', resolve(opts.configFile), '--run-dir', runDir];
+      // The embedded Redis has no password: one the caller's REDIS_PASSWORD would add is wrong there.
+      const env = { [REDIS_URL_ENV]: url, [REDIS_PASSWORD_ENV]: '' };
+      workers.push(startWorkerProcess(runDir, 'train', 'train', common, env));
+      for (let i = 0; i < config.workers.rollout.count; i++) workers.push(startWorkerProcess(runDir, `rollout-${i}`, 'rollout', common, env));
       records.push(...workers.map((w) => w.record));
     }
     recordProcesses(runDir, records);

@@ -8,3 +8,4 @@ export * from './train-queue';
 export * from './train-results';
 export * from './policy-registry';
 export * from './heartbeats';
+export * from './redis-url';

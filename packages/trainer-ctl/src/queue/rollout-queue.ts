@@ -28,6 +28,8 @@ export class RolloutQueue {
     private readonly settings: QueueSettings,
   ) {
     this.queue = new Queue<RolloutJob>(keys.rolloutQueue(runId), { connection, prefix: settings.prefix });
+    // The connection reports its own errors (connectRedis); unlistened, BullMQ prints the whole error object, AUTH arguments (the password) included.
+    this.queue.on('error', () => undefined);
   }
 
   /** Enqueues the jobs of one or more groups; ids already known to the queue are skipped by BullMQ. */

@@ -28,6 +28,8 @@ export class TrainQueue {
     private readonly settings: QueueSettings,
   ) {
     this.queue = new Queue<TrainJob, TrainResult>(keys.trainQueue(runId), { connection, prefix: settings.prefix });
+    // The connection reports its own errors (connectRedis); unlistened, BullMQ prints the whole error object, AUTH arguments (the password) included.
+    this.queue.on('error', () => undefined);
   }
 
   async submit(job: TrainJob): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { RunConfig } from '../config/schema';
-import { connectRedis } from '../queue/connection';
+import { connectRedis, onAuthFailure, waitReady } from '../queue/connection';
 import { PolicyRegistry } from '../queue/policy-registry';
 import { parseQueueSettings, type QueueSettingsInput } from '../queue/settings';
 import { createEpisodePlayer } from './episode-player';
@@ -25,8 +25,10 @@ export interface StartWorkerOptions {
   /** Overrides of the queue settings (the prefix comes from queue.prefix). */
   queue?: QueueSettingsInput;
   log?: (line: string) => void;
-  /** The worker cannot go on (its train engine died); the caller should close it and exit non-zero. */
+  /** The worker cannot go on (its train engine died, Redis refused its password); the caller should close it and exit non-zero. */
   onFatal?: (err: Error) => void;
+  /** Aborts a start still waiting for Redis: startWorker then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface RunningWorker {
@@ -42,9 +44,12 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
   const id = opts.workerId ?? `${opts.kind}-${hostname()}-${process.pid}`;
   const log = opts.log ?? (() => undefined);
   const settings = parseQueueSettings({ ...opts.queue, prefix: config.queue.prefix });
-  const connection = connectRedis(opts.redisUrl);
+  const connection = connectRedis(opts.redisUrl, { log });
   const runId = runIdOf(config);
   try {
+    // Nothing is sent before Redis answers: commands would wait in ioredis' queue, past any signal.
+    await waitReady(connection, opts.signal);
+    onAuthFailure(connection, (e) => opts.onFatal?.(e));
     if (opts.kind === 'train') {
       const w = await startTrainWorker({ connection, runId, workerId: id, settings, config, runDir: opts.runDir, log, onEngineDeath: opts.onFatal });
       return { id, close: async () => (await w.close(), connection.disconnect()) };

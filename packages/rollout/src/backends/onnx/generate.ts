@@ -14,6 +14,8 @@ export interface BatchRow {
   promptIds: number[];
   sampling: Sampling;
   seed: number;
+  /** Once aborted, the row leaves the batch at the next step with finish 'abort'. */
+  signal?: AbortSignal;
 }
 
 export interface DecodeOptions {
@@ -32,7 +34,7 @@ interface Row extends BatchRow {
   logprobs: number[];
   top: Map<number, number>[];
   done: boolean;
-  finish: 'stop' | 'length';
+  finish: Generation['finishReason'];
   text?: string;
 }
 
@@ -49,8 +51,9 @@ export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts
   const useCache = opts.useCache && model.cache.length > 0;
   const sampler = new TokenSampler();
   // Rows still generating, in the order the model sees them; finished rows leave the batch.
-  let active = rows;
-  let past = emptyPast(model, rows.length);
+  for (const r of rows) abortIfAsked(r);
+  let active = rows.filter((r) => !r.done);
+  let past = emptyPast(model, active.length);
   for (let step = 0; active.length > 0; step++) {
     const feeds = useCache && step > 0 ? lastTokenFeeds(active, width, step, model) : fullFeeds(active, width, step, model, opts.padId);
     const result = await model.session.run({ ...feeds, ...past }, useCache ? model.session.outputNames : ['logits']);
@@ -65,6 +68,7 @@ export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts
       r.logprobs.push(pick.logprob);
       if (pick.top) r.top.push(pick.top);
       finishIfDone(r, opts);
+      abortIfAsked(r);
     });
     const keep = active.flatMap((r, b) => (r.done ? [] : [b]));
     if (useCache) past = Object.fromEntries(model.cache.map((c) => [c.input, keepRows(result[c.output] as ort.Tensor, keep, active.length)]));
@@ -78,6 +82,12 @@ export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts
     finishReason: r.finish,
     promptTokens: r.promptIds.length,
   }));
+}
+
+function abortIfAsked(r: Row): void {
+  if (r.done || !r.signal?.aborted) return;
+  r.done = true;
+  r.finish = 'abort';
 }
 
 function finishIfDone(r: Row, opts: DecodeOptions): void {

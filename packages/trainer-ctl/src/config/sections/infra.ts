@@ -10,7 +10,9 @@ export const QueueSection = z
       .describe(
         'Redis holding the rollout and train queues (BullMQ), e.g. redis://10.0.0.5:6379. null: trainer-ctl starts ' +
           'its own redis-server on a free loopback port with data in <run dir>/redis (append-only file on, so the run ' +
-          'can be resumed) and stops it at the end. --redis on the command line overrides. Default null.',
+          'can be resumed) and stops it at the end. --redis on the command line, then THINKFL_REDIS_URL, override it. Keep the ' +
+          'password out of it: REDIS_PASSWORD supplies it (for the default user or the ACL user the URL names); a URL is ' +
+          'shown and recorded as redis://:***@host:port. Default null.',
       ),
     prefix: z
       .string()

@@ -1,0 +1,62 @@
+/**
+ * The `onnx` backend's cancellation hook: a request whose AbortSignal fires leaves its batch at
+ * the next decode step with finish reason 'abort' and the tokens made so far (a prefix of what
+ * it would have generated); the other rows of the batch generate exactly what they would alone.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openOnnxBackend, type OnnxBackend } from '../src/backends/index';
+import { loadTokenizer } from '../src/chat/tokenizer';
+import { createTinyModel, scratchDir } from './backend-fixtures';
+
+const dir = scratchDir('cancel');
+let backend: OnnxBackend;
+let prompt: number[];
+let other: number[];
+/** Greedy, long: the tiny model does not end these early (checked below). */
+const LONG = { temperature: 0, maxTokens: 400 };
+
+beforeAll(async () => {
+  const model = await createTinyModel(join(dir, 'tiny'), 4);
+  backend = await openOnnxBackend({ modelDir: model, threads: 1 });
+  const tok = loadTokenizer(model);
+  prompt = tok.encode('search_traces');
+  other = tok.encode('ts-order-service returned 500');
+}, 300_000);
+afterAll(async () => {
+  await backend.close();
+});
+
+/** A signal that fires once the event loop has run for `ms` (between decode steps). */
+function abortAfter(ms: number): AbortSignal {
+  const c = new AbortController();
+  setTimeout(() => c.abort(), ms);
+  return c.signal;
+}
+
+describe('onnx backend cancellation', () => {
+  it('does not run a request aborted before it starts', async () => {
+    const c = new AbortController();
+    c.abort();
+    const [g] = await backend.generate([{ promptIds: prompt, sampling: LONG, signal: c.signal }]);
+    expect(g).toMatchObject({ tokenIds: [], finishReason: 'abort', text: '' });
+  });
+
+  it('stops an aborted request between decode steps, keeping the prefix it made; its batch mates are unaffected', async () => {
+    const [full, fullOther] = await backend.generate([
+      { promptIds: prompt, sampling: LONG },
+      { promptIds: other, sampling: LONG },
+    ]);
+    expect([full.finishReason, fullOther.finishReason]).toEqual(['length', 'length']);
+    const [cut, rest] = await backend.generate([
+      { promptIds: prompt, sampling: LONG, signal: abortAfter(30) },
+      { promptIds: other, sampling: LONG },
+    ]);
+    expect(cut.finishReason).toBe('abort');
+    expect(cut.tokenIds.length).toBeGreaterThan(0);
+    expect(cut.tokenIds.length).toBeLessThan(LONG.maxTokens);
+    expect(cut.tokenIds).toEqual(full.tokenIds.slice(0, cut.tokenIds.length));
+    expect(rest.tokenIds).toEqual(fullOther.tokenIds);
+    expect(rest.finishReason).toBe('length');
+  });
+});
