@@ -82,7 +82,7 @@ describe('serve', () => {
 
   it.each([
     ['/completions', { max_tokens: 3 }, 'prompt'],
-    ['/completions', { prompt: 'x', stream: true }, 'stream'],
+    ['/completions', { prompt: 'x', stream: 'yes' }, 'stream'],
     ['/completions', { prompt: 'x', n: 2 }, 'n'],
     ['/completions', { prompt: 'x', temperature: -1 }, 'temperature'],
     ['/completions', { prompt: [1, -3] }, 'prompt'],

@@ -38,6 +38,8 @@ export interface GenerationRequest {
   sampling?: SamplingInput;
   /** Stops this request's generation at the next decode step once aborted (nobody waits for it any more). */
   signal?: AbortSignal;
+  /** Called with each token as it is sampled, by backends that generate in process (serve streams from it). */
+  onToken?: (tokenId: number, logprob: number) => void;
 }
 
 export interface Generation {

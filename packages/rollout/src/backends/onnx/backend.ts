@@ -69,7 +69,7 @@ export class OnnxBackend implements GenerationBackend {
   async generate(requests: GenerationRequest[]): Promise<Generation[]> {
     const rows = requests.map((r, i) => {
       const sampling = resolveSampling(r.sampling, `requests[${i}].sampling`);
-      return { promptIds: r.promptIds, sampling, seed: sampling.seed ?? randomSeed(), signal: r.signal };
+      return { promptIds: r.promptIds, sampling, seed: sampling.seed ?? randomSeed(), signal: r.signal, onToken: r.onToken };
     });
     const loaded = this.current;
     loaded.running++;
