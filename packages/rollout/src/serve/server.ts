@@ -56,6 +56,8 @@ interface Served {
   gate: GenerationGate;
   json: JsonThread;
   adapters: Adapters;
+  /** Generations answered per model name, for /metrics. */
+  generated: Map<string, number>;
   maxBodyBytes: number;
 }
 
@@ -65,6 +67,7 @@ export async function startServer(models: ServedModel | ServedModels, opts: Serv
   const served: Served = {
     models: served0,
     adapters: new Adapters(served0, opts.loadAdapter),
+    generated: new Map(),
     gate: new GenerationGate({ maxRunning: opts.maxConcurrent ?? 4, maxWaiting: opts.maxQueue ?? 64 }),
     json: new JsonThread(),
     maxBodyBytes: opts.maxBodyBytes ?? 32 * 1024 * 1024,
@@ -100,7 +103,7 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
   const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
   if (path === '/v1/models' || path === '/metrics' || path === '/health') {
     if (req.method !== 'GET') return send(res, new ApiError(405, `${req.method} ${path}: use GET`));
-    if (path === '/metrics') return sendText(res, metrics(served.gate));
+    if (path === '/metrics') return sendText(res, metrics(served.gate, served.generated));
     // vLLM answers a live server with an empty 200.
     if (path === '/health') return sendText(res, '');
     return sendJson(res, 200, { object: 'list', data: served.models.list().map(modelCard) });
@@ -117,7 +120,12 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
       return h.model;
     },
     signal: gone.signal,
-    generate: (model, request) => served.gate.run(gone.signal, async () => (await model.backend.generate([{ ...request, signal: gone.signal }]))[0]),
+    generate: (model, request) =>
+      served.gate.run(gone.signal, async () => {
+        const [gen] = await model.backend.generate([{ ...request, signal: gone.signal }]);
+        served.generated.set(model.id, (served.generated.get(model.id) ?? 0) + 1);
+        return gen;
+      }),
   };
   try {
     const bytes = await readBody(req, served.maxBodyBytes);
@@ -198,7 +206,7 @@ function drain(req: IncomingMessage, error: ApiError): ApiError {
   return error;
 }
 
-function metrics(gate: GenerationGate): string {
+function metrics(gate: GenerationGate, generated: Map<string, number>): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number) =>
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
@@ -206,6 +214,8 @@ function metrics(gate: GenerationGate): string {
   metric('thinkfl_generations_waiting', 'gauge', 'Generation requests queued for a free slot.', gate.waiting);
   metric('thinkfl_generations_completed_total', 'counter', 'Generations finished with their client still there (answered or failed).', gate.completed);
   metric('thinkfl_generations_cancelled_total', 'counter', 'Generations stopped because their client closed the connection.', gate.cancelled);
+  lines.push('# HELP thinkfl_model_generations_total Generations finished per served model (base model or loaded adapter).', '# TYPE thinkfl_model_generations_total counter');
+  for (const [id, n] of generated) lines.push(`thinkfl_model_generations_total{model=${JSON.stringify(id)}} ${n}`);
   return `${lines.join('\n')}\n`;
 }
 
