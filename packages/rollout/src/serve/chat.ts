@@ -32,17 +32,24 @@ export async function chatCompletions(ctx: RequestContext, raw: unknown): Promis
   if (body.stream) {
     return new EventStream(async (emit) => {
       const chunk = (delta: Record<string, unknown>, finish: string | null) => emit({ ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
-      chunk({ role: 'assistant', content: '' }, null);
+      // The first chunk waits for the first token: a refusal before it (429) is still answered as an HTTP status.
+      let begun = false;
+      const begin = () => {
+        if (!begun) chunk({ role: 'assistant', content: '' }, null);
+        begun = true;
+      };
       const deltas = new TextDeltas(model.decode, (id) => model.eosIds.includes(id), sampling.stop ?? []);
       const gen = await ctx.generate(model, {
         promptIds,
         sampling,
         onToken: (id) => {
+          begin();
           if (tools.length) return;
           const text = deltas.push(id);
           if (text) chunk({ content: text }, null);
         },
       });
+      begin();
       const { content, toolCalls, finish } = answer(gen);
       const rest = tools.length ? content : deltas.finish(gen.text);
       if (rest) chunk({ content: rest }, null);
