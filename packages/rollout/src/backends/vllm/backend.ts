@@ -65,11 +65,6 @@ export class VllmBackend implements GenerationBackend {
     return `${this.s.lora_prefix ?? 'policy'}-v${version}`;
   }
 
-  /** The newest version loaded, if any. */
-  get version(): number | undefined {
-    return this.current;
-  }
-
   /**
    * Loads policy version `version` from `dir` on every replica in rotation (a replica not yet
    * synced is tried too); resolves once at least one holds it. Replicas that cannot load it
