@@ -122,6 +122,7 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
       const served = await Promise.all(replicas.map((r) => generations(r, name(step))));
       const earlier = before.map((m) => m[`thinkfl_model_generations_total{model="${name(step)}"}`] ?? 0);
       // The replicas generated exactly the trajectories' turns with this step's adapter, both of them taking part.
+      console.log(`[figure] step ${step}: ${trajectories.length} trajectories, ${turns} generations; ${name(step)} on replica 0: ${served[0] - earlier[0]}, replica 1: ${served[1] - earlier[1]}`);
       expect(served[0] - earlier[0] + served[1] - earlier[1]).toBe(turns);
       expect(served.every((n, i) => n - earlier[i] > 0)).toBe(true);
       for (const r of replicas) expect(await generations(r, 'base')).toBe(0);
@@ -154,6 +155,7 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     // The restarted replica was given the current adapter by the backend before any generation reached it.
     await until('restarted replica synced', async () => ((await listed(restarted)).includes(name(2)) || (await listed(restarted)).includes(name(3)) ? true : undefined));
     const m = await readMetrics(restarted.origin);
+    console.log(`[figure] step 2 with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(2))} ${name(2)} generations`);
     const models = Object.keys(m).filter((k) => k.startsWith('thinkfl_model_generations_total'));
     expect(models.every((k) => k.includes(`"${name(2)}"`) || k.includes(`"${name(3)}"`))).toBe(true);
     expect(await generations(restarted, 'base')).toBe(0);
