@@ -46,8 +46,8 @@ export interface ServeProcess {
 }
 
 /** `trainer-ctl serve` as its own process on a free loopback port. */
-export async function startServeProcess(modelDir: string): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', '0', '--threads', '1'], {
+export async function startServeProcess(modelDir: string, args: string[] = []): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', '0', '--threads', '1', ...args], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

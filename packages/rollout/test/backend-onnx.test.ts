@@ -168,7 +168,7 @@ describe('onnx backend', () => {
     await expect(bad([1], { topP: 0 })).rejects.toThrow(GenerationInputError);
     await expect(bad([1], { topP: 0 })).rejects.toThrow(/requests\[0\]\.sampling\.topP/);
     await expect(openBackend({ kind: 'onnx', modelDir: modelA, threds: 2 }, 'rollout.backend')).rejects.toThrow(/rollout\.backend: .*threds/);
-    await expect(openBackend({ kind: 'vllm' }, 'rollout.backend')).rejects.toThrow(/rollout\.backend\.kind: unknown backend "vllm" \(known: onnx, openai\)/);
+    await expect(openBackend({ kind: 'sglang' }, 'rollout.backend')).rejects.toThrow(/rollout\.backend\.kind: unknown backend "sglang" \(known: onnx, openai, vllm\)/);
     await expect(openOnnxBackend({ modelDir: join(dir, 'missing') })).rejects.toThrow(/missing/);
   });
 });

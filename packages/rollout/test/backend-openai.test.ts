@@ -91,11 +91,11 @@ describe('openai backend against trainer-ctl serve', () => {
   it('retries 503s with backoff and gives up after the configured retries', async () => {
     const proxy = await startProxy(serve.url, (n) => (n <= 2 ? 503 : undefined));
     const req = [{ promptIds: [5, 6, 7], sampling: { seed: 1, maxTokens: 4 } }];
-    const ok = await new OpenAIBackend({ baseUrl: proxy.url, model: 'm', retries: 2, backoffMs: 1 }).generate(req);
+    const ok = await new OpenAIBackend({ baseUrl: proxy.url, model: 'tool-caller', retries: 2, backoffMs: 1 }).generate(req);
     expect(ok[0].tokenIds).toHaveLength(4);
     expect(proxy.seen).toBe(3);
     proxy.seen = 0;
-    await expect(new OpenAIBackend({ baseUrl: proxy.url, model: 'm', retries: 1, backoffMs: 1 }).generate(req)).rejects.toThrow(
+    await expect(new OpenAIBackend({ baseUrl: proxy.url, model: 'tool-caller', retries: 1, backoffMs: 1 }).generate(req)).rejects.toThrow(
       /failed after 2 attempt\(s\): HTTP 503/,
     );
     await proxy.close();
@@ -103,7 +103,7 @@ describe('openai backend against trainer-ctl serve', () => {
 
   it('does not retry a 400: the server names the bad field', async () => {
     const proxy = await startProxy(serve.url, () => undefined);
-    const backend = new OpenAIBackend({ baseUrl: proxy.url, model: 'm', retries: 3, backoffMs: 1 });
+    const backend = new OpenAIBackend({ baseUrl: proxy.url, model: 'tool-caller', retries: 3, backoffMs: 1 });
     await expect(backend.generate([{ promptIds: [1, 10 ** 9] }])).rejects.toThrow(/after 1 attempt\(s\): HTTP 400.*outside the vocabulary/);
     expect(proxy.seen).toBe(1);
     await proxy.close();
@@ -112,7 +112,7 @@ describe('openai backend against trainer-ctl serve', () => {
   it('times out a request the server never answers', async () => {
     const silent = createServer(() => undefined);
     const url = await listen(silent);
-    const backend = new OpenAIBackend({ baseUrl: url, model: 'm', timeoutMs: 200, retries: 1, backoffMs: 1 });
+    const backend = new OpenAIBackend({ baseUrl: url, model: 'tool-caller', timeoutMs: 200, retries: 1, backoffMs: 1 });
     await expect(backend.generate([{ promptIds: [1] }])).rejects.toThrow(/after 2 attempt\(s\): timed out after 200 ms/);
     silent.closeAllConnections();
     silent.close();

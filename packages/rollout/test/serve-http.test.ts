@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getTool, toolSpec } from '@thinkfl/env';
 import { loadChatModel, type ChatModel } from '../src/chat/chat-model';
-import { openLocalModel, startServer, type RunningServer } from '../src/serve/index';
+import { openLocalModel, startServer, type RunningServer, type ServedModel } from '../src/serve/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { createTinyModel, scratchDir } from './backend-fixtures';
 
@@ -15,6 +15,7 @@ const dir = scratchDir('serve');
 let server: RunningServer;
 let chat: ChatModel;
 let closeModel: () => Promise<void>;
+let served: ServedModel;
 
 const post = async (path: string, body: unknown) => {
   const r = await fetch(server.url + path, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -26,6 +27,7 @@ beforeAll(async () => {
   chat = loadChatModel(modelDir);
   const model = await openLocalModel(modelDir, { id: 'tiny-test', threads: 1 });
   closeModel = () => model.close();
+  served = model;
   server = await startServer(model, { port: 0 });
 });
 afterAll(async () => {
@@ -82,7 +84,7 @@ describe('serve', () => {
 
   it.each([
     ['/completions', { max_tokens: 3 }, 'prompt'],
-    ['/completions', { prompt: 'x', stream: true }, 'stream'],
+    ['/completions', { prompt: 'x', stream: 'yes' }, 'stream'],
     ['/completions', { prompt: 'x', n: 2 }, 'n'],
     ['/completions', { prompt: 'x', temperature: -1 }, 'temperature'],
     ['/completions', { prompt: [1, -3] }, 'prompt'],
@@ -108,5 +110,25 @@ describe('serve', () => {
     const r = spawnSync(process.execPath, [cli, 'serve', '--model', join(dir, 'nothing'), '--port', '0'], { encoding: 'utf8' });
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain(join(dir, 'nothing'));
+  });
+
+  it('answers a streamed request refused before its first token with an HTTP 429, not an event', async () => {
+    const one = await startServer(served, { port: 0, maxConcurrent: 1, maxQueue: 0 });
+    try {
+      const busy = fetch(`${one.url}/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'search_traces', max_tokens: 400, temperature: 0 }) });
+      // The long request holds the only slot once the metrics say it runs.
+      for (;;) {
+        const m = await (await fetch(`${new URL(one.url).origin}/metrics`)).text();
+        if (/thinkfl_generations_running 1/.test(m)) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const r = await fetch(`${one.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], stream: true }) });
+      expect(r.status).toBe(429);
+      expect(r.headers.get('content-type')).toBe('application/json');
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('server_busy');
+      expect((await busy).status).toBe(200);
+    } finally {
+      await one.close();
+    }
   });
 });

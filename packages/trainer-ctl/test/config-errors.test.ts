@@ -80,8 +80,8 @@ describe('wrong types', () => {
   });
 
   it('names the backend kinds when the kind is unknown', () => {
-    expect(issuesOf(yaml('generation:\n  backend: { kind: vllm }'))).toEqual([
-      'bad.yaml:9: generation.backend.kind: expected one of "onnx", "openai", got string "vllm"',
+    expect(issuesOf(yaml('generation:\n  backend: { kind: sglang }'))).toEqual([
+      'bad.yaml:9: generation.backend.kind: expected one of "onnx", "openai", "vllm", got string "sglang"',
     ]);
   });
 

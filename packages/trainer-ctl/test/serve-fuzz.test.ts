@@ -117,7 +117,20 @@ const ENDPOINTS = [
   ['POST', '/metrics'],
   ['POST', '/v1/embeddings'],
   ['GET', '/v1/completions'],
+  ['POST', '/v1/load_lora_adapter'],
+  ['POST', '/v1/unload_lora_adapter'],
+  ['GET', '/health'],
 ] as const;
+
+/** A streamed answer: JSON chunks of the served model, then [DONE]; an error event ends it early. */
+function expectEventStream(text: string, what: string): void {
+  const events = text.split('\n\n').filter(Boolean);
+  expect(events.every((e) => e.startsWith('data: ')), what).toBe(true);
+  const last = events[events.length - 1];
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)));
+  if (last !== 'data: [DONE]') return expect(JSON.parse(last.slice(6)).error, what).toBeDefined();
+  for (const c of chunks) expect(c.model, what).toBe('tiny');
+}
 
 describe('trainer-ctl serve under random input', () => {
   it.each(ENDPOINTS)('%s %s: random JSON and random bytes get no 5xx, errors in OpenAI shape', async (method, path) => {
@@ -139,6 +152,8 @@ describe('trainer-ctl serve under random input', () => {
           expect(r.status, label).toBeLessThan(500);
           if (r.status !== 200) return expectOpenAIError(r.status, text, label);
           if (path === '/metrics') return expect(text).toContain('thinkfl_generations_running');
+          if (path === '/health') return expect(text).toBe('');
+          if (r.headers.get('content-type') === 'text/event-stream') return expectEventStream(text, label);
           const json = JSON.parse(text);
           if (path === '/v1/models') return expect(json.data.map((m: { id: string }) => m.id)).toEqual(['tiny']);
           expect(json.model, label).toBe('tiny');

@@ -3,3 +3,4 @@ export * from './registry';
 export { Rng } from './rng';
 export * from './onnx/index';
 export * from './openai/index';
+export * from './vllm/index';

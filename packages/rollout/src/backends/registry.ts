@@ -6,22 +6,24 @@ import type { z } from 'zod';
 import type { GenerationBackend } from './types';
 import { onnxKind } from './onnx/index';
 import { openaiKind } from './openai/index';
+import { vllmKind } from './vllm/index';
 
 export interface BackendKind {
   name: string;
   /** Settings schema (zod, strict); `open` receives them parsed. */
   settings: z.ZodType;
-  open(settings: unknown): Promise<GenerationBackend>;
+  /** `log` takes the backend's own reports (replicas leaving and joining rotation). */
+  open(settings: unknown, log?: (line: string) => void): Promise<GenerationBackend>;
 }
 
-const kinds = new Map<string, BackendKind>([onnxKind, openaiKind].map((k) => [k.name, k]));
+const kinds = new Map<string, BackendKind>([onnxKind, openaiKind, vllmKind].map((k) => [k.name, k]));
 
 export function backendNames(): string[] {
   return [...kinds.keys()];
 }
 
 /** Validates a backend config and opens the backend; errors name the config path (`where`). */
-export async function openBackend(config: unknown, where = 'backend'): Promise<GenerationBackend> {
+export async function openBackend(config: unknown, where = 'backend', log?: (line: string) => void): Promise<GenerationBackend> {
   if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new Error(`${where}: must be an object with a 'kind'`);
   const { kind, ...rest } = config as Record<string, unknown>;
   const k = typeof kind === 'string' ? kinds.get(kind) : undefined;
@@ -31,5 +33,5 @@ export async function openBackend(config: unknown, where = 'backend'): Promise<G
     const issue = r.error.issues[0];
     throw new Error(`${[where, ...issue.path.map(String)].join('.')}: ${issue.message}`);
   }
-  return k.open(r.data);
+  return k.open(r.data, log);
 }

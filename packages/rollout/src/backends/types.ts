@@ -38,6 +38,13 @@ export interface GenerationRequest {
   sampling?: SamplingInput;
   /** Stops this request's generation at the next decode step once aborted (nobody waits for it any more). */
   signal?: AbortSignal;
+  /**
+   * The policy version that must generate this request, for backends that hold several at
+   * once (vllm); others generate with the one they hold. Default: the newest loaded.
+   */
+  policyVersion?: number;
+  /** Called with each token as it is sampled, by backends that generate in process (serve streams from it). */
+  onToken?: (tokenId: number, logprob: number) => void;
 }
 
 export interface Generation {
@@ -70,8 +77,8 @@ export interface GenerationBackend {
   generate(requests: GenerationRequest[]): Promise<Generation[]>;
   /** Chat completion with tools (teacher models); absent where the backend has no chat template. */
   chat?(request: ChatRequest): Promise<AssistantMessage>;
-  /** Loads a new policy version; requests already running finish on the old one. */
-  reload?(source: string): Promise<void>;
+  /** Loads policy version `version` from `source`; requests already running finish on the old one. */
+  reload?(source: string, version?: number): Promise<void>;
   close(): Promise<void>;
 }
 

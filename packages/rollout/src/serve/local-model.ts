@@ -31,6 +31,8 @@ export async function openLocalModel(modelDir: string, opts: LocalModelOptions =
     maxCharsPerToken: tokenizer.maxCharsPerToken,
     encode: async (text, limit) => (text.length <= INLINE_CHARS ? tokenizer.encode(text) : thread.encode(text, limit)),
     tokenText: (tokenId) => tokenizer.decode([tokenId]),
+    decode: (ids) => tokenizer.decode(ids),
+    eosIds: backend.eosIds,
     renderChat: (messages, tools) => template.render(messages, { tools, addGenerationPrompt: true }),
     readToolCalls: (text) => {
       const parsed = parseToolCalls({ content: text });

@@ -1,7 +1,7 @@
 /**
  * Request bodies the server accepts, in OpenAI's field names (with vLLM's token-id
  * extensions). Unknown fields are ignored as OpenAI-compatible servers do; features this
- * server does not have (streaming, n > 1, echo, forced tool choice) are refused with a 400.
+ * server does not have (n > 1, echo, forced tool choice) are refused with a 400.
  */
 import { z } from 'zod';
 import { BadRequest } from './errors';
@@ -18,7 +18,10 @@ const sampling = {
   seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullish(),
   stop,
   n: z.literal(1, unsupported('n other than 1')).nullish(),
-  stream: z.literal(false, unsupported('stream')).nullish(),
+  /** Answer as server-sent events, chunk by chunk. */
+  stream: z.boolean().nullish(),
+  /** With stream: a last chunk carrying the usage. */
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
 };
 
 export const completionBodySchema = z.object({
@@ -84,3 +87,9 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const param = issue.path.map(String).join('.');
   throw new BadRequest(`${param || 'body'}: ${issue.message}`, param || undefined);
 }
+
+/** vLLM's POST /v1/load_lora_adapter. */
+export const loadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_path: z.string().min(1) });
+
+/** vLLM's POST /v1/unload_lora_adapter. */
+export const unloadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_int_id: z.number().int().nullish() });

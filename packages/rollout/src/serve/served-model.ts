@@ -24,6 +24,10 @@ export interface ServedModel {
   encode(text: string, limit?: number): Promise<number[]>;
   /** Text of one token, for logprob listings. */
   tokenText(id: number): string;
+  /** Text of token ids (streamed text is decoded as it grows). */
+  decode(ids: number[]): string;
+  /** Token ids that end generation and are not part of the text. */
+  readonly eosIds: readonly number[];
   /** A conversation rendered with the model's chat template, generation prompt added. */
   renderChat(messages: ChatMessage[], tools: ToolSpec[]): string;
   /** Tool calls written in generated text, and the text left around them. */

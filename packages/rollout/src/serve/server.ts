@@ -1,6 +1,8 @@
 /**
- * An OpenAI-compatible HTTP server over local models: POST /v1/completions,
- * POST /v1/chat/completions, GET /v1/models, and GET /metrics (Prometheus text). Every error
+ * An OpenAI-compatible HTTP server over local models, speaking vLLM's endpoints:
+ * POST /v1/completions and POST /v1/chat/completions (whole or streamed as server-sent
+ * events), GET /v1/models (exactly what is loaded), POST /v1/load_lora_adapter and
+ * /v1/unload_lora_adapter, GET /health, and GET /metrics (Prometheus text). Every error
  * is answered in OpenAI's shape: 400 naming the field, 404 for a model not served, 413 for a
  * body over the limit, 429 with Retry-After when the generation queue is full, 500 with the
  * reason. A request whose client closes the connection stops its generation.
@@ -8,6 +10,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GenerationInputError } from '../backends/types';
+import { Adapters, type AdapterLoader } from './adapters';
 import { chatCompletions } from './chat';
 import { completions } from './completions';
 import type { RequestContext, Route } from './context';
@@ -16,6 +19,7 @@ import { GenerationGate } from './gate';
 import { InvalidJson, JsonThread } from './json-thread';
 import { ServedModels } from './models';
 import type { ServedModel } from './served-model';
+import { EventStream } from './stream';
 
 export interface ServerOptions {
   host?: string;
@@ -27,6 +31,8 @@ export interface ServerOptions {
   maxConcurrent?: number;
   /** Generation requests queued behind those; one more is answered 429. Default 64. */
   maxQueue?: number;
+  /** Opens the model of POST /v1/load_lora_adapter; without it that endpoint answers 400. */
+  loadAdapter?: AdapterLoader;
 }
 
 export interface RunningServer {
@@ -49,13 +55,19 @@ interface Served {
   models: ServedModels;
   gate: GenerationGate;
   json: JsonThread;
+  adapters: Adapters;
+  /** Generations answered per model name, for /metrics. */
+  generated: Map<string, number>;
   maxBodyBytes: number;
 }
 
 export async function startServer(models: ServedModel | ServedModels, opts: ServerOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
+  const served0 = models instanceof ServedModels ? models : new ServedModels([models]);
   const served: Served = {
-    models: models instanceof ServedModels ? models : new ServedModels([models]),
+    models: served0,
+    adapters: new Adapters(served0, opts.loadAdapter),
+    generated: new Map(),
     gate: new GenerationGate({ maxRunning: opts.maxConcurrent ?? 4, maxWaiting: opts.maxQueue ?? 64 }),
     json: new JsonThread(),
     maxBodyBytes: opts.maxBodyBytes ?? 32 * 1024 * 1024,
@@ -76,7 +88,10 @@ export async function startServer(models: ServedModel | ServedModels, opts: Serv
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
         server.close((e) => (e ? reject(e) : resolve()));
-      }).finally(() => served.json.close()),
+      }).finally(async () => {
+        served.models.removeAdapters();
+        await served.json.close();
+      }),
   };
 }
 
@@ -86,18 +101,31 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
     if (!res.writableFinished) gone.abort(new Error('the client closed the connection'));
   });
   const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
-  if (path === '/v1/models' || path === '/metrics') {
+  if (path === '/v1/models' || path === '/metrics' || path === '/health') {
     if (req.method !== 'GET') return send(res, new ApiError(405, `${req.method} ${path}: use GET`));
-    if (path === '/metrics') return sendText(res, metrics(served.gate));
-    return sendJson(res, 200, { object: 'list', data: served.models.list().map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: 'thinkfl', max_model_len: m.contextLength })) });
+    if (path === '/metrics') return sendText(res, metrics(served.gate, served.generated));
+    // vLLM answers a live server with an empty 200.
+    if (path === '/health') return sendText(res, '');
+    return sendJson(res, 200, { object: 'list', data: served.models.list().map(modelCard) });
   }
+  const adapter = path === '/v1/load_lora_adapter' || path === '/v1/unload_lora_adapter';
   const route = posts[path];
-  if (!route) return send(res, new ApiError(404, `no route ${req.method} ${path}`, 'not_found_error'));
+  if (!route && !adapter) return send(res, new ApiError(404, `no route ${req.method} ${path}`, 'not_found_error'));
   if (req.method !== 'POST') return send(res, new ApiError(405, `${req.method} ${path}: use POST`));
+  const held: (() => void)[] = [];
   const ctx: RequestContext = {
-    models: served.models,
+    model: (name) => {
+      const h = served.models.hold(name);
+      held.push(h.release);
+      return h.model;
+    },
     signal: gone.signal,
-    generate: (model, request) => served.gate.run(gone.signal, async () => (await model.backend.generate([{ ...request, signal: gone.signal }]))[0]),
+    generate: (model, request) =>
+      served.gate.run(gone.signal, async () => {
+        const [gen] = await model.backend.generate([{ ...request, signal: gone.signal }]);
+        served.generated.set(model.id, (served.generated.get(model.id) ?? 0) + 1);
+        return gen;
+      }),
   };
   try {
     const bytes = await readBody(req, served.maxBodyBytes);
@@ -108,15 +136,46 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
       if (e instanceof InvalidJson) throw new BadRequest(`request body is not valid JSON: ${e.message}`);
       throw e;
     }
+    if (adapter) {
+      return sendText(res, path === '/v1/load_lora_adapter' ? await served.adapters.load(body) : served.adapters.unload(body));
+    }
     const answer = await route(ctx, body);
-    if (!gone.signal.aborted) sendJson(res, 200, answer);
+    if (answer instanceof EventStream) await streamEvents(res, answer);
+    else if (!gone.signal.aborted) sendJson(res, 200, answer);
   } catch (e) {
     // Nobody is left to answer.
     if (gone.signal.aborted) return;
-    if (e instanceof ApiError) return send(res, e);
-    if (e instanceof GenerationInputError) return send(res, new BadRequest(e.message));
-    throw e;
+    const error = e instanceof ApiError ? e : e instanceof GenerationInputError ? new BadRequest(e.message) : undefined;
+    if (!error) throw e;
+    // A stream already under way reports the error as its last event, as OpenAI's does.
+    if (res.headersSent) return void res.end(`data: ${JSON.stringify(error.body)}\n\n`);
+    return send(res, error);
+  } finally {
+    for (const release of held) release();
   }
+}
+
+/** Writes a stream's chunks as server-sent events; the headers go with the first chunk, so an error before it is answered whole. */
+async function streamEvents(res: ServerResponse, stream: EventStream): Promise<void> {
+  await stream.run((chunk) => {
+    if (res.destroyed) return;
+    if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  });
+  if (!res.destroyed) res.end('data: [DONE]\n\n');
+}
+
+/** One /v1/models entry as vLLM lists it: adapters name their path (root) and base model (parent). */
+function modelCard(m: { model: ServedModel; path?: string; parent?: string }): Record<string, unknown> {
+  return {
+    id: m.model.id,
+    object: 'model',
+    created: 0,
+    owned_by: 'thinkfl',
+    root: m.path ?? m.model.id,
+    parent: m.parent ?? null,
+    max_model_len: m.model.contextLength,
+  };
 }
 
 function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
@@ -147,7 +206,7 @@ function drain(req: IncomingMessage, error: ApiError): ApiError {
   return error;
 }
 
-function metrics(gate: GenerationGate): string {
+function metrics(gate: GenerationGate, generated: Map<string, number>): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number) =>
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
@@ -155,6 +214,8 @@ function metrics(gate: GenerationGate): string {
   metric('thinkfl_generations_waiting', 'gauge', 'Generation requests queued for a free slot.', gate.waiting);
   metric('thinkfl_generations_completed_total', 'counter', 'Generations finished with their client still there (answered or failed).', gate.completed);
   metric('thinkfl_generations_cancelled_total', 'counter', 'Generations stopped because their client closed the connection.', gate.cancelled);
+  lines.push('# HELP thinkfl_model_generations_total Generations finished per served model (base model or loaded adapter).', '# TYPE thinkfl_model_generations_total counter');
+  for (const [id, n] of generated) lines.push(`thinkfl_model_generations_total{model=${JSON.stringify(id)}} ${n}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -170,6 +231,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 }
 
 function sendText(res: ServerResponse, text: string): void {
+  if (res.headersSent) return;
   res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

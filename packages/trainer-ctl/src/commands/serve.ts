@@ -1,7 +1,10 @@
 /**
  * `trainer-ctl serve --model DIR`: an OpenAI-compatible server (completions, chat completions
- * with tool calls, models, /metrics) over the `onnx` backend, so a trained model can be used by
- * any OpenAI client, the `openai` backend included. Its work is bounded: request body size,
+ * with tool calls, streamed or whole, models, /health, /metrics) over the `onnx` backend, so a
+ * trained model can be used by any OpenAI client, the `openai` and `vllm` backends included. It
+ * speaks vLLM's runtime LoRA endpoints: POST /v1/load_lora_adapter names a policy directory
+ * (for ONNX the merged export the trainer writes beside the adapter), served under the
+ * adapter's name until /v1/unload_lora_adapter. Its work is bounded: request body size,
  * prompt length against the context before tokenizing, generations running and queued.
  */
 import type { CommandModule } from 'yargs';
@@ -41,8 +44,10 @@ export const command: CommandModule<object, Args> = {
         return true;
       }),
   handler: async (args) => {
-    const model = await openLocalModel(args.model, { id: args.name, threads: args.threads, kvCache: args['kv-cache'] });
+    const opts = { threads: args.threads, kvCache: args['kv-cache'] };
+    const model = await openLocalModel(args.model, { ...opts, id: args.name });
     const server = await startServer(model, {
+      loadAdapter: (name, path) => openLocalModel(path, { ...opts, id: name }),
       host: args.host,
       port: args.port,
       maxBodyBytes: Math.round(args['max-body-mb'] * 1024 * 1024),

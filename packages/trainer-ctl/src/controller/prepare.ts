@@ -1,6 +1,7 @@
 /**
  * Inputs a run needs before it starts, made when the config says how and they are missing:
- * the dataset (imported from raw telemetry, `dataset.import`) and the tiny CI model
+ * the dataset (imported from raw telemetry, `dataset.import`), the backbone (downloaded from
+ * the Hugging Face Hub, `model.hub_id`) and the tiny CI model
  * (`model.create_tiny`, by scripts/create-tiny-model.ts in a child process since it drives the
  * train engine). So the README's main command works from a fresh clone after scripts/setup.sh.
  */
@@ -9,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { FORMAT_VERSION, gapLines, importDataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
+import { downloadModel, hubAccess } from '../hub/index';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..', '..');
 
@@ -68,6 +70,11 @@ export async function prepareInputs(config: RunConfig, log: (line: string) => vo
     log(`prepare: importing ${dataset.import.format} from ${dataset.import.src} into ${dataset.path}`);
     const imported = await importDataset({ format: dataset.import.format, src: dataset.import.src, out: dataset.path, settings: dataset.import.settings });
     for (const line of gapLines(imported.meta.gaps)) log(`prepare: warning: ${line}`);
+  }
+  // A directory with its config.json is used as it is, offline; otherwise hub_id fills it.
+  if (model.hub_id && !existsSync(join(model.dir, 'config.json'))) {
+    log(`prepare: downloading ${model.hub_id} at ${model.revision} into ${model.dir}`);
+    await downloadModel({ ...hubAccess(), hubId: model.hub_id, revision: model.revision, dir: model.dir, log });
   }
   if (existsSync(model.dir) && model.create_tiny) checkTinyModel(model.dir, model.create_tiny);
   if (!existsSync(model.dir) && model.create_tiny) {

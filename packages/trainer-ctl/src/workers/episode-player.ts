@@ -28,19 +28,31 @@ export interface EpisodePlayerOptions {
   log?: (line: string) => void;
 }
 
-/** Opens the configured backend on a policy directory, or moves it to the next one. */
-function backendLoader(config: RunConfig, holder: { backend?: GenerationBackend }) {
+/** The backend settings as opened: the run fills in what only it knows. */
+function openedSettings(config: RunConfig, runId: string, ref: PolicyRef): Record<string, unknown> {
   const settings = config.generation.backend;
+  // The onnx backend always runs the published policy, so generation and training share weights.
+  if (settings.kind === 'onnx') return { ...settings, modelDir: ref.dir };
+  if (settings.kind === 'vllm') {
+    const { policy_format: _written, ...rest } = settings;
+    return { lora_prefix: runId, model_dir: config.model.dir, staleness: config.workers.max_staleness, ...rest };
+  }
+  return settings;
+}
+
+/** Opens the configured backend on a policy directory, or moves it to the next one. */
+function backendLoader(config: RunConfig, runId: string, holder: { backend?: GenerationBackend }, log?: (line: string) => void) {
   return async (ref: PolicyRef): Promise<void> => {
     if (!holder.backend) {
-      // The onnx backend always runs the published policy, so generation and training share weights.
-      holder.backend = await openBackend(settings.kind === 'onnx' ? { ...settings, modelDir: ref.dir } : settings, 'generation.backend');
+      holder.backend = await openBackend(openedSettings(config, runId, ref), 'generation.backend', log);
+      // vllm loads version 0 the way it loads every later one.
+      if (config.generation.backend.kind === 'vllm') await holder.backend.reload!(ref.dir, ref.version);
       return;
     }
     if (!holder.backend.reload) {
       throw new Error(`generation.backend ${holder.backend.name} cannot load policy version ${ref.version} (${ref.dir}): it has no reload`);
     }
-    await holder.backend.reload(ref.dir);
+    await holder.backend.reload(ref.dir, ref.version);
   };
 }
 
@@ -50,7 +62,7 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
   const cases = new Map<string, Case>(dataset.cases.map((c) => [c.id, c]));
   const chat: ChatModel = chatModelFromConfig(config);
   const holder: { backend?: GenerationBackend } = {};
-  const sync = new PolicySync(opts.registry, backendLoader(config, holder), opts.syncTimeoutMs ?? config.workers.sync_timeout_s * 1000, opts.log);
+  const sync = new PolicySync(opts.registry, backendLoader(config, opts.registry.runId, holder, opts.log), opts.syncTimeoutMs ?? config.workers.sync_timeout_s * 1000, opts.log);
   const { protocol, ...episodeSettings } = config.episode;
 
   const play: RolloutPlayer = async (job: RolloutJob) => {
@@ -61,6 +73,7 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
     const policy = new ModelPolicy({
       backend: holder.backend as GenerationBackend,
       chat,
+      policyVersion: version,
       settings: {
         renderTools: config.generation.render_tools,
         temperature: job.temperature,

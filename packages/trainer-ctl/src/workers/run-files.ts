@@ -1,12 +1,16 @@
 /**
  * Where the train worker keeps its outputs in the run directory: exported policies
- * (policies/v<version>) and checkpoints (checkpoints/update-<n>, n = updates done). Both are
+ * (policies/v<version>, or adapters/v<version> with a checksum manifest when inference servers
+ * load them over HTTP) and checkpoints (checkpoints/update-<n>, n = updates done). All are
  * written under a temporary name and renamed, so a directory that exists is complete.
  */
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const policyDir = (runDir: string, version: number) => join(runDir, 'policies', `v${version}`);
+/** Folder of exported policies: `adapters` for the servers of the vllm backend, `policies` otherwise. */
+export type PolicyFolder = 'policies' | 'adapters';
+
+export const policyDir = (runDir: string, version: number, folder: PolicyFolder = 'policies') => join(runDir, folder, `v${version}`);
 export const checkpointDir = (runDir: string, updates: number) => join(runDir, 'checkpoints', `update-${String(updates).padStart(6, '0')}`);
 /** Bulk data beside the queue (step files, long trajectories); shared by every worker of the run. */
 export const dataDir = (runDir: string) => join(runDir, 'data');
@@ -51,8 +55,8 @@ export function writeTrainerState(dir: string, updates: number): void {
 }
 
 /** Deletes exported policies older than `keepFrom` (rollout workers may still be asked for recent ones). */
-export function prunePolicies(runDir: string, keepFrom: number): void {
-  const root = join(runDir, 'policies');
+export function prunePolicies(runDir: string, keepFrom: number, folder: PolicyFolder = 'policies'): void {
+  const root = join(runDir, folder);
   if (!existsSync(root)) return;
   for (const n of readdirSync(root)) {
     const m = /^v(\d+)$/.exec(n);

@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { UnrecoverableError, Worker } from 'bullmq';
+import { writeManifest } from '@thinkfl/rollout';
 import type { Redis } from 'ioredis';
 import type { RunConfig } from '../config/schema';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
@@ -67,7 +68,9 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   const log = opts.log ?? (() => undefined);
   const registry = new PolicyRegistry(opts.connection, opts.runId);
   const results = new TrainResultStore(opts.connection, opts.runId);
-  const exportFormat = config.generation.backend.kind === 'onnx' ? 'onnx' : 'weights';
+  const backend = config.generation.backend;
+  const exportFormat = backend.kind === 'vllm' ? backend.policy_format : backend.kind === 'onnx' ? 'onnx' : 'weights';
+  const folder = backend.kind === 'vllm' ? 'adapters' : 'policies';
   const first = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
   if (config.checkpoints.resume === 'require' && !first) throw new Error(`checkpoints.resume is require, but ${runDir} has no checkpoint`);
 
@@ -103,15 +106,17 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     }
   };
   const exportPolicy = async (version: number) => {
-    const dir = policyDir(runDir, version);
+    const dir = policyDir(runDir, version, folder);
     await writeAtomically(dir, async (tmp) => {
       await engine.request('export', { dir: tmp, format: exportFormat });
+      // Servers load the directory by path: the manifest lets the loading side check it is whole.
+      if (folder === 'adapters') await writeManifest(tmp, version);
     });
     return dir;
   };
   const publish = async (version: number, dir: string) => {
     await registry.publish({ version, dir });
-    prunePolicies(runDir, version - (config.workers.max_staleness + 2));
+    prunePolicies(runDir, version - (config.workers.max_staleness + 2), folder);
     log(`published policy v${version} (${dir})`);
   };
 

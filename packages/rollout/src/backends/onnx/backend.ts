@@ -69,7 +69,7 @@ export class OnnxBackend implements GenerationBackend {
   async generate(requests: GenerationRequest[]): Promise<Generation[]> {
     const rows = requests.map((r, i) => {
       const sampling = resolveSampling(r.sampling, `requests[${i}].sampling`);
-      return { promptIds: r.promptIds, sampling, seed: sampling.seed ?? randomSeed(), signal: r.signal };
+      return { promptIds: r.promptIds, sampling, seed: sampling.seed ?? randomSeed(), signal: r.signal, onToken: r.onToken };
     });
     const loaded = this.current;
     loaded.running++;
@@ -92,11 +92,12 @@ export class OnnxBackend implements GenerationBackend {
   }
 
   /**
-   * Loads a new policy version from a model directory or an .onnx file (which keeps the
-   * current tokenizer); a new tokenizer may come with a new model directory.
+   * Loads a new policy version (numbered `version`, else the next) from a model directory or
+   * an .onnx file (which keeps the current tokenizer); a new tokenizer may come with a new
+   * model directory.
    */
-  async reload(source: string, detokenizer?: Detokenizer): Promise<void> {
-    const next = await load(source, this.settings.threads, this.current.version + 1);
+  async reload(source: string, version?: number, detokenizer?: Detokenizer): Promise<void> {
+    const next = await load(source, this.settings.threads, version ?? this.current.version + 1);
     const old = this.current;
     this.current = next;
     if (detokenizer) this.detokenizer = detokenizer;

@@ -16,6 +16,8 @@ export interface BatchRow {
   seed: number;
   /** Once aborted, the row leaves the batch at the next step with finish 'abort'. */
   signal?: AbortSignal;
+  /** Called with each sampled token, before the next step runs. */
+  onToken?: (tokenId: number, logprob: number) => void;
 }
 
 export interface DecodeOptions {
@@ -67,6 +69,7 @@ export async function generateBatch(model: OnnxCausalLM, batch: BatchRow[], opts
       r.out.push(pick.token);
       r.logprobs.push(pick.logprob);
       if (pick.top) r.top.push(pick.top);
+      r.onToken?.(pick.token, pick.logprob);
       finishIfDone(r, opts);
       abortIfAsked(r);
     });

@@ -42,6 +42,14 @@ export class Semaphore {
   }
 }
 
+/** One call's own limits, where they differ from the client's. */
+export interface CallOptions {
+  timeoutMs?: number;
+  retries?: number;
+  /** The answer is plain text (vLLM's LoRA endpoints), not JSON. */
+  text?: boolean;
+}
+
 export class JsonHttpClient {
   private readonly gate: Semaphore;
 
@@ -49,22 +57,23 @@ export class JsonHttpClient {
     this.gate = new Semaphore(s.concurrency);
   }
 
-  post(path: string, body: unknown): Promise<unknown> {
-    return this.request('POST', path, body);
+  post(path: string, body: unknown, opts: CallOptions = {}): Promise<unknown> {
+    return this.request('POST', path, body, opts);
   }
 
-  get(path: string): Promise<unknown> {
-    return this.request('GET', path);
+  get(path: string, opts: CallOptions = {}): Promise<unknown> {
+    return this.request('GET', path, undefined, opts);
   }
 
-  private async request(method: string, path: string, body?: unknown): Promise<unknown> {
+  private async request(method: string, path: string, body: unknown, opts: CallOptions): Promise<unknown> {
     const url = `${this.s.baseUrl.replace(/\/+$/, '')}${path}`;
+    const retries = opts.retries ?? this.s.retries;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.gate.run(() => this.once(method, url, body));
+        return await this.gate.run(() => this.once(method, url, body, opts.timeoutMs ?? this.s.timeoutMs, opts.text === true));
       } catch (e) {
         const err = e instanceof HttpError ? e : new HttpError(String(e), undefined, false);
-        if (!err.retryable || attempt >= this.s.retries) {
+        if (!err.retryable || attempt >= retries) {
           err.message = `${method} ${url} failed after ${attempt + 1} attempt(s): ${err.message}`;
           throw err;
         }
@@ -73,9 +82,9 @@ export class JsonHttpClient {
     }
   }
 
-  private async once(method: string, url: string, body: unknown): Promise<unknown> {
+  private async once(method: string, url: string, body: unknown, timeoutMs: number, text: boolean): Promise<unknown> {
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), this.s.timeoutMs);
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
     let res: Response;
     try {
       res = await fetch(url, {
@@ -87,21 +96,22 @@ export class JsonHttpClient {
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: abort.signal,
       });
-      const text = await res.text();
+      const answer = await res.text();
       if (!res.ok) {
         const retryable = res.status === 429 || res.status >= 500;
-        throw new HttpError(`HTTP ${res.status}: ${text.slice(0, 500)}`, res.status, retryable);
+        throw new HttpError(`HTTP ${res.status}: ${answer.slice(0, 500)}`, res.status, retryable);
       }
+      if (text) return answer;
       try {
-        return JSON.parse(text);
+        return JSON.parse(answer);
       } catch {
-        throw new HttpError(`response is not JSON: ${text.slice(0, 200)}`, res.status, false);
+        throw new HttpError(`response is not JSON: ${answer.slice(0, 200)}`, res.status, false);
       }
     } catch (e) {
       if (e instanceof HttpError) throw e;
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
       const detail = cause ? ` (${cause.code ?? cause.message})` : '';
-      const reason = abort.signal.aborted ? `timed out after ${this.s.timeoutMs} ms` : `${(e as Error).message}${detail}`;
+      const reason = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : `${(e as Error).message}${detail}`;
       throw new HttpError(reason, undefined, true);
     } finally {
       clearTimeout(timer);

@@ -3,6 +3,6 @@ import type { BackendKind } from '../registry';
 import { OpenAIBackend, openaiSettingsSchema, type OpenAISettings } from './backend';
 
 export { OpenAIBackend, openaiSettingsSchema, type OpenAISettings } from './backend';
-export { JsonHttpClient, HttpError, Semaphore } from './http';
+export { JsonHttpClient, HttpError, Semaphore, type CallOptions } from './http';
 
 export const openaiKind: BackendKind = { name: 'openai', settings: openaiSettingsSchema, open: async (s) => new OpenAIBackend(s as OpenAISettings) };

@@ -1,5 +1,5 @@
 /** generation: the backend that plays the policy, sampling settings, temperature per stage. */
-import { onnxSettingsSchema, openaiSettingsSchema, samplingSchema } from '@thinkfl/rollout';
+import { onnxSettingsSchema, openaiSettingsSchema, samplingSchema, vllmSettingsSchema } from '@thinkfl/rollout';
 import { z } from 'zod';
 
 const temperature = (def: number, why: string) =>
@@ -13,7 +13,23 @@ export const GenerationSection = z
           kind: z.literal('onnx').describe('onnxruntime-node in process: tiny models on CPU, exported models locally.'),
         }),
         openaiSettingsSchema.extend({
-          kind: z.literal('openai').describe('An OpenAI-compatible HTTP server (vLLM in deployment).'),
+          kind: z.literal('openai').describe('An OpenAI-compatible HTTP server (teacher models; plays whatever model it serves).'),
+        }),
+        vllmSettingsSchema.extend({
+          kind: z.literal('vllm').describe('vLLM servers (or trainer-ctl serve replicas) with each policy version synced as a LoRA adapter over HTTP.'),
+          staleness: z
+            .number()
+            .int()
+            .min(0)
+            .optional()
+            .describe('Policy versions kept loaded behind the newest; older ones are unloaded once their requests finish. Default workers.max_staleness.'),
+          policy_format: z
+            .enum(['onnx', 'weights'])
+            .default('onnx')
+            .describe(
+              'What the train worker writes into <run>/adapters/v<N> (with manifest.json) for the servers to load: ' +
+                "'onnx', the merged ONNX export trainer-ctl serve loads; 'weights', the Hugging Face weights directory. Default onnx.",
+            ),
         }),
       ])
       .prefault({ kind: 'onnx' })

@@ -1,0 +1,15 @@
+# The control-plane image: the controller (`trainer-ctl train`) and rollout workers
+# (`trainer-ctl worker rollout`, the vllm backend's client). No GPU, no Python.
+#   docker build -f docker/control-plane.Dockerfile -t thinkfl-control .
+FROM node:20.18.1-bookworm-slim
+
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json ./
+COPY packages packages
+COPY scripts scripts
+RUN npm ci
+COPY configs configs
+COPY docker/run.yaml docker/run.yaml
+
+ENTRYPOINT ["node", "packages/trainer-ctl/bin/trainer-ctl.mjs"]
+CMD ["train", "docker/run.yaml"]

@@ -1,0 +1,44 @@
+/** Settings of the `vllm` backend (snake_case, as run configs spell new keys). */
+import { z } from 'zod';
+
+export const vllmSettingsSchema = z
+  .object({
+    /** API roots of the vLLM servers (or `trainer-ctl serve` replicas), e.g. http://vllm-0:8000/v1. At least one. */
+    replicas: z.array(z.url()).min(1),
+    /**
+     * Name prefix of loaded policies: version N is served as `<lora_prefix>-v<N>`. Default: the
+     * run's id (the rollout worker fills it in).
+     */
+    lora_prefix: z.string().min(1).optional(),
+    /**
+     * Backbone directory whose generation_config.json `eos_token_id` is sent as
+     * `stop_token_ids`. Default: model.dir of the run (the rollout worker fills it in); a
+     * directory without the file sends none.
+     */
+    model_dir: z.string().min(1).optional(),
+    /** Environment variable holding the servers' API key; no Authorization header when unset. Default VLLM_API_KEY. */
+    api_key_env: z.string().min(1).default('VLLM_API_KEY'),
+    /** Hard limit of one completion request, seconds. Default 300. */
+    request_timeout_s: z.number().positive().default(300),
+    /** Hard limit of one adapter load (POST /v1/load_lora_adapter, then GET /v1/models), seconds. Default 120. */
+    load_timeout_s: z.number().positive().default(120),
+    /** A completion that failed on one replica (network error, 5xx, 429, adapter gone) is retried on another this many times. Default 3. */
+    retries: z.number().int().min(0).default(3),
+    /** A load that failed on a replica is retried this many times before the replica leaves rotation. Default 2. */
+    load_retries: z.number().int().min(0).default(2),
+    /** Wait before the first retry, milliseconds; doubles with each retry. Default 500. */
+    backoff_ms: z.number().int().min(0).default(500),
+    /** Completion requests in flight per replica; more wait their turn. Default 32. */
+    concurrency_per_replica: z.number().int().positive().default(32),
+    /**
+     * Policy versions kept loaded behind the newest: version N - k stays while k <= this, older
+     * ones are unloaded once their requests finish. Default: workers.max_staleness of the run
+     * (the rollout worker fills it in), else 1.
+     */
+    staleness: z.number().int().min(0).default(1),
+    /** How often a replica out of rotation is probed at GET /health to take it back, milliseconds. Default 1000. */
+    health_interval_ms: z.number().int().positive().default(1000),
+  })
+  .strict();
+
+export type VllmSettings = z.input<typeof vllmSettingsSchema>;

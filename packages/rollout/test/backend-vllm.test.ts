@@ -1,0 +1,105 @@
+/**
+ * The `vllm` backend's failure handling against a real `trainer-ctl serve` replica and a replica
+ * address where nothing listens: a policy directory whose manifest does not match is refused
+ * naming the file; a replica that cannot load a version leaves rotation with a reason naming it
+ * and the version, while the one that could serves every request under `<prefix>-v<N>`; no
+ * replica able to load is an error naming each; a version outside the staleness window is
+ * refused; stop token ids come from generation_config.json.
+ */
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VllmBackend, stopTokenIds, verifyManifest, writeManifest } from '../src/backends/index';
+import { loadChatModel } from '../src/chat/chat-model';
+import { createTinyModel, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+
+const dir = scratchDir('vllm');
+let modelDir: string;
+let serve: ServeProcess;
+let deadUrl: string;
+const fast = { backoff_ms: 10, load_retries: 1, retries: 1, health_interval_ms: 60_000, request_timeout_s: 30, load_timeout_s: 30 };
+
+/** A copy of the model as the trainer writes a version: the files, then manifest.json. */
+async function policyVersion(v: number): Promise<string> {
+  const out = join(dir, 'adapters', `v${v}`);
+  cpSync(modelDir, out, { recursive: true });
+  await writeManifest(out, v);
+  return out;
+}
+
+beforeAll(async () => {
+  modelDir = await createTinyModel(join(dir, 'base'), 7);
+  serve = await startServeProcess(modelDir, ['--name', 'base']);
+  // A port that was free a moment ago: connections to it are refused.
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  deadUrl = `http://127.0.0.1:${(probe.address() as { port: number }).port}/v1`;
+  await new Promise<void>((r) => probe.close(() => r()));
+}, 300_000);
+afterAll(async () => {
+  expect(await serve?.stop()).toBe(0);
+});
+
+describe('vllm backend', () => {
+  it('refuses a policy directory that does not match its manifest, naming the file', async () => {
+    const v = await policyVersion(9);
+    await expect(verifyManifest(v, 9)).resolves.toBeDefined();
+    await expect(verifyManifest(v, 8)).rejects.toThrow(/manifest.json: version 9, expected 8/);
+    writeFileSync(join(v, 'tokenizer.json'), '{}');
+    const backend = new VllmBackend({ replicas: [serve.url], lora_prefix: 'run', ...fast });
+    await expect(backend.reload(v, 9)).rejects.toThrow(new RegExp(`${join(v, 'tokenizer.json').replace(/[/.]/g, '\\$&')}: \\d+ bytes, the manifest says \\d+`));
+    mkdirSync(join(v, 'extra'));
+    writeFileSync(join(v, 'extra', 'x.bin'), 'x');
+    await expect(verifyManifest(v, 9)).rejects.toThrow(/extra\/x\.bin is not in manifest.json/);
+    await backend.close();
+  });
+
+  it('takes a replica that cannot load out of rotation and serves every request by name from the one that could', async () => {
+    const backend = new VllmBackend({ replicas: [deadUrl, serve.url], lora_prefix: 'run-a', ...fast });
+    await backend.reload(await policyVersion(0), 0);
+    const [dead, live] = backend.replicas;
+    expect(dead.ready).toBe(false);
+    expect(dead.reason).toMatch(new RegExp(`loading policy version 0 \\(run-a-v0 from .*v0\\) failed after 2 attempt\\(s\\): .*${deadUrl.replace(/[/.]/g, '\\$&')}`));
+    expect([live.ready, [...live.loaded]]).toEqual([true, [0]]);
+    const models = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    expect(models).toEqual(['base', 'run-a-v0']);
+    const chat = loadChatModel(modelDir);
+    const gens = await backend.generate([0, 1, 2].map((s) => ({ promptIds: chat.tokenizer.encode('search_traces'), sampling: { seed: s, maxTokens: 5 } })));
+    for (const g of gens) {
+      expect(g.tokenIds.length).toBeGreaterThan(0);
+      expect(g.logprobs).toHaveLength(g.tokenIds.length);
+    }
+    const metrics = await (await fetch(`${new URL(serve.url).origin}/metrics`)).text();
+    expect(metrics).toContain('thinkfl_model_generations_total{model="run-a-v0"} 3');
+    expect(metrics).not.toContain('thinkfl_model_generations_total{model="base"}');
+    // Version 1 replaces 0 (staleness 0): 0 is unloaded and refused from then on.
+    const b0 = new VllmBackend({ replicas: [serve.url], lora_prefix: 'run-b', staleness: 0, ...fast });
+    await b0.reload(await policyVersion(1), 1);
+    await b0.reload(await policyVersion(2), 2);
+    const after = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    expect(after).toContain('run-b-v2');
+    expect(after).not.toContain('run-b-v1');
+    await expect(b0.generate([{ promptIds: [5, 6], policyVersion: 1, sampling: { maxTokens: 2 } }])).rejects.toThrow(/policy version 1 is not loaded \(newest 2, staleness window 0\)/);
+    await Promise.all([backend.close(), b0.close()]);
+  });
+
+  it('fails when no replica can load a version, naming each replica and the version', async () => {
+    const backend = new VllmBackend({ replicas: [deadUrl], lora_prefix: 'run-c', ...fast });
+    await expect(backend.reload(await policyVersion(3), 3)).rejects.toThrow(
+      new RegExp(`policy version 3 \\(run-c-v3 from .*\\) could not be loaded on any replica: ${deadUrl.replace(/[/.]/g, '\\$&')} out of rotation \\(loading policy version 3`),
+    );
+    await expect(backend.generate([{ promptIds: [1], sampling: { maxTokens: 1 } }])).rejects.toThrow(/no policy version is loaded yet/);
+    await backend.close();
+  });
+
+  it('reads stop token ids from generation_config.json', () => {
+    const d = join(dir, 'gen');
+    mkdirSync(d);
+    expect(stopTokenIds(d)).toEqual([]);
+    writeFileSync(join(d, 'generation_config.json'), JSON.stringify({ eos_token_id: [151645, 151643] }));
+    expect(stopTokenIds(d)).toEqual([151645, 151643]);
+    writeFileSync(join(d, 'generation_config.json'), JSON.stringify({ eos_token_id: 2 }));
+    expect(stopTokenIds(d)).toEqual([2]);
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * The `vllm` backend's weight sync over HTTP, end to end on CPU (issue 10, acceptance 1 and 2):
+ * GRPO steps run by the controller's step function over a real Redis, a real train worker
+ * writing each policy into <run>/adapters/v<N> with its manifest, a `trainer-ctl worker
+ * rollout` process with `generation.backend.kind: vllm`, and two `trainer-ctl serve`
+ * replicas loading every version through POST /v1/load_lora_adapter. Every trajectory records
+ * the version its step asked for, and the replicas' own per-model counters (independent of the
+ * worker) show exactly that many generations by that version's adapter and none by the base
+ * model. Then one replica is SIGKILLed mid-step and restarted on its port: the step still ends
+ * with exactly G samples per group, and the restarted replica holds the current adapter
+ * before it answers any generation.
+ */
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { loadDataset, type Dataset } from '@thinkfl/env';
+import { MANIFEST_FILE, verifyManifest } from '@thinkfl/rollout';
+import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
+import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
+import { connectRedis, parseQueueSettings, PolicyRegistry, type Trajectory } from '../src/queue/index';
+import { startTrainWorker, type TrainWorker } from '../src/workers/index';
+import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
+import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
+import { createTinyModel, scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+
+const RUN = 'vllm-sync';
+const G = 4;
+let redis: TestRedis;
+let conn: Redis;
+let dir: string;
+let dataset: Dataset;
+let loaded: LoadedRunConfig;
+let trainer: TrainWorker;
+let rollout: WorkerProcess;
+let transport: RedisTransport;
+let ctx: StepContext;
+let modelDir: string;
+const replicas: ServeProcess[] = [];
+
+const name = (v: number) => `${RUN}-v${v}`;
+const generations = async (r: ServeProcess, model: string) => (await readMetrics(r.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
+const listed = async (r: ServeProcess) => ((await (await fetch(`${r.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+
+/** Generated stretches of a trajectory: runs of mask 1, one per generation request. */
+const generatedRuns = (t: Trajectory) => t.mask.filter((m, i) => m === 1 && t.mask[i - 1] !== 1).length;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  conn = connectRedis(redis.url);
+  dataset = await loadDataset(await ensureNezhaDataset());
+  dir = scratch('vllm');
+  modelDir = await createTinyModel(join(dir, 'model'), 5);
+  for (let i = 0; i < 2; i++) replicas.push(await startServe(modelDir, ['--name', 'base', '--threads', '1']));
+  const file = join(dir, 'run.yaml');
+  writeFileSync(
+    file,
+    `run: { name: ${RUN}, output_dir: ${join(dir, 'runs')}, seed: 0 }
+model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096 }
+dataset: { path: ${NEZHA_DATASET} }
+episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
+generation:
+  backend: { kind: vllm, replicas: [${replicas.map((r) => r.url).join(', ')}], backoff_ms: 100, health_interval_ms: 200, request_timeout_s: 60, load_timeout_s: 60 }
+  sampling: { max_tokens: 48 }
+grpo: { group_size: ${G}, cases_per_step: 2, max_refill_groups: 0, advantage: { skip_equal_groups: false }, loss: { kl_coef: 0 }, optimizer: { lr: 1.0e-3 } }
+workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
+`,
+  );
+  loaded = loadRunConfig(file);
+  trainer = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings: parseQueueSettings({ prefix: 'thinkfl' }), config: loaded.config, runDir: loaded.runDir });
+  rollout = spawnWorker(['rollout', '--config', file, '--redis', redis.url, '--id', 'R', '--concurrency', '4']);
+  await rollout.waitLine(/ready on/, 180_000);
+  transport = new RedisTransport(redis.url, RUN);
+  ctx = { config: loaded.config, dataset, runId: RUN, train: runCases(dataset, loaded.config).train, transport };
+}, 900_000);
+
+afterAll(async () => {
+  if (rollout && rollout.child.exitCode === null) {
+    rollout.child.kill('SIGTERM');
+    await rollout.exited;
+  }
+  await transport?.close();
+  await trainer?.close();
+  for (const r of replicas) await r.stop();
+  conn?.disconnect();
+  await redis?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Each group has exactly G samples, one per index, all recording `version`. */
+function expectGroups(out: StepOutcome, version: number): Trajectory[] {
+  const all: Trajectory[] = [];
+  expect(out.groups).toHaveLength(2);
+  for (const g of out.groups) {
+    expect(g.trajectories.map((t) => t.sampleIndex)).toEqual([...Array(G).keys()]);
+    for (const t of g.trajectories) expect(t.policyVersion).toBe(version);
+    all.push(...g.trajectories);
+  }
+  return all;
+}
+
+describe('vllm backend against two trainer-ctl serve replicas', () => {
+  it('runs GRPO steps with every version synced as an adapter: trajectories record the adapter that generated them', async () => {
+    for (let step = 0; step < 2; step++) {
+      const before = await Promise.all(replicas.map((r) => readMetrics(r.origin)));
+      const out = await runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
+      expect(out.result?.version).toBe(step + 1);
+      const trajectories = expectGroups(out, step);
+      const turns = trajectories.reduce((a, t) => a + generatedRuns(t), 0);
+      const served = await Promise.all(replicas.map((r) => generations(r, name(step))));
+      const earlier = before.map((m) => m[`thinkfl_model_generations_total{model="${name(step)}"}`] ?? 0);
+      // The replicas generated exactly the trajectories' turns with this step's adapter, both of them taking part.
+      console.log(`[figure] step ${step}: ${trajectories.length} trajectories, ${turns} generations; ${name(step)} on replica 0: ${served[0] - earlier[0]}, replica 1: ${served[1] - earlier[1]}`);
+      expect(served[0] - earlier[0] + served[1] - earlier[1]).toBe(turns);
+      expect(served.every((n, i) => n - earlier[i] > 0)).toBe(true);
+      for (const r of replicas) expect(await generations(r, 'base')).toBe(0);
+    }
+    // The trainer wrote each version atomically with its manifest; version 0 came the same way.
+    for (const v of [0, 1, 2]) {
+      const adapter = join(loaded.runDir, 'adapters', `v${v}`);
+      expect(existsSync(join(adapter, MANIFEST_FILE))).toBe(true);
+      await verifyManifest(adapter, v);
+    }
+    expect(await new PolicyRegistry(conn, RUN).current()).toEqual({ version: 2, dir: join(loaded.runDir, 'adapters', 'v2') });
+    // With no staleness allowed, older versions are unloaded once their requests finished.
+    await until('v0 and v1 unloaded', async () => ((await Promise.all(replicas.map(listed))).every((l) => l.join() === ['base', name(1)].join()) ? true : undefined));
+  }, 900_000);
+
+  it('survives a replica killed mid-step and restarted: exactly G samples per group, the current adapter loaded before it takes jobs', async () => {
+    const step = 2;
+    const running = runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
+    // Kill replica 0 once it has generated with version 2: mid-step.
+    const victim = replicas[0];
+    const port = Number(new URL(victim.url).port);
+    await until('replica 0 generating v2', async () => ((await generations(victim, name(2))) > 0 ? true : undefined), 300_000);
+    victim.child.kill('SIGKILL');
+    await victim.stop();
+    const restarted = await startServe(modelDir, ['--name', 'base', '--threads', '1'], port);
+    replicas[0] = restarted;
+    const out = await running;
+    expectGroups(out, step);
+    expect(out.result?.version).toBe(step + 1);
+    // The restarted replica was given the current adapter by the backend before any generation reached it.
+    await until('restarted replica synced', async () => ((await listed(restarted)).includes(name(2)) || (await listed(restarted)).includes(name(3)) ? true : undefined));
+    const m = await readMetrics(restarted.origin);
+    console.log(`[figure] step 2 with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(2))} ${name(2)} generations`);
+    const models = Object.keys(m).filter((k) => k.startsWith('thinkfl_model_generations_total'));
+    expect(models.every((k) => k.includes(`"${name(2)}"`) || k.includes(`"${name(3)}"`))).toBe(true);
+    expect(await generations(restarted, 'base')).toBe(0);
+    expect(await generations(replicas[1], 'base')).toBe(0);
+    expect(rollout.lines.some((l) => l.includes(`out of rotation`) && l.includes(victim.url))).toBe(true);
+    await rollout.waitLine(new RegExp(`${victim.url.replace(/[/.]/g, '\\$&')} back in rotation with ${name(2)}`));
+    const manifest = JSON.parse(readFileSync(join(loaded.runDir, 'adapters', 'v3', MANIFEST_FILE), 'utf8')) as { version: number };
+    expect(manifest.version).toBe(3);
+  }, 900_000);
+});
