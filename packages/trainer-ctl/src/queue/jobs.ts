@@ -72,7 +72,8 @@ export interface TrainJob {
   batch?: TokenBatchRef;
   /**
    * GRPO with `batch`: each row's sampling temperature (the file holds tokens, masks,
-   * log-probabilities and advantages; a few numbers per row stay in the job).
+   * log-probabilities and advantages), or one number when every row shares it (the usual case:
+   * a step samples at its stage's temperature), so the job stays a reference.
    */
   temperatures?: number[];
   /**

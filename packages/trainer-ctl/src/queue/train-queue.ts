@@ -107,8 +107,9 @@ export class TrainQueue {
       const batch = same
         ? staged.writer.finish()
         : writeTokenBatch(stepFilePath(this.dataDir, job.update), rowsOf(s), { where: `train job update ${job.update}` });
-      const temperatures = s.map((x) => x.temperature);
-      data = { ...job, samples: [], batch, ...(temperatures.every((t) => t !== undefined) && { temperatures: temperatures as number[] }) };
+      const temps = s.map((x) => x.temperature);
+      const temperatures = new Set(temps).size === 1 ? [temps[0]] : temps;
+      data = { ...job, samples: [], batch, ...(temps.every((t) => t !== undefined) && { temperatures: temperatures as number[] }) };
     }
     await this.queue.add(TRAIN_JOB_NAME, data, {
       jobId: id,

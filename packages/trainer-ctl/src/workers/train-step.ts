@@ -34,8 +34,9 @@ function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
   if (!b.advantages) throw new Error(`${where}: ${b.path} has no advantages (required for grpo)`);
-  const temps = job.temperatures ?? [];
-  if (temps.length !== b.rows) throw new Error(`${where}: ${temps.length} sampling temperatures for ${b.rows} rows of ${b.path}`);
+  const given = job.temperatures ?? [];
+  const temps = given.length === 1 ? Array<number>(b.rows).fill(given[0]) : given;
+  if (temps.length !== b.rows) throw new Error(`${where}: ${given.length} sampling temperatures for ${b.rows} rows of ${b.path}`);
   const cold = temps.findIndex((t) => !(t > 0));
   if (cold >= 0) throw new Error(`${where}: row ${cold} has sampling temperature ${temps[cold]}; grpo needs the temperature > 0 it was sampled at`);
   return {
