@@ -16,19 +16,23 @@ export function appendMetrics(runDir: string, record: MetricsRecord): void {
   appendFileSync(join(runDir, METRICS_FILE), `${JSON.stringify(record)}\n`);
 }
 
-export function readMetrics(runDir: string): MetricsRecord[] {
-  const file = join(runDir, METRICS_FILE);
+/** The records of a JSON-lines file (none when it is absent); a bad line is named by file:line. */
+export function readJsonLines<T>(file: string): T[] {
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.trim())
     .map((l, i) => {
       try {
-        return JSON.parse(l) as MetricsRecord;
+        return JSON.parse(l) as T;
       } catch {
         throw new Error(`${file}:${i + 1}: not a JSON line`);
       }
     });
+}
+
+export function readMetrics(runDir: string): MetricsRecord[] {
+  return readJsonLines<MetricsRecord>(join(runDir, METRICS_FILE));
 }
 
 /** Keeps the first `lines` records (those of completed boundaries). */

@@ -7,20 +7,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { evaluate, loadDataset, policyNames, solverFor, type Dataset, type EpisodeRecord, type EvalSummary, type GroundTruth, type Level } from '@thinkfl/env';
 import { loadRunConfig, type RunConfig } from '../config/index';
-import { EPISODES_FILE } from '../controller/metrics-log';
+import type { EvalReport } from '../controller/evaluation';
+import { EPISODES_FILE, readJsonLines } from '../controller/metrics-log';
 import { readState } from '../controller/state';
 import { readEvals, runSeries, type Point } from '../ci/series';
 
-interface EvalFile {
-  name: string;
-  policyVersion: number;
-  cases: number;
-  formatValid: number;
-  answered: number;
-  toolCalls: number;
-  summary: EvalSummary & { levels: Level[] };
-  requests: { caseId: string }[];
-}
+/** An eval-<name>.json as the controller writes it (controller/evaluation.ts). */
+type EvalFile = Omit<EvalReport, 'requests'> & { requests: { caseId: string }[] };
 
 export interface EvalRow {
   policy: string;
@@ -82,18 +75,7 @@ async function baselines(dataset: Dataset, config: RunConfig, caseIds: string[])
 }
 
 function readEpisodes(runDir: string, truthOf: (caseId: string) => GroundTruth | undefined): ReportEpisode[] {
-  const file = join(runDir, EPISODES_FILE);
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l, i) => {
-      try {
-        return JSON.parse(l) as { stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord };
-      } catch {
-        throw new Error(`${file}:${i + 1}: not a JSON line`);
-      }
-    })
+  return readJsonLines<{ stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord }>(join(runDir, EPISODES_FILE))
     .map((e) => ({
       tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
       caseId: e.episode.caseId,
