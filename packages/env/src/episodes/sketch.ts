@@ -7,7 +7,7 @@
  * per-deployment profiles that the datasets do not have, so they are left out.
  */
 import { diffCalls } from '../tools/call-pattern';
-import { measureFluctuation } from '../tools/fluctuation';
+import { fluctuationWindow, measureFluctuation } from '../tools/fluctuation';
 import type { ToolSettings } from '../tools/settings';
 import type { Case, Dataset, LogLevel, Span } from '../types';
 
@@ -125,14 +125,7 @@ export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: S
     const metrics: SketchMetric[] = [];
     let lowMetrics = 0;
     for (const series of dataset.metrics.series(pod)) {
-      const f = measureFluctuation(series, {
-        tS,
-        deltaS: tools.metricDeltaS,
-        baselineS: tools.baselineWindowS,
-        nSigma: tools.nSigma,
-        minBaselinePoints: tools.minBaselinePoints,
-        stdFloorRatio: tools.stdFloorRatio,
-      });
+      const f = measureFluctuation(series, fluctuationWindow(tools, tS));
       if (!f) continue;
       const bin = binOf(f.maxDeviationSigma, s);
       if (bin === 'Low') lowMetrics++;

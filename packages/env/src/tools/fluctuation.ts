@@ -1,5 +1,6 @@
 /** n-sigma fluctuation of one metric series around a time (ThinkFL Eq. 6-7). */
 import type { MetricSeries } from '../types';
+import type { ToolSettings } from './settings';
 
 export interface FluctuationWindow {
   tS: number;
@@ -8,6 +9,21 @@ export interface FluctuationWindow {
   nSigma: number;
   minBaselinePoints: number;
   stdFloorRatio: number;
+}
+
+/** The window the tool settings give around tS (seconds): the one definition search_fluctuating_metrics and the protocols' sketches share. */
+export function fluctuationWindow(
+  tools: Pick<ToolSettings, 'metricDeltaS' | 'baselineWindowS' | 'nSigma' | 'minBaselinePoints' | 'stdFloorRatio'>,
+  tS: number,
+): FluctuationWindow {
+  return {
+    tS,
+    deltaS: tools.metricDeltaS,
+    baselineS: tools.baselineWindowS,
+    nSigma: tools.nSigma,
+    minBaselinePoints: tools.minBaselinePoints,
+    stdFloorRatio: tools.stdFloorRatio,
+  };
 }
 
 export interface Fluctuation {

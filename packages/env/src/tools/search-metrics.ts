@@ -4,7 +4,7 @@
  * window (ThinkFL Eq. 6-7), with the deviation in sigmas.
  */
 import { boundItems, errorObservation, okObservation, shown } from './bound';
-import { measureFluctuation, type Fluctuation } from './fluctuation';
+import { fluctuationWindow, measureFluctuation, type Fluctuation } from './fluctuation';
 import { registerTool, resolveComponent, unknownComponentError } from './registry';
 import { isoOfUs, parseTimestamp } from './timestamp';
 import { componentAtTimeArgs } from './component-args';
@@ -51,14 +51,7 @@ registerTool({
     if (!target) return errorObservation(settings, unknownComponentError(ctx, a.service_name));
     const t = parseTimestamp(a.timestamp, settings.timestampFormats);
     if (!t.ok) return errorObservation(settings, t.error, [target.name]);
-    const w = {
-      tS: t.us / 1e6,
-      deltaS: settings.metricDeltaS,
-      baselineS: settings.baselineWindowS,
-      nSigma: settings.nSigma,
-      minBaselinePoints: settings.minBaselinePoints,
-      stdFloorRatio: settings.stdFloorRatio,
-    };
+    const w = fluctuationWindow(settings, t.us / 1e6);
     // A service's series may include its pods' series: judge each series once.
     const series = new Map(
       [target.name, ...target.related].flatMap((c) => dataset.metrics.series(c)).map((s) => [`${s.component}|${s.name}`, s]),

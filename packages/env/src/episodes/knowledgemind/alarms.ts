@@ -7,7 +7,7 @@
  * The dependency graph G_dep is the service call edges of the requests outside every fault window.
  */
 import { diffCalls } from '../../tools/call-pattern';
-import { measureFluctuation } from '../../tools/fluctuation';
+import { fluctuationWindow, measureFluctuation } from '../../tools/fluctuation';
 import type { ToolSettings } from '../../tools/settings';
 import type { Case, Dataset } from '../../types';
 
@@ -46,14 +46,7 @@ export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s:
     for (const { pod } of dataset.topology.pods.filter((p) => p.service === service)) {
       const podAlarm = { pod, metrics: 0, logs: 0, trace: 0 };
       for (const series of dataset.metrics.series(pod)) {
-        const f = measureFluctuation(series, {
-          tS,
-          deltaS: tools.metricDeltaS,
-          baselineS: tools.baselineWindowS,
-          nSigma: tools.nSigma,
-          minBaselinePoints: tools.minBaselinePoints,
-          stdFloorRatio: tools.stdFloorRatio,
-        });
+        const f = measureFluctuation(series, fluctuationWindow(tools, tS));
         if (f && Math.abs(f.maxDeviationSigma) > s.metric_sigma) {
           alarm.metrics.push(series.name);
           podAlarm.metrics++;
