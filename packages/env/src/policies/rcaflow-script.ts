@@ -63,7 +63,7 @@ function typeOf(ev: Evidence, pod: string, service: string, s: RcaFlowScriptSett
 
 export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
   // The expert's weights for the evidence it does not tune here; silent log statements left out, as when its figures were measured.
-  const sus: SuspectSettings = { slowZ: settings.slow_z, fastRatio: settings.fast_ratio, logRatio: settings.log_ratio, callerErrorWeight: 0.6, risenLogWeight: 0.5, silentLogWeight: 0 };
+  const sus: SuspectSettings = { slowZ: settings.slow_z, fastRatio: settings.fast_ratio, logRatio: settings.log_ratio, callerErrorWeight: 0.6, risenLogWeight: 0.5, silentLogWeight: 0, fastLeadWeight: 0.6, calmFastLeadBonus: 0 };
   return {
     name: 'rcaflow-script',
     async next(ctx: PolicyContext): Promise<AssistantMessage> {

@@ -46,12 +46,20 @@ export const ExpertSettingsSchema = z.object({
   risen_log_weight: z.number().nonnegative().default(0.5),
   /** Suspect score of a pod whose usual log statements went silent around the request (search_logs' silent list). Default 1.5. */
   silent_log_weight: z.number().nonnegative().default(1.5),
+  /** Interest of a span cut short (at most fastRatio of its usual duration) when choosing which span to open next. Default 0.6. */
+  fast_lead_weight: z.number().nonnegative().default(0.6),
+  /**
+   * Added to fast_lead_weight when the cut-short span's caller is not slow: an exception ends the
+   * request early, while under a slow caller a fast call is usually noise next to the slow one.
+   * Default 0.7, chosen on the tuning faults of scripts/expert-split.ts (docs/experiments.md).
+   */
+  calm_fast_lead_bonus: z.number().nonnegative().default(0.7),
 });
 export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 
 /** The expert's settings in the form the suspect ranking takes. */
 export function suspectSettings(s: ExpertSettings): SuspectSettings {
-  return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight };
+  return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight, fastLeadWeight: s.fast_lead_weight, calmFastLeadBonus: s.calm_fast_lead_bonus };
 }
 
 type Check = { tool: 'search_fluctuating_metrics' | 'search_logs'; target: string; suspect?: Suspect };

@@ -29,6 +29,10 @@ export interface SuspectSettings {
   risenLogWeight: number;
   /** Score of a pod whose usual log statements went silent. */
   silentLogWeight: number;
+  /** Interest of a span cut short (ratio at or below fastRatio) when choosing what to open. */
+  fastLeadWeight: number;
+  /** Added to that interest when the span's caller is not slow: the request ended early rather than late. */
+  calmFastLeadBonus: number;
 }
 
 export interface Suspect {
@@ -56,7 +60,10 @@ function ownSignal(ev: Evidence, k: KnownSpan, s: SuspectSettings): number {
   if (other.missing.length) v += 1.5;
   if (other.added.length) v += 0.3;
   if (isSlow(sum, s.slowZ)) v += 1 + excessUs(sum) / largestExcess(ev);
-  if (isFast(sum, s.fastRatio)) v += 0.6;
+  if (isFast(sum, s.fastRatio)) {
+    const parent = k.parentId === undefined ? undefined : ev.spans.get(k.parentId);
+    v += s.fastLeadWeight + (parent && !isSlow(parent.summary, s.slowZ) ? s.calmFastLeadBonus : 0);
+  }
   return v;
 }
 
