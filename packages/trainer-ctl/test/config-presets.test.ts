@@ -1,6 +1,6 @@
 /**
  * The presets in configs/: all valid, written in snake_case only, the backbone ones differing
- * only in the backbone line and carrying the ThinkFL paper's settings; the committed JSON
+ * only where the models differ and carrying the ThinkFL paper's settings; the committed JSON
  * Schema is the generated one.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -52,7 +52,9 @@ describe('presets', () => {
     for (const n of [...BACKBONES, 'tiny-cpu', 'ci-smoke']) expect(load(n).dataset.path).toBe(NEZHA_DATASET);
   });
 
-  it('makes swapping the backbone a one-line change', () => {
+  it('differs between backbones only where the models differ, each difference commented', () => {
+    // The backbone's own lines: its identity, shape, context, adapter, GPUs and how training and serving split them.
+    const own = /^ {2}((hub_id|max_context_tokens|architecture|lora|train):|# config\.json )|^ {4}replicas:|^resources:/;
     const body = (n: string) =>
       readFileSync(join(CONFIGS, `${n}.yaml`), 'utf8')
         .split('\n')
@@ -62,8 +64,21 @@ describe('presets', () => {
       const other = body(n);
       expect(other).toHaveLength(base.length);
       const differing = other.filter((l, i) => l !== base[i]);
-      expect(differing).toHaveLength(1);
-      expect(differing[0]).toMatch(/^ {2}hub_id: /);
+      expect(differing.length).toBeGreaterThan(0);
+      for (const l of differing) expect(l, n).toMatch(own);
+      for (const l of differing.filter((x) => !/^ {2}(hub_id|architecture|# config\.json)/.test(x))) expect(l, n).toMatch(/ # \S/);
+    }
+  });
+
+  it('gives each backbone its own context length and LoRA adapter', () => {
+    const c = Object.fromEntries(BACKBONES.map((n) => [n, load(n)]));
+    expect(c['llama-3-8b'].model.max_context_tokens).toBe(8192);
+    expect(c['qwen2.5-3b'].model.max_context_tokens).toBe(32768);
+    expect(c['llama-3-8b'].model.lora!.target_modules).toEqual(['q_proj', 'k_proj', 'v_proj', 'o_proj']);
+    expect(c['qwen2.5-0.5b'].model.lora!.r).toBeGreaterThan(c['llama-3-8b'].model.lora!.r);
+    for (const n of BACKBONES) {
+      expect(c[n].workers.train.deepspeed_config, n).toBe(join(REPO_ROOT, 'configs', 'deepspeed', 'zero2.json'));
+      expect(c[n].resources, n).toBeDefined();
     }
   });
 
@@ -82,7 +97,9 @@ describe('presets', () => {
     expect(c.grpo.group_size).toBe(8);
     expect(c.grpo.optimizer.lr).toBe(1e-6);
     expect(c.grpo.loss).toMatchObject({ kl_coef: 0.001, kl_estimator: 'k3', eps_low: 0.2, eps_high: 0.2 });
-    expect(c.generation.backend.kind).toBe('openai');
+    const backend = c.generation.backend;
+    expect(backend.kind).toBe('vllm');
+    if (backend.kind === 'vllm') expect(backend.replicas.length).toBeGreaterThan(0);
   });
 
   it('keeps tiny-cpu small enough for 2 CPU cores', () => {

@@ -1,11 +1,12 @@
 /**
- * `trainer-ctl config validate FILE...`: checks run configs (schema, then input paths) without
- * doing any work; `trainer-ctl config schema`: prints the JSON Schema for editors
+ * `trainer-ctl config validate FILE...`: checks run configs (schema, then input paths, then the
+ * memory estimate against the GPUs a config declares) without doing any work; `trainer-ctl config schema`: prints the JSON Schema for editors
  * (configs/run.schema.json is this output).
  */
 import type { CommandModule } from 'yargs';
 import { stringify } from 'yaml';
-import { loadRunConfig, runConfigJsonSchema, toSnakeKeys } from '../config/index';
+import { ConfigError, loadRunConfig, runConfigJsonSchema, toSnakeKeys } from '../config/index';
+import { estimateMemory, formatMemoryEstimate } from '../config/memory';
 
 interface ValidateArgs {
   files: string[];
@@ -26,6 +27,13 @@ const validate: CommandModule<object, ValidateArgs> = {
     for (const file of argv.files) {
       try {
         const { config, runDir } = loadRunConfig(file, { checkPaths: argv.paths });
+        if (config.resources !== undefined) {
+          const estimate = estimateMemory(config);
+          process.stdout.write(`${file}: memory estimate (lower bound)\n${formatMemoryEstimate(estimate)}`);
+          if (estimate.problems.length > 0) {
+            throw new ConfigError(file, estimate.problems.map((message) => ({ path: 'resources', message })));
+          }
+        }
         process.stdout.write(`${file}: ok (run ${config.run.name}, run directory ${runDir})\n`);
         if (argv.print) process.stdout.write(stringify(toSnakeKeys(config)));
       } catch (e) {

@@ -5,7 +5,7 @@ import { EpisodeSection } from './sections/episode';
 import { GenerationSection } from './sections/generation';
 import { GradersSection } from './sections/graders';
 import { GrpoSection } from './sections/grpo';
-import { CheckpointsSection, LoggingSection, QueueSection, WorkersSection } from './sections/infra';
+import { CheckpointsSection, LoggingSection, QueueSection, ResourcesSection, WorkersSection } from './sections/infra';
 import { ModelSection, TokenizerSection } from './sections/model';
 import { RunSection } from './sections/run';
 import { StagesSection } from './sections/stages';
@@ -28,6 +28,7 @@ export const RunConfigSchema = snakeKeys(deepStrict(
     stages: StagesSection.prefault({}),
     queue: QueueSection,
     workers: WorkersSection,
+    resources: ResourcesSection.optional(),
     checkpoints: CheckpointsSection,
     logging: LoggingSection,
   }),
@@ -37,6 +38,13 @@ export const RunConfigSchema = snakeKeys(deepStrict(
       code: 'custom',
       path: ['grpo', 'group_size'],
       message: 'a group of 1 has no group-relative signal and every group would be skipped; use 2 or more',
+    });
+  }
+  if (c.resources !== undefined && c.model.architecture === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['model', 'architecture'],
+      message: 'resources needs model.architecture (the backbone\'s config.json numbers) to estimate memory',
     });
   }
 });

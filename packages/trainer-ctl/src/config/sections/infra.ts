@@ -42,7 +42,13 @@ export const WorkersSection = z
       .strictObject({
         python: z.string().default('/usr/bin/python3').describe('Python interpreter of the train engine. Default /usr/bin/python3 (Debian\'s, with torch).'),
         device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
-        deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO) for GPU runs; none on CPU. Default none.'),
+        deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO stage 2 or 3). Default none.'),
+        ranks: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe('Engine processes (torchrun on this machine; DeepSpeed ZeRO partitions across them, each runs the whole batch). Default 1.'),
         job_timeout_s: z
           .number()
           .positive()
@@ -122,3 +128,31 @@ export const LoggingSection = z
   })
   .prefault({})
   .describe('What the run records.');
+
+export const ResourcesSection = z
+  .strictObject({
+    gpus: z.number().int().positive().describe('GPUs the run may use on its node. Required.'),
+    gpu_memory_gib: z.number().positive().describe('Memory of each of those GPUs, GiB (an H100 SXM: 80). Required.'),
+    vllm_gpu_memory_utilization: z
+      .number()
+      .gt(0)
+      .lt(1)
+      .default(0.9)
+      .describe(
+        'Fraction of one GPU\'s memory a vLLM replica takes (its --gpu-memory-utilization; weights, adapters and KV ' +
+          'cache live in it). Default 0.9 (vLLM\'s).',
+      ),
+    colocate: z
+      .boolean()
+      .default(false)
+      .describe(
+        'vLLM replicas share the train ranks\' GPUs (docker/compose.yaml puts both on GPU 0): each train rank then ' +
+          'has the rest, (1 - vllm_gpu_memory_utilization) of its GPU, and the run needs max(ranks, replicas) GPUs ' +
+          'instead of ranks + replicas. Default false.',
+      ),
+  })
+  .describe(
+    'The GPUs a run declares. `trainer-ctl config validate` prints the memory estimate of a train rank and of a ' +
+      'vLLM replica against them (packages/trainer-ctl/src/config/memory.ts) and fails when they cannot fit. ' +
+      'One replica per GPU. Default none: no estimate (CPU runs).',
+  );

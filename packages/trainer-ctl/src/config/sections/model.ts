@@ -54,6 +54,41 @@ export const ModelSection = z
       .positive()
       .default(8192)
       .describe('Longest episode (prompt, tool outputs and generated tokens), tokens; longer episodes end as no_answer. Default 8192.'),
+    lora: z
+      .strictObject({
+        r: z.number().int().positive().describe('Rank of the adapter matrices B (out x r) and A (r x in). Required.'),
+        alpha: z.number().positive().describe('Scale numerator: the update is (alpha / r) B A (Hu et al. 2021, eq. 3). Required.'),
+        dropout: z.number().min(0).lt(1).default(0).describe('Dropout on the adapter input, probability. Default 0.'),
+        target_modules: z
+          .array(z.string().min(1))
+          .min(1)
+          .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])
+          .refine((m) => !m.includes('lm_head'), { message: 'lm_head cannot be adapted (the output head is applied in chunks)' })
+          .describe('Linear layers to adapt, by module name. Default all attention and MLP projections.'),
+      })
+      .optional()
+      .describe(
+        'Train LoRA adapters (PEFT) instead of all weights; the KL reference is the base with adapters disabled. ' +
+          'Checkpoints hold the adapter alone; ONNX exports a merged model. Default none: full fine-tuning.',
+      ),
+    architecture: z
+      .strictObject({
+        hidden_size: z.number().int().positive().describe('Residual width (config.json hidden_size).'),
+        layers: z.number().int().positive().describe('Decoder blocks (num_hidden_layers).'),
+        heads: z.number().int().positive().describe('Query heads (num_attention_heads).'),
+        kv_heads: z.number().int().positive().describe('Key/value heads (num_key_value_heads; grouped-query attention).'),
+        head_dim: z.number().int().positive().describe('Width of one head (head_dim, else hidden_size / heads).'),
+        intermediate_size: z.number().int().positive().describe('Width of the gated MLP (intermediate_size).'),
+        vocab_size: z.number().int().positive().describe('Rows of the embedding and the output head (vocab_size).'),
+        tie_word_embeddings: z.boolean().describe('The output head shares the embedding matrix (tie_word_embeddings).'),
+        qkv_bias: z.boolean().describe('q_proj, k_proj and v_proj carry a bias (Qwen2: true; Llama: false).'),
+      })
+      .optional()
+      .describe(
+        'Shape of the backbone as its config.json publishes it, for the memory estimate of `trainer-ctl config ' +
+          'validate` (packages/trainer-ctl/src/config/memory.ts); the engine reads the real config.json. Required ' +
+          'with resources. Default none.',
+      ),
   })
   .refine((m) => m.hub_id !== undefined || m.dir !== undefined, {
     message: 'give dir (a local model directory) or hub_id (a Hugging Face hub id)',
