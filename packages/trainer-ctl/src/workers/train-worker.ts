@@ -66,6 +66,10 @@ async function forgetFuture(conn: Redis, runId: string, settings: QueueSettings,
 export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainWorker> {
   const { config, runDir } = opts;
   const log = opts.log ?? (() => undefined);
+  // The presets declare these for the memory estimate; this engine trains all weights in one
+  // process, and a run must not silently train something else than its config says.
+  if (config.model.lora) throw new Error('model.lora: this train engine has no LoRA yet (it comes with the transformers engine, issue 9); remove model.lora to train all weights');
+  if (config.workers.train.ranks > 1) throw new Error(`workers.train.ranks is ${config.workers.train.ranks}: this train engine runs one process (DeepSpeed ranks come with the transformers engine, issue 9)`);
   const registry = new PolicyRegistry(opts.connection, opts.runId);
   const results = new TrainResultStore(opts.connection, opts.runId);
   const backend = config.generation.backend;

@@ -48,7 +48,7 @@ export const WorkersSection = z
           .int()
           .positive()
           .default(1)
-          .describe('Engine processes (torchrun on this machine; DeepSpeed ZeRO partitions across them, each runs the whole batch). Default 1.'),
+          .describe('Engine processes that DeepSpeed ZeRO partitions across, as the memory estimate of `config validate` counts them; the present train engine runs one and refuses more at start. Default 1.'),
         job_timeout_s: z
           .number()
           .positive()

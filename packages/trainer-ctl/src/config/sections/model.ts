@@ -68,8 +68,8 @@ export const ModelSection = z
       })
       .optional()
       .describe(
-        'Train LoRA adapters (PEFT) instead of all weights; the KL reference is the base with adapters disabled. ' +
-          'Checkpoints hold the adapter alone; ONNX exports a merged model. Default none: full fine-tuning.',
+        'LoRA adapters (PEFT) instead of all weights, as the memory estimate of `config validate` counts them. ' +
+          'The present train engine refuses it at start (LoRA comes with the transformers engine). Default none: full fine-tuning.',
       ),
     architecture: z
       .strictObject({
