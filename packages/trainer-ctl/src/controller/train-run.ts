@@ -9,7 +9,7 @@ import { loadDataset } from '@thinkfl/env';
 import { RedisDiversityCache } from '@thinkfl/graders';
 import { loadRunConfig, type RunConfig } from '../config/index';
 import type { ProgressStream } from '../progress';
-import { redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
+import { RedisAuthError, redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
 import { startEmbeddedRedis } from '../redis/index';
 import { runCases } from './cases';
 import { truncateMetrics } from './metrics-log';
@@ -110,8 +110,8 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
   } catch (e) {
     abort.abort();
     await tree?.close();
-    // A finished run that missed its expectations is not a stopped one: nothing to resume.
-    if (!runDir || e instanceof ExpectationsFailed) throw e;
+    // A finished run that missed its expectations, or a refused password, is not a stopped run: resuming cannot help.
+    if (!runDir || e instanceof ExpectationsFailed || e instanceof RedisAuthError) throw e;
     const why = e instanceof RunStopped ? e : new RunStopped(`run stopped: ${(e as Error).message}`, 1);
     throw new RunStopped(`${why.message}; ${resumeHint(opts, runDir)}`, why.exitCode);
   } finally {

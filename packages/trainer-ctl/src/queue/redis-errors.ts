@@ -12,6 +12,7 @@ interface ErrorSource {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
+const AUTH_ERROR = /^(WRONGPASS|NOAUTH)\b/;
 const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|Connection is closed|Socket closed unexpectedly/;
 
 export class RedisErrorReporter {
@@ -32,6 +33,8 @@ export class RedisErrorReporter {
   }
 
   private report(err: Error): void {
+    // A refused password is fatal: connectRedis stops the client and its waiters say so once.
+    if (AUTH_ERROR.test(err.message)) return;
     if (!CONNECTION_ERROR.test(err.message)) {
       this.log(`redis error: ${err.message}`);
       return;
