@@ -1,4 +1,4 @@
-/** The seeded RNG and the token sampler: determinism, nucleus membership, raw logprobs. */
+/** The seeded RNG and the token sampler: determinism, nucleus membership, logprobs of the sampling distribution. */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../src/backends/rng';
 import { TokenSampler } from '../src/backends/sampling';
@@ -38,14 +38,18 @@ describe('TokenSampler', () => {
     expect(new Set(draws(logitsOf(probs), {}, 4000))).toEqual(new Set([0, 1, 2, 3]));
   });
 
-  it('is greedy at temperature 0 and reports logprobs of the untempered distribution', () => {
+  it('is greedy at temperature 0 and reports logprobs of the distribution that sampled (temperature-scaled)', () => {
     const sampler = new TokenSampler();
     const greedy = sampler.pick(logitsOf(probs), resolveSampling({ temperature: 0, topLogprobs: 2 }), new Rng(1));
     expect(greedy.token).toBe(0);
     expect(greedy.logprob).toBeCloseTo(Math.log(0.4), 6);
     expect([...greedy.top!.keys()]).toEqual([0, 1]);
     const hot = sampler.pick(logitsOf(probs), resolveSampling({ temperature: 3, seed: 1 }), new Rng(7));
-    expect(hot.logprob).toBeCloseTo(Math.log(probs[hot.token]), 6);
+    // softmax(log p / T) = p^(1/T) / sum_j p_j^(1/T), by hand.
+    const scaled = probs.map((p) => p ** (1 / 3));
+    const z = scaled.reduce((a, b) => a + b, 0);
+    expect(hot.logprob).toBeCloseTo(Math.log(scaled[hot.token] / z), 6);
+    expect(Math.abs(hot.logprob - Math.log(probs[hot.token]))).toBeGreaterThan(1e-2);
   });
 
   it('picks the same tokens as a full sort of a 50k-token vocabulary', () => {

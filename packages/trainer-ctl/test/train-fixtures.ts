@@ -209,11 +209,17 @@ export function finalCheckpoint(runDir: string): string {
 }
 
 /**
+ * The one-line reports of an outage the code makes on purpose: the controller's reporter once per
+ * outage, and a worker connection once per reconnect attempt (issue 15: no stack trace).
+ */
+const HANDLED_OUTAGE = /redis connection lost \(|Redis \S+ unreachable \(connect ECONNREFUSED [^)]*\); attempt \d+ in \d+ ms$/;
+
+/**
  * Lines that show an error nobody handled: ioredis's and node's unhandled reports, stack
- * frames, connection errors other than the one "redis connection lost" note per outage.
+ * frames, connection errors other than the deliberate one-line outage reports above.
  */
 export function unhandledErrors(text: string): string[] {
   return text
     .split('\n')
-    .filter((l) => /unhandled|^\s+at .*:\d+:\d+\)?$/i.test(l) || (/ECONNREFUSED/.test(l) && !/redis connection lost \(/.test(l)));
+    .filter((l) => /unhandled|^\s+at .*:\d+:\d+\)?$/i.test(l) || (/ECONNREFUSED/.test(l) && !HANDLED_OUTAGE.test(l)));
 }
