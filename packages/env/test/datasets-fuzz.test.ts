@@ -13,20 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { damagedCopy } from '../../../testkit/nezha';
 import { realRowSources, type RealRowSource } from '../../../testkit/real-rows';
 import { DataError, importDataset } from '../src/datasets/index';
+import { prng } from '../../../testkit/prng';
 
 const RUNS = 40;
 
-/** mulberry32: small seeded PRNG. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Line of byte `at`, counting every kind of line break (as readline does). */
 function lineOf(buf: Buffer, at: number): number {

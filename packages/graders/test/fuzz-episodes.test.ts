@@ -9,7 +9,8 @@ import {
 } from '@thinkfl/env';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { COMPOSITE_PRESETS, gradeGroup, MemoryDiversityCache } from '../src/index';
-import { MessageFuzzer, rng, type FuzzWorld } from './fuzz/messages';
+import { MessageFuzzer, type FuzzWorld } from './fuzz/messages';
+import { prng } from '../../../testkit/prng';
 
 const TOTAL = 10_000;
 const GROUP = 4;
@@ -49,7 +50,7 @@ class FuzzPolicy implements Policy {
 describe('episode fuzz', () => {
   it(`survives ${TOTAL} random and malformed messages and grades every episode`, async () => {
     const fuzzer = new MessageFuzzer(20230129);
-    const pick = rng(7);
+    const pick = prng(7);
     const budget = { left: TOTAL };
     const diversity = new MemoryDiversityCache();
     const podToService = (pod: string) => ds.topology.serviceOfPod(pod);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
 import { createTinyModel, scratch } from './workers-fixtures';
+import { prng } from '../../../testkit/prng';
 
 const SEED = 1515;
 const CASES_PER_ENDPOINT = 120;
@@ -24,23 +25,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** mulberry32: a small seeded generator, so every case can be replayed from SEED. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STRINGS = ['', 'tiny', 'gpt-99', 'x', '<|im_start|>', '<tool_call>{"name": "search_traces"}</tool_call>', '\u0000', '\ud800', '🙂', 'user', 'assistant', 'tool', 'system', 'function', 'auto', 'none', 'required'];
 const NUMBERS = [0, 1, 2, -1, 0.5, 3, 20, 21, 100, 8192, 1e9, -1e9, 1e308, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2];
 
 function generator(seed: number) {
-  const r = rng(seed);
+  const r = prng(seed);
   const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const str = (): string => (r() < 0.6 ? pick(STRINGS) : Array.from({ length: Math.floor(r() * 40) }, () => String.fromCharCode(Math.floor(r() * 0x3000))).join(''));
   const value = (depth = 0): unknown => {

@@ -4,18 +4,8 @@
  * real case being played, so valid calls reach the tools.
  */
 import type { AssistantMessage } from '@thinkfl/env';
+import { prng } from '../../../../testkit/prng';
 
-/** mulberry32: small, seeded, reproducible. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** What the generator may name: real spans, components and times of the case. */
 export interface FuzzWorld {
@@ -33,7 +23,7 @@ const UNICODE = ['漢字サービス', '🚆🔥', 'مرحبا', '\u200b\u200d',
 export class MessageFuzzer {
   private readonly r: () => number;
   constructor(seed: number) {
-    this.r = rng(seed);
+    this.r = prng(seed);
   }
 
   private int(n: number): number {

@@ -20,14 +20,8 @@ import { knowledgeBase, matchKnowledge } from './knowledge';
 import { backpropagate, mostVisitedPath, select } from './mcts';
 import { faultMiningTree, VIRTUAL_ROOT } from './tree';
 
-export interface KmCandidate {
-  service: string;
-  metrics: string[];
-  errorLogs: number;
-  warnLogs: number;
-  trace: number;
-  patternChanges: number;
-}
+/** A service the search may visit: its alarms without the per-pod breakdown. */
+export type KmCandidate = Omit<ServiceAlarm, 'pods'>;
 
 export type KmRequest =
   | { kind: 'expand'; parent: string; candidates: KmCandidate[] }
