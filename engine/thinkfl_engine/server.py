@@ -12,6 +12,8 @@ import sys
 import traceback
 from typing import Any
 
+import transformers
+
 from .ops import OPS, State
 
 log = logging.getLogger('thinkfl_engine')
@@ -33,6 +35,8 @@ def main() -> None:
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=os.environ.get('THINKFL_ENGINE_LOG', 'INFO'),
                         format='[engine] %(levelname)s %(message)s')
+    # Per-file progress bars of transformers' loading and saving would flood the logs.
+    transformers.utils.logging.disable_progress_bar()
 
     def respond(msg: Any) -> None:
         out.write(json.dumps(_finite(msg), allow_nan=False) + '\n')

@@ -2,18 +2,22 @@
 
 Every per-token array is aligned with the token ids of its sequence (position 0 carries no
 prediction). Missing old log-probabilities mean on-policy data (old = current policy,
-detached); missing reference log-probabilities come from a frozen copy of the loaded model.
+detached); missing reference log-probabilities come from the loaded model's reference (a
+frozen copy, or with LoRA the base with adapters disabled). Log-probabilities are computed from
+hidden states in chunks of `logprob_chunk` tokens; micro-batches hold at most
+`micro_batch_size` sequences and `micro_batch_tokens` padded tokens.
 """
 import contextlib
-import copy
 import math
 from pathlib import Path
 from typing import Any, Dict, List
 
 import torch
 
-from .batch import check_ragged, micro_batches, pad, token_logprobs, unpad
+from .batch import check_ragged, micro_batches, pad, unpad
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
+from .logprobs import DEFAULT_CHUNK, token_logprobs
+from .lora import LoraSettings
 from .models import load_model, parse_dtype
 from .optim import OptimSettings, make_updater
 
@@ -27,11 +31,11 @@ class Trainer:
         self.model_dir = Path(args['model_dir'])
         self.device = torch.device(args.get('device', 'cpu'))
         self.autocast = parse_dtype(args['autocast']) if args.get('autocast') else None
-        self.policy = load_model(self.model_dir, self.device, parse_dtype(args.get('dtype', 'float32')))
+        self.policy = load_model(self.model_dir, self.device, parse_dtype(args.get('dtype', 'float32')),
+                                 reference=bool(args.get('reference', True)), lora=LoraSettings.from_json(args.get('lora')),
+                                 gradient_checkpointing=bool(args.get('gradient_checkpointing', True)))
         self.vocab_size = self.policy.module.get_input_embeddings().num_embeddings
-        self.reference = None
-        if args.get('reference', True):
-            self.reference = copy.deepcopy(self.policy.module).eval().requires_grad_(False)
+        self.chunk = int(args.get('logprob_chunk', DEFAULT_CHUNK))
         self.updater = make_updater(self.policy.module, OptimSettings.from_json(args.get('optimizer')),
                                     args.get('deepspeed'))
         self.step = 0
@@ -43,7 +47,9 @@ class Trainer:
 
     def describe(self) -> Dict[str, Any]:
         params = sum(p.numel() for p in self.policy.module.parameters())
-        return {'kind': self.policy.kind, 'parameters': params, 'device': str(self.device), 'step': self.step}
+        trainable = sum(p.numel() for p in self.policy.module.parameters() if p.requires_grad)
+        return {'kind': self.policy.kind, 'parameters': params, 'trainable_parameters': trainable,
+                'lora': self.policy.lora, 'device': str(self.device), 'step': self.step}
 
     def _amp(self):
         if self.autocast is None:
@@ -58,23 +64,27 @@ class Trainer:
         t = pad(ids, torch.long, self.device)
         am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
         with self._amp():
-            logits = self.policy.logits(module, t, am)
-        return token_logprobs(logits, t, temperature)
+            hidden = self.policy.hidden(module, t, am)
+            return token_logprobs(hidden, self.policy.head(module), t, temperature, self.chunk)[0]
 
     def logprobs(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
-        module = self.policy.module if args.get('model', 'policy') == 'policy' else self._reference()
         out: List[List[float]] = []
-        with torch.no_grad():
-            for r in micro_batches(len(ids), args.get('micro_batch_size')):
+        with torch.no_grad(), self.model_scope(args.get('model', 'policy')) as module:
+            for r in self._micro_batches(ids, args):
                 rows = [ids[i] for i in r]
                 out += unpad(self._forward(module, rows, float(args.get('temperature', 1.0))), [len(x) for x in rows])
         return {'logprobs': out}
 
-    def _reference(self):
-        if self.reference is None:
-            raise ValueError('no reference model: load with reference=true or pass ref log-probabilities')
-        return self.reference
+    def model_scope(self, name: str):
+        if name == 'policy':
+            return contextlib.nullcontext(self.policy.module)
+        if name == 'reference':
+            return self.policy.reference()
+        raise ValueError(f"model must be 'policy' or 'reference', got {name!r}")
+
+    def _micro_batches(self, ids: List[List[int]], args: Dict[str, Any]) -> List[range]:
+        return micro_batches([len(r) for r in ids], args.get('micro_batch_size'), args.get('micro_batch_tokens'))
 
     def sft_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
@@ -104,8 +114,8 @@ class Trainer:
                 if args.get('ref') is not None:
                     ref = self._given(args['ref'], r)
                 else:
-                    with torch.no_grad():
-                        ref = self._forward(self._reference(), [ids[i] for i in r], temperature)
+                    with torch.no_grad(), self.policy.reference() as reference:
+                        ref = self._forward(reference, [ids[i] for i in r], temperature)
             a = torch.tensor([adv[i] for i in r], dtype=torch.float32, device=self.device)
             return grpo_loss(logp, old, ref, m, a, settings, norm)
 
@@ -121,7 +131,7 @@ class Trainer:
             self.updater.set_lr(float(args['lr']))
         self.policy.module.train()
         self.updater.zero_grad()
-        parts = micro_batches(len(ids), args.get('micro_batch_size'))
+        parts = self._micro_batches(ids, args)
         totals: Dict[str, float] = {}
         for k, r in enumerate(parts):
             logp = self._forward(self.policy.module, [ids[i] for i in r], temperature)

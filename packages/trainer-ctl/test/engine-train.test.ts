@@ -45,7 +45,7 @@ describe('train engine on a tiny model', () => {
 
   it('loads the model dir and returns per-token log-probabilities aligned with the ids', async () => {
     const info = await load();
-    expect(info).toMatchObject({ kind: 'tiny', device: 'cpu', step: 0 });
+    expect(info).toMatchObject({ kind: 'llama', lora: false, device: 'cpu', step: 0 });
     const { logprobs } = await engine.request('logprobs', { input_ids: IDS });
     expect(logprobs.map((r) => r.length)).toEqual(IDS.map((r) => r.length));
     for (const row of logprobs) {

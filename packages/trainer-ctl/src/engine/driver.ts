@@ -10,9 +10,11 @@ import { createInterface } from 'node:readline';
 import type { EngineOp, EngineOps, EngineRequest, EngineResponse } from './protocol';
 
 export const ENGINE_DIR = resolve(import.meta.dirname, '..', '..', '..', '..', 'engine');
+/** The engine's virtual environment, built by scripts/setup.sh from engine/requirements.txt. */
+export const ENGINE_PYTHON = resolve(ENGINE_DIR, '..', '.cache', 'venv', 'bin', 'python');
 
 export interface EngineOptions {
-  /** Python interpreter; default $THINKFL_PYTHON or Debian's /usr/bin/python3 (has torch). */
+  /** Python interpreter; default $THINKFL_PYTHON or the project's venv (ENGINE_PYTHON). */
   python?: string;
   /** Directory holding the thinkfl_engine package. Default: the repository's engine/. */
   engineDir?: string;
@@ -56,7 +58,7 @@ export class TrainEngine {
   constructor(private readonly opts: EngineOptions = {}) {
     const engineDir = opts.engineDir ?? ENGINE_DIR;
     const pythonPath = [engineDir, process.env.PYTHONPATH].filter(Boolean).join(':');
-    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? '/usr/bin/python3', ['-m', 'thinkfl_engine'], {
+    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON, ['-m', 'thinkfl_engine'], {
       env: { ...process.env, ...opts.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

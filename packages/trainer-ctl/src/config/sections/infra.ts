@@ -38,7 +38,7 @@ export const WorkersSection = z
       .describe('Rollout workers: queue consumers that play episodes with the generation backend.'),
     train: z
       .strictObject({
-        python: z.string().default('/usr/bin/python3').describe('Python interpreter of the train engine. Default /usr/bin/python3 (Debian\'s, with torch).'),
+        python: z.string().optional().describe('Python interpreter of the train engine. Default: the venv scripts/setup.sh builds (.cache/venv/bin/python).'),
         device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
         deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO) for GPU runs; none on CPU. Default none.'),
         job_timeout_s: z

@@ -1,0 +1,48 @@
+"""Per-token log-probabilities (and entropy) from final hidden states, never holding full-vocab logits.
+
+The output head is applied to `chunk` token positions at a time; under autograd each chunk is
+checkpointed, so backward recomputes its logits instead of keeping them. Peak memory for the
+head is a few chunk x vocab float32 buffers, whatever the batch: about 4 * chunk * V * 4 bytes
+(logits in the compute dtype, their float32 copy, the softmax and its gradient).
+"""
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+DEFAULT_CHUNK = 1024
+
+
+def _chunk(h: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+           temperature: float) -> torch.Tensor:
+    logits = F.linear(h, weight, bias)
+    logits = (logits if logits.dtype in (torch.float32, torch.float64) else logits.float()) / temperature
+    lse = torch.logsumexp(logits, dim=-1)
+    logp = logits.gather(-1, y[:, None]).squeeze(-1) - lse
+    entropy = lse - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+    return torch.stack((logp, entropy), dim=-1)
+
+
+def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor, temperature: float = 1.0,
+                   chunk: int = DEFAULT_CHUNK) -> Tuple[torch.Tensor, torch.Tensor]:
+    """[B, T] log p(ids[t] | ids[<t]) and [B, T] entropy of that distribution, at least float32.
+
+    hidden: [B, T, H] final hidden states; head: the output projection (its weight and optional bias
+    are used directly). Position 0 has no prediction and is 0 in both.
+    """
+    if chunk <= 0:
+        raise ValueError(f'logprob chunk must be a positive number of tokens, got {chunk}')
+    b, t, width = hidden.shape
+    h = hidden[:, :-1].reshape(-1, width)
+    y = ids[:, 1:].reshape(-1)
+    weight, bias = head.weight, getattr(head, 'bias', None)
+    grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
+    parts = []
+    for s in range(0, h.shape[0], chunk):
+        args = (h[s:s + chunk], y[s:s + chunk], weight, bias, temperature)
+        parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
+    out = torch.cat(parts).view(b, t - 1, 2) if parts else h.new_zeros(b, 0, 2, dtype=torch.float32)
+    out = torch.cat((torch.zeros_like(out[:, :1]), out), dim=1)
+    return out[..., 0], out[..., 1]
