@@ -2,8 +2,8 @@
 
 The output head is applied to `chunk` token positions at a time; under autograd each chunk is
 checkpointed, so backward recomputes its logits instead of keeping them. Peak memory for the
-head is a few chunk x vocab float32 buffers, whatever the batch: about 4 * chunk * V * 4 bytes
-(logits in the compute dtype, their float32 copy, the softmax and its gradient).
+head is a few chunk x vocab float32 buffers, whatever the batch (logits, the softmax cross-entropy
+keeps, their gradient; the entropy adds two): measured bounds are in the engine-logprob-memory test.
 """
 from typing import Optional, Tuple
 
@@ -16,18 +16,23 @@ DEFAULT_CHUNK = 1024
 
 
 def _chunk(h: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-           temperature: float) -> torch.Tensor:
+           temperature: float, entropy: bool) -> torch.Tensor:
     logits = F.linear(h, weight, bias)
-    logits = (logits if logits.dtype in (torch.float32, torch.float64) else logits.float()) / temperature
-    lse = torch.logsumexp(logits, dim=-1)
-    logp = logits.gather(-1, y[:, None]).squeeze(-1) - lse
-    entropy = lse - (torch.softmax(logits, dim=-1) * logits).sum(-1)
-    return torch.stack((logp, entropy), dim=-1)
+    if logits.dtype not in (torch.float32, torch.float64):
+        logits = logits.float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    # cross_entropy's fused backward (softmax - onehot) needs fewer vocab-wide buffers than log_softmax + gather.
+    logp = -F.cross_entropy(logits, y, reduction='none')
+    if not entropy:
+        return logp[:, None]
+    all_logp = torch.log_softmax(logits, dim=-1)
+    return torch.stack((logp, -(all_logp.exp() * all_logp).sum(-1)), dim=-1)
 
 
 def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor, temperature: float = 1.0,
-                   chunk: int = DEFAULT_CHUNK) -> Tuple[torch.Tensor, torch.Tensor]:
-    """[B, T] log p(ids[t] | ids[<t]) and [B, T] entropy of that distribution, at least float32.
+                   chunk: int = DEFAULT_CHUNK, entropy: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """[B, T] log p(ids[t] | ids[<t]) and, when asked, [B, T] entropy of that distribution; at least float32.
 
     hidden: [B, T, H] final hidden states; head: the output projection (its weight and optional bias
     are used directly). Position 0 has no prediction and is 0 in both.
@@ -41,8 +46,9 @@ def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor, tem
     grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
     parts = []
     for s in range(0, h.shape[0], chunk):
-        args = (h[s:s + chunk], y[s:s + chunk], weight, bias, temperature)
+        args = (h[s:s + chunk], y[s:s + chunk], weight, bias, temperature, entropy)
         parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
-    out = torch.cat(parts).view(b, t - 1, 2) if parts else h.new_zeros(b, 0, 2, dtype=torch.float32)
+    k = 2 if entropy else 1
+    out = torch.cat(parts).view(b, t - 1, k) if parts else h.new_zeros(b, 0, k, dtype=torch.float32)
     out = torch.cat((torch.zeros_like(out[:, :1]), out), dim=1)
-    return out[..., 0], out[..., 1]
+    return out[..., 0], (out[..., 1] if entropy else None)

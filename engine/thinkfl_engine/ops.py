@@ -89,6 +89,29 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     return result
 
 
+def _status_bytes(field: str) -> int:
+    for line in Path('/proc/self/status').read_text().splitlines():
+        if line.startswith(field + ':'):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f'/proc/self/status has no {field}')
+
+
+def memory(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
+    """Memory of the engine process in bytes: resident now, and peak since the last reset (Linux).
+
+    reset=true starts a new peak from the current size (after reading it), on CPU and CUDA.
+    """
+    out: Dict[str, Any] = {'rss': _status_bytes('VmRSS'), 'peak_rss': _status_bytes('VmHWM')}
+    if torch.cuda.is_available():
+        out['cuda_allocated'] = torch.cuda.memory_allocated()
+        out['cuda_peak'] = torch.cuda.max_memory_allocated()
+    if args.get('reset'):
+        Path('/proc/self/clear_refs').write_text('5')
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+    return out
+
+
 def loss(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     """The GRPO loss math on given per-token values (float64), for test vectors."""
     lengths = [len(r) for r in args['logp']]
@@ -119,6 +142,7 @@ OPS: Dict[str, Callable[[State, Dict[str, Any]], Any]] = {
     'save': lambda s, a: s.loaded().save(Path(a['dir'])),
     'export': export,
     'generate': generate,
+    'memory': memory,
     'loss': loss,
     'gradcheck': gradcheck,
     'shutdown': lambda s, a: {'bye': True},

@@ -118,6 +118,8 @@ export interface EngineOps {
   };
   /** weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx: a full (merged) model dir + onnx/model.onnx. */
   export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
+  /** Process memory in bytes: resident now and peak since the last reset; reset starts a new peak (CPU and CUDA). */
+  memory: { args: { reset?: boolean }; result: { rss: number; peak_rss: number; cuda_allocated?: number; cuda_peak?: number } };
   loss: { args: LossBatch & { settings?: LossSettingsInput }; result: LossValues };
   gradcheck: { args: { seed?: number }; result: GradcheckResult };
   shutdown: { args: Record<string, never>; result: { bye: true } };
