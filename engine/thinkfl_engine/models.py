@@ -140,7 +140,7 @@ def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype, refere
     module.config.use_cache = False
     if gradient_checkpointing:
         # Long multi-turn episodes: recompute each block's activations in backward instead of keeping them.
-        module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})
+        module.activation_checkpointing_enable(activation_checkpointing_kwargs={'use_reentrant': False})
         if adapter or lora is not None:
             # The frozen embeddings give no grad-requiring input to the first checkpointed block.
             module.enable_input_require_grads()
