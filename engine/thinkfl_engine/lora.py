@@ -12,7 +12,6 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import PreTrainedModel
 
 ADAPTER_CONFIG = 'adapter_config.json'
-ADAPTER_WEIGHTS = 'adapter_model.safetensors'
 DEFAULT_TARGETS = ('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj')
 
 

@@ -17,9 +17,11 @@ from torch import nn
 from peft import PeftModel
 from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedModel
 
-from .lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraSettings, adapter_base, load_adapter, wrap
+from .lora import ADAPTER_CONFIG, LoraSettings, adapter_base, load_adapter, wrap
 from .tiny_model import create_tiny_model
 
+# Where a merged LoRA export keeps the adapter itself (for vLLM's LoRA serving).
+ADAPTER_DIR = 'adapter'
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 # Written by save/export; anything else in a model dir (tokenizer files, chat template) is carried along.
 ENGINE_FILES = ('config.json', 'generation_config.json', 'model*.safetensors', 'model.safetensors.index.json',
@@ -54,16 +56,15 @@ def create_tiny(out_dir: Path, config: Dict[str, Any], seed: int) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def clear_weights(out_dir: Path, keep_adapter: bool = False) -> None:
-    keep = {'optimizer.pt'} | ({ADAPTER_CONFIG, ADAPTER_WEIGHTS} if keep_adapter else set())
+def clear_weights(out_dir: Path) -> None:
     for f in out_dir.iterdir():
-        if f.is_file() and is_engine_file(f) and f.name not in keep:
+        if f.is_file() and is_engine_file(f) and f.name != 'optimizer.pt':
             f.unlink()
 
 
-def save_weights(model: PreTrainedModel, out_dir: Path, keep_adapter: bool = False) -> None:
+def save_weights(model: PreTrainedModel, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    clear_weights(out_dir, keep_adapter)
+    clear_weights(out_dir)
     model.save_pretrained(str(out_dir), safe_serialization=True)
 
 
@@ -120,10 +121,17 @@ class PolicyModel:
         save_weights(self.module, out_dir)
 
     def save_merged(self, out_dir: Path) -> None:
-        """A full model dir; for LoRA the adapter is also written and W + (alpha/r) B A is merged in a copy."""
-        self.save(out_dir)
-        if self.lora:
-            save_weights(copy.deepcopy(self.module).merge_and_unload(), out_dir, keep_adapter=True)
+        """A full model dir; for LoRA W + (alpha/r) B A merged in a copy, and the adapter alone in adapter/.
+
+        The adapter stays out of the top dir: transformers would load a dir with adapter_config.json
+        as base + adapter instead of the merged weights.
+        """
+        if not self.lora:
+            self.save(out_dir)
+            return
+        self.save(out_dir / ADAPTER_DIR)
+        copy_side_files(self.source, out_dir)
+        save_weights(copy.deepcopy(self.module).merge_and_unload(), out_dir)
 
 
 def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype, reference: bool = True,

@@ -116,7 +116,7 @@ export interface EngineOps {
     args: { input_ids: number[][]; max_new_tokens?: number; model?: 'policy' | 'reference' };
     result: { tokens: number[][]; logprobs: number[][] };
   };
-  /** weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx: a full (merged) model dir + onnx/model.onnx. */
+  /** weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx: a full (merged) model dir + onnx/model.onnx (LoRA: the adapter in adapter/). */
   export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
   /** Process memory in bytes: resident now and peak since the last reset; reset starts a new peak (CPU and CUDA). */
   memory: { args: { reset?: boolean }; result: { rss: number; peak_rss: number; cuda_allocated?: number; cuda_peak?: number } };
