@@ -88,6 +88,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       dtype: config.model.dtype,
       autocast: config.workers.train.autocast,
       reference: config.grpo.loss.kl_coef > 0,
+      lora: config.model.lora ?? null,
       resume: ckpt !== undefined,
       seed: config.run.seed,
       optimizer: config.grpo.optimizer,

@@ -44,6 +44,23 @@ export const ModelSection = z
         'Create the tiny CI model (scripts/create-tiny-model.ts: tokenizer fitted to the dataset, random weights, ' +
           'ONNX export) in dir when dir does not exist yet. Default none: dir must hold a model.',
       ),
+    lora: z
+      .strictObject({
+        r: z.number().int().positive().describe('Rank of the adapter matrices B (out x r) and A (r x in). Required.'),
+        alpha: z.number().positive().describe('Scale numerator: the update is (alpha / r) B A (Hu et al. 2021, eq. 3). Required.'),
+        dropout: z.number().min(0).lt(1).default(0).describe('Dropout on the adapter input, probability. Default 0.'),
+        target_modules: z
+          .array(z.string().min(1))
+          .min(1)
+          .default(['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])
+          .refine((m) => !m.includes('lm_head'), { message: 'lm_head cannot be adapted (the output head is applied in chunks)' })
+          .describe('Linear layers to adapt, by module name. Default all attention and MLP projections.'),
+      })
+      .optional()
+      .describe(
+        'Train LoRA adapters (PEFT) instead of all weights; the KL reference is the base with adapters disabled. ' +
+          'Checkpoints hold the adapter alone; ONNX exports a merged model. Default none: full fine-tuning.',
+      ),
     max_context_tokens: z
       .number()
       .int()
