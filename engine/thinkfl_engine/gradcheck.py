@@ -32,6 +32,17 @@ def _check(name: str, fn, inputs) -> Dict[str, Any]:
         return {'name': name, 'ok': False, 'error': str(e).splitlines()[0]}
 
 
+class _Head(torch.nn.Module):
+    """An output projection whose weight is the tensor under check (not a parameter of its own)."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.weight = weight
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(h, self.weight)
+
+
 def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
     g = torch.Generator().manual_seed(seed)
     d = torch.float64
@@ -60,9 +71,7 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
     params = (hidden.detach().clone().requires_grad_(True), model.lm_head.weight.detach().clone().requires_grad_(True))
 
     def model_logp(h, w):
-        head = torch.nn.Module()
-        head.weight = w
-        return token_logprobs(h, head, ids, chunk=4)[0]
+        return token_logprobs(h, _Head(w), ids, chunk=4)[0]
 
     with torch.no_grad():
         base = model_logp(*params)

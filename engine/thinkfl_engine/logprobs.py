@@ -15,9 +15,9 @@ from torch.utils.checkpoint import checkpoint
 DEFAULT_CHUNK = 1024
 
 
-def _chunk(h: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-           temperature: float, entropy: bool) -> torch.Tensor:
-    logits = F.linear(h, weight, bias)
+def _chunk(h: torch.Tensor, y: torch.Tensor, head: nn.Module, temperature: float, entropy: bool) -> torch.Tensor:
+    # The head is called as a module, so DeepSpeed ZeRO-3 gathers its partitioned weight for each chunk.
+    logits = head(h)
     if logits.dtype not in (torch.float32, torch.float64):
         logits = logits.float()
     if temperature != 1.0:
@@ -34,19 +34,18 @@ def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor, tem
                    chunk: int = DEFAULT_CHUNK, entropy: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """[B, T] log p(ids[t] | ids[<t]) and, when asked, [B, T] entropy of that distribution; at least float32.
 
-    hidden: [B, T, H] final hidden states; head: the output projection (its weight and optional bias
-    are used directly). Position 0 has no prediction and is 0 in both.
+    hidden: [B, T, H] final hidden states; head: the output projection module. Position 0 has no
+    prediction and is 0 in both.
     """
     if chunk <= 0:
         raise ValueError(f'logprob chunk must be a positive number of tokens, got {chunk}')
     b, t, width = hidden.shape
     h = hidden[:, :-1].reshape(-1, width)
     y = ids[:, 1:].reshape(-1)
-    weight, bias = head.weight, getattr(head, 'bias', None)
-    grad = torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad)
+    grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters()))
     parts = []
     for s in range(0, h.shape[0], chunk):
-        args = (h[s:s + chunk], y[s:s + chunk], weight, bias, temperature, entropy)
+        args = (h[s:s + chunk], y[s:s + chunk], head, temperature, entropy)
         parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
     k = 2 if entropy else 1
     out = torch.cat(parts).view(b, t - 1, k) if parts else h.new_zeros(b, 0, k, dtype=torch.float32)

@@ -62,10 +62,10 @@ def clear_weights(out_dir: Path) -> None:
             f.unlink()
 
 
-def save_weights(model: PreTrainedModel, out_dir: Path) -> None:
+def save_weights(model: PreTrainedModel, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     clear_weights(out_dir)
-    model.save_pretrained(str(out_dir), safe_serialization=True)
+    model.save_pretrained(str(out_dir), state_dict=state, safe_serialization=True)
 
 
 def copy_side_files(source: Path, out_dir: Path) -> None:
@@ -115,19 +115,19 @@ class PolicyModel:
         with self.module.disable_adapter():
             yield self.module
 
-    def save(self, out_dir: Path) -> None:
-        """The checkpoint: full weights, or for LoRA the adapter alone (PEFT's layout)."""
+    def save(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
+        """The checkpoint: full weights (`state` when the module's own are partitioned), or for LoRA the adapter alone."""
         copy_side_files(self.source, out_dir)
-        save_weights(self.module, out_dir)
+        save_weights(self.module, out_dir, state)
 
-    def save_merged(self, out_dir: Path) -> None:
+    def save_merged(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
         """A full model dir; for LoRA W + (alpha/r) B A merged in a copy, and the adapter alone in adapter/.
 
         The adapter stays out of the top dir: transformers would load a dir with adapter_config.json
         as base + adapter instead of the merged weights.
         """
         if not self.lora:
-            self.save(out_dir)
+            self.save(out_dir, state)
             return
         self.save(out_dir / ADAPTER_DIR)
         copy_side_files(self.source, out_dir)

@@ -6,6 +6,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 
 from .batch import check_ragged, pad
+from .distributed import is_main
 from .grpo_loss import LossSettings, Normalizers, grpo_loss
 from .models import create_tiny
 from .trainer import Trainer, validate_ids
@@ -79,13 +80,11 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     if fmt not in ('onnx', 'weights'):
         raise ValueError(f"export format must be 'onnx' or 'weights', got {fmt!r}")
     result: Dict[str, Any] = {'dir': str(out_dir), 'step': t.step}
-    if fmt == 'weights':
-        # For vLLM: the full model, or with LoRA the adapter alone (served on top of the base).
-        t.policy.save(out_dir)
-        return result
-    from .onnx_export import export_onnx
-    t.policy.save_merged(out_dir)
-    result['onnx'] = str(export_onnx(out_dir, out_dir / 'onnx' / 'model.onnx'))
+    # weights, for vLLM: the full model, or with LoRA the adapter alone (served on top of the base).
+    t.write_model(out_dir, merged=fmt == 'onnx')
+    if fmt == 'onnx' and is_main():
+        from .onnx_export import export_onnx
+        result['onnx'] = str(export_onnx(out_dir, out_dir / 'onnx' / 'model.onnx'))
     return result
 
 

@@ -15,13 +15,12 @@ from typing import Any, Dict, List
 import torch
 
 from .batch import check_ragged, micro_batches, pad, unpad
+from .distributed import is_main
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
 from .logprobs import DEFAULT_CHUNK, token_logprobs
 from .lora import LoraSettings
 from .models import load_model, parse_dtype
 from .optim import OptimSettings, make_updater
-
-OPTIMIZER_FILE = 'optimizer.pt'
 
 
 class Trainer:
@@ -39,15 +38,14 @@ class Trainer:
         self.updater = make_updater(self.policy.module, OptimSettings.from_json(args.get('optimizer')),
                                     args.get('deepspeed'))
         self.step = 0
-        saved = self.model_dir / OPTIMIZER_FILE
-        if args.get('resume', False) and saved.is_file():
-            state = torch.load(saved, map_location='cpu')
-            self.updater.load_state_dict(state['optimizer'])
-            self.step = int(state['step'])
+        if args.get('resume', False):
+            self.step = self.updater.load(self.model_dir) or 0
 
     def describe(self) -> Dict[str, Any]:
-        params = sum(p.numel() for p in self.policy.module.parameters())
-        trainable = sum(p.numel() for p in self.policy.module.parameters() if p.requires_grad)
+        # ZeRO-3 leaves each rank a partition: ds_numel is the full size.
+        sizes = [(getattr(p, 'ds_numel', p.numel()), p.requires_grad) for p in self.policy.module.parameters()]
+        params = sum(n for n, _ in sizes)
+        trainable = sum(n for n, grad in sizes if grad)
         return {'kind': self.policy.kind, 'parameters': params, 'trainable_parameters': trainable,
                 'lora': self.policy.lora, 'device': str(self.device), 'step': self.step}
 
@@ -134,10 +132,11 @@ class Trainer:
         parts = self._micro_batches(ids, args)
         totals: Dict[str, float] = {}
         for k, r in enumerate(parts):
+            self.updater.boundary(last=k == len(parts) - 1)
             logp = self._forward(self.policy.module, [ids[i] for i in r], temperature)
             m = pad([mask[i] for i in r], torch.float32, self.device)
             out = loss_of(r, logp, m)
-            self.updater.backward(out['loss'], last=k == len(parts) - 1)
+            self.updater.backward(out['loss'])
             for name, v in out.items():
                 totals[name] = totals.get(name, 0.0) + float(v.detach())
         if not math.isfinite(totals['loss']):
@@ -149,11 +148,15 @@ class Trainer:
         return totals
 
     def save(self, out_dir: Path) -> Dict[str, Any]:
-        self.policy.save(out_dir)
-        tmp = out_dir / (OPTIMIZER_FILE + '.tmp')
-        torch.save({'optimizer': self.updater.state_dict(), 'step': self.step}, tmp)
-        tmp.replace(out_dir / OPTIMIZER_FILE)
+        self.write_model(out_dir, merged=False)
+        self.updater.save(out_dir, self.step)
         return {'dir': str(out_dir), 'step': self.step}
+
+    def write_model(self, out_dir: Path, merged: bool) -> None:
+        """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first)."""
+        state = self.updater.gathered_state_dict()
+        if is_main():
+            (self.policy.save_merged if merged else self.policy.save)(out_dir, state)
 
 
 def validate_ids(ids: Any) -> List[List[int]]:

@@ -18,6 +18,11 @@ export interface EngineOptions {
   python?: string;
   /** Directory holding the thinkfl_engine package. Default: the repository's engine/. */
   engineDir?: string;
+  /**
+   * Processes to start (DeepSpeed ZeRO over N ranks, launched by torchrun on this machine); rank 0
+   * speaks the protocol and hands each request to the others. Default 1: a single process.
+   */
+  ranks?: number;
   /** Extra environment for the engine process. */
   env?: Record<string, string>;
   /** Timeout of a request that names none, in ms. Default 10 minutes. */
@@ -58,7 +63,10 @@ export class TrainEngine {
   constructor(private readonly opts: EngineOptions = {}) {
     const engineDir = opts.engineDir ?? ENGINE_DIR;
     const pythonPath = [engineDir, process.env.PYTHONPATH].filter(Boolean).join(':');
-    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON, ['-m', 'thinkfl_engine'], {
+    const ranks = opts.ranks ?? 1;
+    if (!Number.isInteger(ranks) || ranks < 1) throw new Error(`engine ranks must be a positive integer, got ${ranks}`);
+    const launcher = ranks > 1 ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${ranks}`] : [];
+    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON, [...launcher, '-m', 'thinkfl_engine'], {
       env: { ...process.env, ...opts.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
