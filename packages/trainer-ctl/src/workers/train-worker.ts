@@ -65,7 +65,12 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   const ckpt = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
   if (config.checkpoints.resume === 'require' && !ckpt) throw new Error(`checkpoints.resume is require, but ${runDir} has no checkpoint`);
 
-  const engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
+  const engine = new TrainEngine({
+    python: config.workers.train.python,
+    ranks: config.workers.train.ranks,
+    onStderr: (t) => log(t.trimEnd()),
+    ...opts.engine,
+  });
   let updates = ckpt?.updates ?? 0;
   const exportPolicy = async (version: number) => {
     const dir = policyDir(runDir, version);

@@ -40,7 +40,13 @@ export const WorkersSection = z
       .strictObject({
         python: z.string().optional().describe('Python interpreter of the train engine. Default: the venv scripts/setup.sh builds (.cache/venv/bin/python).'),
         device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
-        deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO) for GPU runs; none on CPU. Default none.'),
+        deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO stage 2 or 3). Default none.'),
+        ranks: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe('Engine processes (torchrun on this machine; DeepSpeed ZeRO partitions across them, each runs the whole batch). Default 1.'),
         job_timeout_s: z
           .number()
           .positive()
