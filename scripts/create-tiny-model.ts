@@ -1,7 +1,8 @@
 /**
  * Creates the tiny CI model, offline, in the model-directory layout of a real backbone:
  * tokenizer.json + tokenizer_config.json (chat template with tools) fitted to the dataset's
- * vocabulary, config.json + pytorch_model.bin (random init by the train engine), onnx/model.onnx.
+ * vocabulary, config.json + generation_config.json + model.safetensors (a transformers LlamaForCausalLM,
+ * random init by the train engine), onnx/model.onnx.
  *
  *   npx tsx scripts/create-tiny-model.ts --dataset DIR --out DIR [--seed N] [--hidden-size N] ...
  */

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh Debian machine (idempotent):
-# redis-server, Debian's PyTorch stack for the train engine, Chromium (the report test opens the
-# run report in it, driven by playwright-core: no browser download), the npm packages, and
-# TensorBoard at a pinned version in its own venv (the test that reads back the run's event files).
+# redis-server, Chromium (the report test opens the run report in it, driven by playwright-core: no
+# browser download), the train engine's Python environment (.cache/venv, pinned versions from
+# engine/requirements.txt, from PyPI), the npm packages, and TensorBoard at a pinned version in
+# its own venv (the test that reads back the run's event files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(redis-server python3-torch python3-numpy python3-onnx python3-redis libopenblas0-pthread chromium python3-venv)
+debs=(redis-server chromium)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -16,6 +17,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The engine's venv is rebuilt only when the requirements (or this recipe) change: a stamp
+# holds the hash of both. PyPI's Linux torch wheel brings its CUDA libraries (several GB):
+# PyPI has no CPU-only build, and the same environment then runs on GPU machines.
+venv=.cache/venv
+stamp="$venv/.requirements.sha256"
+want="$(cat engine/requirements.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  python="${THINKFL_SETUP_PYTHON:-python3}"
+  "$python" -c 'import sys; assert sys.version_info >= (3, 10), "the engine needs Python >= 3.10"'
+  echo "setup: building $venv from engine/requirements.txt with $("$python" --version)" >&2
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+  pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
+  # DeepSpeed's build imports torch, so torch comes first and the rest builds without isolation.
+  "${pip[@]}" $(grep -E '^(torch|numpy|setuptools|wheel)==' engine/requirements.txt)
+  "${pip[@]}" --no-build-isolation -r engine/requirements.txt
+  echo "$want" > "$stamp"
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

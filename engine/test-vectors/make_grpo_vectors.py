@@ -120,7 +120,7 @@ def build():
         settings = {**DEFAULTS, **overrides}
         batch = {k: v for k, v in BATCH.items() if k != 'ref' or settings['kl_coef']}
         cases.append({'name': name, 'settings': overrides, 'inputs': batch, 'expected': expected(BATCH, settings)})
-    return {'description': 'GRPO/GSPO loss vectors; regenerate with /usr/bin/python3 engine/test-vectors/make_grpo_vectors.py',
+    return {'description': 'GRPO/GSPO loss vectors; regenerate with .cache/venv/bin/python engine/test-vectors/make_grpo_vectors.py',
             'tolerance': 1e-6, 'cases': cases}
 
 

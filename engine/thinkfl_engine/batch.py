@@ -1,9 +1,8 @@
-"""Ragged protocol arrays <-> padded tensors, and per-token log-probabilities from logits."""
+"""Ragged protocol arrays <-> padded tensors, per-sequence sampling temperatures, and micro-batches."""
 import math
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence
 
 import torch
-import torch.nn.functional as F
 
 
 def check_ragged(name: str, rows: Sequence[Sequence[float]], lengths: List[int]) -> None:
@@ -29,22 +28,6 @@ def unpad(x: torch.Tensor, lengths: List[int]) -> List[List[float]]:
     return [row[:n] for row, n in zip(rows, lengths)]
 
 
-def token_logprobs(logits: torch.Tensor, ids: torch.Tensor, temperature: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
-    """[B, T] log p_T(ids[t] | ids[<t]) under the temperature-scaled distribution softmax(logits / T),
-    at least float32; `temperature` is one number or one per row. Position 0 has no prediction and is 0.
-
-    This is the distribution the rollout side sampled from (before any top-p truncation), so
-    on-policy importance ratios are exactly 1.
-    """
-    head = logits[:, :-1]
-    head = head if head.dtype in (torch.float32, torch.float64) else head.float()
-    t = torch.as_tensor(temperature, dtype=head.dtype, device=head.device)
-    scaled = head / (t.view(-1, 1, 1) if t.dim() else t)
-    lp = -F.cross_entropy(scaled.reshape(-1, scaled.shape[-1]), ids[:, 1:].reshape(-1), reduction='none')
-    lp = lp.view(ids.shape[0], ids.shape[1] - 1)
-    return torch.cat((torch.zeros_like(lp[:, :1]), lp), dim=1)
-
-
 def temperatures(raw: Any, n: int) -> List[float]:
     """A sampling temperature per sequence from one number or a list of n; each finite and > 0."""
     values = raw if isinstance(raw, list) else [raw] * n
@@ -57,6 +40,20 @@ def temperatures(raw: Any, n: int) -> List[float]:
     return [float(v) for v in values]
 
 
-def micro_batches(n: int, size: Optional[int]) -> List[range]:
-    step = size if size and size > 0 else max(n, 1)
-    return [range(i, min(i + step, n)) for i in range(0, n, step)]
+def micro_batches(lengths: List[int], size: Optional[int], tokens: Optional[int] = None) -> List[range]:
+    """Consecutive sequences, at most `size` of them and (padded to the longest) at most `tokens` tokens.
+
+    A sequence longer than the token budget gets a micro-batch of its own.
+    """
+    parts: List[range] = []
+    start, longest = 0, 0
+    for i, n in enumerate(lengths):
+        longest_with = max(longest, n)
+        count = i - start + 1
+        if i > start and ((size and size > 0 and count > size) or (tokens and tokens > 0 and longest_with * count > tokens)):
+            parts.append(range(start, i))
+            start, longest_with = i, n
+        longest = longest_with
+    if lengths:
+        parts.append(range(start, len(lengths)))
+    return parts

@@ -1,17 +1,16 @@
 """Gradient checks (float64 finite differences vs autograd) of the GRPO and SFT losses.
 
 Checked twice: with respect to the log-probabilities directly, for every loss variant, and
-with respect to every parameter of a tiny model, through the same token_logprobs path
-the GRPO step uses.
+with respect to a tiny Llama's final hidden states and output head, through the same chunked
+token_logprobs path the GRPO step uses (a chunk smaller than the batch, so chunking and its
+checkpointing are checked).
 """
 from typing import Any, Dict, List
 
 import torch
-from torch.nn.utils.stateless import functional_call
-
-from .batch import token_logprobs
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
-from .tiny_model import TinyCausalLM, TinyConfig, init_weights
+from .logprobs import token_logprobs
+from .tiny_model import create_tiny_model
 
 VARIANTS = {
     'token-mean': {},
@@ -33,6 +32,17 @@ def _check(name: str, fn, inputs) -> Dict[str, Any]:
         return {'name': name, 'ok': False, 'error': str(e).splitlines()[0]}
 
 
+class _Head(torch.nn.Module):
+    """An output projection whose weight is the tensor under check (not a parameter of its own)."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.weight = weight
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(h, self.weight)
+
+
 def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
     g = torch.Generator().manual_seed(seed)
     d = torch.float64
@@ -51,15 +61,17 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
         results.append(_check(f'loss/{name}', lambda lp: grpo_loss(lp, old, r, mask, adv, s, n)['loss'],
                               (logp0.clone().requires_grad_(True),)))
 
-    model = TinyCausalLM(TinyConfig(vocab_size=vocab, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
-                                    num_key_value_heads=1, head_dim=4, intermediate_size=12))
-    init_weights(model, seed)
-    model.to(d)
-    names = [k for k, _ in model.named_parameters()]
-    params = tuple(p.detach().clone().requires_grad_(True) for _, p in model.named_parameters())
+    # transformers' RMSNorm computes in float32 even for float64 weights, so finite differences through
+    # the backbone only see float32 rounding: the check starts at its final hidden states and covers
+    # the engine's own part, the chunked output head (a chunk smaller than the batch) and the losses.
+    model = create_tiny_model({'vocab_size': vocab, 'hidden_size': 8, 'num_hidden_layers': 2, 'num_attention_heads': 2,
+                               'num_key_value_heads': 1, 'head_dim': 4, 'intermediate_size': 12}, seed).to(d)
+    with torch.no_grad():
+        hidden = model.model(ids).last_hidden_state
+    params = (hidden.detach().clone().requires_grad_(True), model.lm_head.weight.detach().clone().requires_grad_(True))
 
-    def model_logp(*ps):
-        return token_logprobs(functional_call(model, dict(zip(names, ps)), (ids,))[0], ids).to(d)
+    def model_logp(h, w):
+        return token_logprobs(h, _Head(w), ids, chunk=4)[0]
 
     with torch.no_grad():
         base = model_logp(*params)

@@ -1,22 +1,31 @@
-"""Model directories: create/load/save the tiny model, or hand a transformers model dir to hf_backend.
+"""Model directories in the Hugging Face layout, loaded with transformers (AutoModelForCausalLM).
 
-A model dir has the Hugging Face layout: config.json, weights, tokenizer files, optionally
-onnx/model.onnx. Files the engine does not produce (tokenizer, chat template) are carried
-along on save so every checkpoint is a complete model dir.
+A model dir holds config.json, generation_config.json, model.safetensors (or shards with their
+index) and the tokenizer files; optionally onnx/model.onnx. Files the engine does not write
+(tokenizer, chat template) are carried along on save, so every checkpoint is a complete model
+dir; weight files of an earlier save are removed first, so no stale shard or index remains.
 """
-import json
+import copy
+import importlib.util
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Dict, Optional
 
 import torch
 from torch import nn
+from peft import PeftModel
+from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedModel
 
-from .tiny_model import MODEL_TYPE, TinyCausalLM, TinyConfig, init_weights
+from .lora import ADAPTER_CONFIG, LoraSettings, adapter_base, load_adapter, wrap
+from .tiny_model import create_tiny_model
 
-WEIGHTS = 'pytorch_model.bin'
-ENGINE_FILES = {'config.json', WEIGHTS, 'optimizer.pt', 'model.safetensors'}
+# Where a merged LoRA export keeps the adapter itself (for vLLM's LoRA serving).
+ADAPTER_DIR = 'adapter'
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
+# Written by save/export; anything else in a model dir (tokenizer files, chat template) is carried along.
+ENGINE_FILES = ('config.json', 'generation_config.json', 'model*.safetensors', 'model.safetensors.index.json',
+                'pytorch_model*.bin', 'pytorch_model.bin.index.json', 'optimizer.pt', 'adapter_config.json',
+                'adapter_model.safetensors', '*.tmp')
 
 
 def parse_dtype(name: str) -> torch.dtype:
@@ -25,51 +34,107 @@ def parse_dtype(name: str) -> torch.dtype:
     return DTYPES[name]
 
 
-def read_config(model_dir: Path) -> Dict[str, Any]:
-    path = model_dir / 'config.json'
-    if not path.is_file():
-        raise FileNotFoundError(f'{path}: no config.json in the model dir')
-    return json.loads(path.read_text())
+def is_engine_file(path: Path) -> bool:
+    return any(path.match(p) for p in ENGINE_FILES)
 
 
-class PolicyModel:
-    """A loaded model: its nn.Module, how to get logits, and how to write it back as a model dir."""
-
-    def __init__(self, module: nn.Module, logits: Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor],
-                 save: Callable[[nn.Module, Path], None], source: Path, kind: str):
-        self.module, self.logits, self._save, self.source, self.kind = module, logits, save, source, kind
-
-    def save(self, out_dir: Path) -> None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for f in self.source.iterdir():
-            if f.is_file() and f.name not in ENGINE_FILES and f.resolve() != (out_dir / f.name).resolve():
-                shutil.copy2(f, out_dir / f.name)
-        self._save(self.module, out_dir)
+def attn_implementation(device: torch.device) -> str:
+    """flash-attention-2 on CUDA when the package is importable, PyTorch's sdpa otherwise."""
+    if device.type == 'cuda' and importlib.util.find_spec('flash_attn') is not None:
+        return 'flash_attention_2'
+    return 'sdpa'
 
 
-def create_tiny(out_dir: Path, config: TinyConfig, seed: int) -> int:
-    """Writes config.json and random-init weights; returns the parameter count."""
-    model = TinyCausalLM(config)
-    init_weights(model, seed)
-    save_tiny(model, out_dir)
+def create_tiny(out_dir: Path, config: Dict[str, Any], seed: int) -> int:
+    """Writes a random-init tiny model dir (config, generation config, safetensors); returns the parameter count."""
+    model = create_tiny_model(config, seed)
+    model.generation_config = GenerationConfig(bos_token_id=model.config.bos_token_id,
+                                               eos_token_id=model.config.eos_token_id,
+                                               pad_token_id=model.config.pad_token_id)
+    save_weights(model, out_dir)
     return sum(p.numel() for p in model.parameters())
 
 
-def save_tiny(module: nn.Module, out_dir: Path) -> None:
+def clear_weights(out_dir: Path) -> None:
+    for f in out_dir.iterdir():
+        if f.is_file() and is_engine_file(f) and f.name != 'optimizer.pt':
+            f.unlink()
+
+
+def save_weights(model: PreTrainedModel, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / 'config.json').write_text(json.dumps(module.config.to_json(), indent=2) + '\n')
-    state = {k: v.detach().to('cpu', torch.float32) for k, v in module.state_dict().items()}
-    tmp = out_dir / (WEIGHTS + '.tmp')
-    torch.save(state, tmp)
-    tmp.replace(out_dir / WEIGHTS)
+    clear_weights(out_dir)
+    model.save_pretrained(str(out_dir), state_dict=state, safe_serialization=True)
 
 
-def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype) -> PolicyModel:
-    config = read_config(model_dir)
-    if config.get('model_type') == MODEL_TYPE:
-        module = TinyCausalLM(TinyConfig.from_json(config))
-        module.load_state_dict(torch.load(model_dir / WEIGHTS, map_location='cpu'))
-        module.to(device=device, dtype=dtype)
-        return PolicyModel(module, lambda m, ids, am: m(ids, am)[0], save_tiny, model_dir, 'tiny')
-    from .hf_backend import load_hf
-    return load_hf(model_dir, device, dtype)
+def copy_side_files(source: Path, out_dir: Path) -> None:
+    """Tokenizer files and chat template: everything in the source dir that the engine does not write."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in source.iterdir():
+        if f.is_file() and not is_engine_file(f) and f.resolve() != (out_dir / f.name).resolve():
+            shutil.copy2(f, out_dir / f.name)
+
+
+class PolicyModel:
+    """A loaded causal LM: the module, its last hidden states and output head, saving."""
+
+    def __init__(self, module: nn.Module, source: Path):
+        self.module, self.source = module, source
+        self.lora = isinstance(module, PeftModel)
+
+    @property
+    def kind(self) -> str:
+        return self.module.config.model_type
+
+    def hidden(self, module: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """[B, T, H] final hidden states (after the last norm): the output head is applied in chunks."""
+        return module.get_decoder()(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+
+    def head(self, module: nn.Module) -> nn.Linear:
+        return module.get_output_embeddings()
+
+    def logits(self, module: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return module(input_ids=ids, attention_mask=attention_mask, use_cache=False).logits
+
+    def save(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
+        """The checkpoint: full weights (`state` when the module's own are partitioned), or for LoRA the adapter alone."""
+        copy_side_files(self.source, out_dir)
+        save_weights(self.module, out_dir, state)
+
+    def save_merged(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
+        """A full model dir; for LoRA W + (alpha/r) B A merged in a copy, and the adapter alone in adapter/.
+
+        The adapter stays out of the top dir: transformers would load a dir with adapter_config.json
+        as base + adapter instead of the merged weights.
+        """
+        if not self.lora:
+            self.save(out_dir, state)
+            return
+        self.save(out_dir / ADAPTER_DIR)
+        copy_side_files(self.source, out_dir)
+        save_weights(copy.deepcopy(self.module).merge_and_unload(), out_dir)
+
+
+def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype, lora: Optional[LoraSettings] = None, gradient_checkpointing: bool = True,
+               attn: Optional[str] = None) -> PolicyModel:
+    """A model dir, or a LoRA checkpoint (adapter_config.json, no config.json) on top of its base dir."""
+    model_dir = model_dir.resolve()
+    adapter = (model_dir / ADAPTER_CONFIG).is_file() and not (model_dir / 'config.json').is_file()
+    base_dir = adapter_base(model_dir) if adapter else model_dir
+    if not (base_dir / 'config.json').is_file():
+        raise FileNotFoundError(f'{base_dir / "config.json"}: no config.json in the model dir')
+    module = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=dtype,
+                                                  attn_implementation=attn or attn_implementation(device))
+    module.config.use_cache = False
+    if gradient_checkpointing:
+        # Long multi-turn episodes: recompute each block's activations in backward instead of keeping them.
+        module.activation_checkpointing_enable(activation_checkpointing_kwargs={'use_reentrant': False})
+        if adapter or lora is not None:
+            # The frozen embeddings give no grad-requiring input to the first checkpointed block.
+            module.enable_input_require_grads()
+    if adapter:
+        module = load_adapter(module, model_dir)
+    elif lora is not None:
+        module = wrap(module, lora)
+    module.to(device)
+    return PolicyModel(module, model_dir)

@@ -1,39 +1,48 @@
-"""ONNX export of the tiny model with the Hugging Face optimum KV-cache signature.
+"""ONNX export of a causal LM in transformers' layout, with the KV-cache signature of ONNX Runtime / Optimum.
 
 Inputs: input_ids [B,T], attention_mask [B,P+T], position_ids [B,T] (int64) and
 past_key_values.{i}.key/value [B,kv_heads,P,head_dim] (float32); outputs: logits [B,T,V] and
 present.{i}.key/value [B,kv_heads,P+T,head_dim]. B, T and P are dynamic; P may be 0.
+The exported graph is a float32, eager-attention copy of the saved model dir (for LoRA: the
+merged model), so any architecture transformers loads (Llama, Qwen2, ...) exports the same way.
 """
+import warnings
 from pathlib import Path
+
 import onnx
 import torch
 from torch import nn
+from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
 
-from .tiny_model import TinyCausalLM
-
-OPSET = 14
+OPSET = 17
 
 
 class _WithCache(nn.Module):
-    def __init__(self, model: TinyCausalLM):
+    def __init__(self, model: PreTrainedModel):
         super().__init__()
         self.model = model
 
     def forward(self, input_ids, attention_mask, position_ids, *flat_past):
-        past = [(flat_past[2 * i], flat_past[2 * i + 1]) for i in range(len(flat_past) // 2)]
-        logits, presents = self.model(input_ids, attention_mask, position_ids, past)
-        return (logits.float(), *[t.float() for kv in presents for t in kv])
+        layers = len(flat_past) // 2
+        cache = DynamicCache([(flat_past[2 * i], flat_past[2 * i + 1]) for i in range(layers)], config=self.model.config)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                         past_key_values=cache, use_cache=True)
+        presents = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+        return (out.logits.float(), *presents)
 
 
-def export_onnx(model: TinyCausalLM, out_file: Path) -> Path:
-    """Writes out_file atomically (readers never see a partial model) and checks it with onnx.checker."""
+def head_dim(config) -> int:
+    return getattr(config, 'head_dim', None) or config.hidden_size // config.num_attention_heads
+
+
+def export_onnx(model_dir: Path, out_file: Path) -> Path:
+    """Exports the model saved in model_dir; writes out_file atomically and checks it with onnx.checker."""
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation='eager')
+    model.eval()
     c = model.config
-    cpu = TinyCausalLM(c)
-    cpu.load_state_dict({k: v.detach().to('cpu', torch.float32) for k, v in model.state_dict().items()})
-    cpu.eval()
-    layers = c.num_hidden_layers
+    layers, kv_heads = c.num_hidden_layers, getattr(c, 'num_key_value_heads', c.num_attention_heads)
     b, t, p = 2, 3, 4
-    past = [torch.zeros(b, c.num_key_value_heads, p, c.head_dim) for _ in range(2 * layers)]
+    past = [torch.zeros(b, kv_heads, p, head_dim(c)) for _ in range(2 * layers)]
     ids = torch.zeros(b, t, dtype=torch.long)
     am = torch.ones(b, p + t, dtype=torch.long)
     pos = (torch.arange(t) + p).unsqueeze(0).expand(b, t).contiguous()
@@ -47,11 +56,13 @@ def export_onnx(model: TinyCausalLM, out_file: Path) -> Path:
     axes.update({n: {0: 'batch_size', 2: 'total_sequence_length'} for n in present_names})
     out_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_file.with_name(out_file.name + '.tmp')
-    with torch.no_grad():
-        torch.onnx.export(_WithCache(cpu), (ids, am, pos, *past), str(tmp), opset_version=OPSET,
+    with torch.no_grad(), warnings.catch_warnings():
+        # The tracer warns about Python branches on shapes (cache emptiness, mask padding); the traced
+        # branches are the general ones, which also hold for an empty past (P = 0).
+        warnings.simplefilter('ignore')
+        torch.onnx.export(_WithCache(model), (ids, am, pos, *past), str(tmp), opset_version=OPSET, dynamo=False,
                           input_names=['input_ids', 'attention_mask', 'position_ids', *past_names],
                           output_names=['logits', *present_names], dynamic_axes=axes, do_constant_folding=True)
     onnx.checker.check_model(onnx.load(str(tmp)))
     tmp.replace(out_file)
     return out_file
-

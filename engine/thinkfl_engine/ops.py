@@ -1,15 +1,15 @@
 """The protocol's operations: name -> handler(state, args) -> JSON-able result."""
 import platform
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
 from .batch import check_ragged, pad
+from .distributed import is_main
 from .grpo_loss import LossSettings, Normalizers, grpo_loss
 from .models import create_tiny
 from .step_file import batch_stats, step_args
-from .tiny_model import TinyConfig
 from .trainer import Trainer, validate_ids
 
 
@@ -29,8 +29,7 @@ def info(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def create_tiny_op(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
-    config = TinyConfig(**args['config'])
-    return {'parameters': create_tiny(Path(args['out_dir']), config, int(args.get('seed', 0)))}
+    return {'parameters': create_tiny(Path(args['out_dir']), dict(args['config']), int(args.get('seed', 0)))}
 
 
 def load(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
@@ -40,15 +39,39 @@ def load(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def logits(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
-    """Raw logits of the policy for short sequences; meant for checking exports, not for training."""
+    """Raw logits of the policy (or its reference) for short sequences; for checking exports, not for training."""
     t = state.loaded()
     ids = validate_ids(args['input_ids'])
-    m = t.policy.module.eval()
-    with torch.no_grad():
+    with torch.no_grad(), t.model_scope(args.get('model', 'policy')) as m:
+        m.eval()
         out = [t.policy.logits(m, torch.tensor([row], device=t.device), torch.ones(1, len(row), dtype=torch.long,
                                                                                    device=t.device))[0]
                for row in ids]
     return {'logits': [x.to('cpu', torch.float64).tolist() for x in out]}
+
+
+def generate(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
+    """Greedy continuation of each prompt by transformers' `generate` (the reference for exported backends).
+
+    Stops at the model's EOS ids or after max_new_tokens; per generated token its log-probability
+    under the raw (unprocessed) distribution.
+    """
+    t = state.loaded()
+    ids = validate_ids(args['input_ids'])
+    tokens: List[List[int]] = []
+    logprobs: List[List[float]] = []
+    with torch.no_grad(), t.model_scope(args.get('model', 'policy')) as m:
+        m.eval()
+        for row in ids:
+            prompt = torch.tensor([row], device=t.device)
+            out = m.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                             max_new_tokens=int(args.get('max_new_tokens', 16)), use_cache=True,
+                             return_dict_in_generate=True, output_logits=True)
+            new = out.sequences[0, len(row):]
+            lp = [torch.log_softmax(step[0].double(), -1)[tok].item() for step, tok in zip(out.logits, new.tolist())]
+            tokens.append(new.tolist())
+            logprobs.append(lp)
+    return {'tokens': tokens, 'logprobs': logprobs}
 
 
 def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
@@ -57,14 +80,36 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     fmt = args.get('format', 'onnx')
     if fmt not in ('onnx', 'weights'):
         raise ValueError(f"export format must be 'onnx' or 'weights', got {fmt!r}")
-    t.policy.save(out_dir)
     result: Dict[str, Any] = {'dir': str(out_dir), 'step': t.step}
-    if fmt == 'onnx':
-        if t.policy.kind != 'tiny':
-            raise ValueError('onnx export supports thinkfl-tiny models only; export weights for vLLM instead')
+    # weights, for vLLM: the full model, or with LoRA the adapter alone (served on top of the base).
+    t.write_model(out_dir, merged=fmt == 'onnx')
+    if fmt == 'onnx' and is_main():
         from .onnx_export import export_onnx
-        result['onnx'] = str(export_onnx(t.policy.module, out_dir / 'onnx' / 'model.onnx'))
+        result['onnx'] = str(export_onnx(out_dir, out_dir / 'onnx' / 'model.onnx'))
     return result
+
+
+def _status_bytes(field: str) -> int:
+    for line in Path('/proc/self/status').read_text().splitlines():
+        if line.startswith(field + ':'):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f'/proc/self/status has no {field}')
+
+
+def memory(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
+    """Memory of the engine process in bytes: resident now, and peak since the last reset (Linux).
+
+    reset=true starts a new peak from the current size (after reading it), on CPU and CUDA.
+    """
+    out: Dict[str, Any] = {'rss': _status_bytes('VmRSS'), 'peak_rss': _status_bytes('VmHWM')}
+    if torch.cuda.is_available():
+        out['cuda_allocated'] = torch.cuda.memory_allocated()
+        out['cuda_peak'] = torch.cuda.max_memory_allocated()
+    if args.get('reset'):
+        Path('/proc/self/clear_refs').write_text('5')
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+    return out
 
 
 def loss(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
@@ -98,6 +143,8 @@ OPS: Dict[str, Callable[[State, Dict[str, Any]], Any]] = {
     'set_reference': lambda s, a: s.loaded().set_reference(a),
     'save': lambda s, a: s.loaded().save(Path(a['dir'])),
     'export': export,
+    'generate': generate,
+    'memory': memory,
     'loss': loss,
     'gradcheck': gradcheck,
     'shutdown': lambda s, a: {'bye': True},

@@ -1,7 +1,9 @@
 """Line protocol on stdio: one JSON request per line in, one JSON response per line out.
 
 Request {id, op, args}; response {id, ok: true, result} or {id, ok: false, error, traceback}.
-Only responses go to the real stdout: anything else that writes to fd 1 (prints, native
+Started by a launcher (torchrun) as N ranks, rank 0 reads the requests and hands each to every
+rank, all run it (DeepSpeed ZeRO needs every rank in each forward and step), and rank 0 alone
+responds. Only responses go to the real stdout: anything else that writes to fd 1 (prints, native
 library warnings) is redirected to stderr, where all logs go. Non-finite floats are sent as null.
 """
 import json
@@ -10,8 +12,11 @@ import math
 import os
 import sys
 import traceback
-from typing import Any
+from typing import Any, Iterator, Optional
 
+import transformers
+
+from .distributed import Ranks
 from .ops import OPS, State
 
 log = logging.getLogger('thinkfl_engine')
@@ -27,19 +32,38 @@ def _finite(x: Any) -> Any:
     return x
 
 
+def _requests(ranks: Optional[Ranks]) -> Iterator[Optional[str]]:
+    """Request lines: read by rank 0 and handed to every rank, so all ranks run each op together."""
+    if ranks is None:
+        yield from sys.stdin
+        return
+    lines = sys.stdin if ranks.main else iter(())
+    while True:
+        line = next(lines, None) if ranks.main else None
+        line = ranks.share(line)
+        if line is None:
+            return
+        yield line
+
+
 def main() -> None:
     out = os.fdopen(os.dup(1), 'w', buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    ranks = Ranks.from_env()
     logging.basicConfig(stream=sys.stderr, level=os.environ.get('THINKFL_ENGINE_LOG', 'INFO'),
-                        format='[engine] %(levelname)s %(message)s')
+                        format=f'[engine{"" if ranks is None else f" rank {ranks.rank}"}] %(levelname)s %(message)s')
+    # Per-file progress bars of transformers' loading and saving would flood the logs.
+    transformers.utils.logging.disable_progress_bar()
+    main_rank = ranks is None or ranks.main
 
     def respond(msg: Any) -> None:
-        out.write(json.dumps(_finite(msg), allow_nan=False) + '\n')
+        if main_rank:
+            out.write(json.dumps(_finite(msg), allow_nan=False) + '\n')
 
     state = State()
     log.info('ready (pid %d)', os.getpid())
-    for line in sys.stdin:
+    for line in _requests(ranks):
         if not line.strip():
             continue
         try:

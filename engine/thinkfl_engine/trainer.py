@@ -2,13 +2,13 @@
 
 Every per-token array is aligned with the token ids of its sequence (position 0 carries no
 prediction). Log-probabilities are those of the temperature-scaled distribution each sequence
-was sampled from. Missing old log-probabilities mean on-policy data (old = current policy,
-detached); missing reference log-probabilities come from the reference policy, a frozen copy of
-the policy taken by `set_reference` (e.g. at the start of GRPO), saved with every checkpoint
-and restored on resume.
+was sampled from, computed from hidden states in chunks of `logprob_chunk` tokens; micro-batches
+hold at most `micro_batch_size` sequences and `micro_batch_tokens` padded tokens. Missing old
+log-probabilities mean on-policy data (old = current policy, detached); missing reference
+log-probabilities come from the reference policy taken by `set_reference` (e.g. at the start of
+GRPO), saved with every checkpoint and restored on resume (reference.py).
 """
 import contextlib
-import copy
 import logging
 import math
 from pathlib import Path
@@ -16,15 +16,15 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from .batch import check_ragged, micro_batches, pad, temperatures, token_logprobs, unpad
+from .batch import check_ragged, micro_batches, pad, temperatures, unpad
+from .distributed import is_main
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
+from .logprobs import DEFAULT_CHUNK, token_logprobs
+from .lora import LoraSettings
 from .models import load_model
 from .optim import OptimSettings, make_updater
 from .precision import master_dtype, resolve_compute, set_threads
-
-OPTIMIZER_FILE = 'optimizer.pt'
-# A directory, so that model-dir copies (PolicyModel.save copies plain files) never carry it along.
-REFERENCE_FILE = Path('reference') / 'reference.pt'
+from .reference import Reference
 
 log = logging.getLogger('thinkfl_engine')
 
@@ -42,43 +42,32 @@ class Trainer:
         self.master = master_dtype(compute)
         self.autocast = None if compute == self.master else compute
         log.info('compute precision %s; %d threads', self.precision_reason, self.threads)
-        self.policy = load_model(self.model_dir, self.device, self.master)
+        self.policy = load_model(self.model_dir, self.device, self.master, lora=LoraSettings.from_json(args.get('lora')),
+                                 gradient_checkpointing=bool(args.get('gradient_checkpointing', True)))
         self.vocab_size = self.policy.module.get_input_embeddings().num_embeddings
-        self.reference: Optional[torch.nn.Module] = None
-        self.reference_tag: Optional[str] = None
+        self.chunk = int(args.get('logprob_chunk', DEFAULT_CHUNK))
         self.updater = make_updater(self.policy.module, OptimSettings.from_json(args.get('optimizer')),
                                     args.get('deepspeed'))
+        self.reference = Reference(self.policy, self.updater.partitioned)
         self.step = 0
         if args.get('resume', False):
-            saved = self.model_dir / OPTIMIZER_FILE
-            if saved.is_file():
-                state = torch.load(saved, map_location='cpu')
-                self.updater.load_state_dict(state['optimizer'])
-                self.step = int(state['step'])
-            ref = self.model_dir / REFERENCE_FILE
-            if ref.is_file():
-                state = torch.load(ref, map_location='cpu')
-                self._new_reference(str(state['tag'])).load_state_dict(state['weights'])
+            self.step = self.updater.load(self.model_dir) or 0
+            self.reference.load(self.model_dir)
 
     def describe(self) -> Dict[str, Any]:
-        params = sum(p.numel() for p in self.policy.module.parameters())
-        return {'kind': self.policy.kind, 'parameters': params, 'device': str(self.device), 'step': self.step,
+        # ZeRO-3 leaves each rank a partition: ds_numel is the full size.
+        sizes = [(getattr(p, 'ds_numel', p.numel()), p.requires_grad) for p in self.policy.module.parameters()]
+        params = sum(n for n, _ in sizes)
+        trainable = sum(n for n, grad in sizes if grad)
+        return {'kind': self.policy.kind, 'parameters': params, 'trainable_parameters': trainable,
+                'lora': self.policy.lora, 'device': str(self.device), 'step': self.step,
                 'compute_dtype': str(self.autocast or self.master).replace('torch.', ''),
-                'precision': self.precision_reason, 'threads': self.threads, 'reference': self.reference_tag}
-
-    def _new_reference(self, tag: str) -> torch.nn.Module:
-        self.reference = None  # release the previous copy first
-        self.reference = copy.deepcopy(self.policy.module).eval().requires_grad_(False)
-        self.reference_tag = tag
-        return self.reference
+                'precision': self.precision_reason, 'threads': self.threads, 'reference': self.reference.tag}
 
     def set_reference(self, args: Dict[str, Any]) -> Dict[str, Any]:
-        """Freezes a copy of the current policy as the KL reference, named by `tag` (e.g. the stage it was taken at)."""
-        tag = args['tag']
-        if not isinstance(tag, str) or not tag:
-            raise ValueError('set_reference: tag must be a non-empty string')
-        self._new_reference(tag)
-        return {'reference': tag, 'step': self.step}
+        """Freezes the current policy as the KL reference, named by `tag` (e.g. the stage it was taken at)."""
+        self.reference.take(args['tag'])
+        return {'reference': self.reference.tag, 'step': self.step}
 
     def _amp(self):
         if self.autocast is None:
@@ -93,24 +82,31 @@ class Trainer:
         t = pad(ids, torch.long, self.device)
         am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
         with self._amp():
-            logits = self.policy.logits(module, t, am)
-        return token_logprobs(logits, t, torch.tensor(temperature, device=self.device))
+            hidden = self.policy.hidden(module, t, am)
+            return token_logprobs(hidden, self.policy.head(module), t, temperature, self.chunk)[0]
 
     def logprobs(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
-        module = self.policy.module if args.get('model', 'policy') == 'policy' else self._reference()
         temps = temperatures(args.get('temperature', 1.0), len(ids))
+        return {'logprobs': self._no_grad_logprobs(args.get('model', 'policy'), ids, temps, args)}
+
+    def _no_grad_logprobs(self, model: str, ids: List[List[int]], temps: List[float], args: Dict[str, Any]) -> List[List[float]]:
         out: List[List[float]] = []
-        with torch.no_grad():
-            for r in micro_batches(len(ids), args.get('micro_batch_size')):
+        with torch.no_grad(), self.model_scope(model) as module:
+            for r in self._micro_batches(ids, args):
                 rows = [ids[i] for i in r]
                 out += unpad(self._forward(module, rows, [temps[i] for i in r]), [len(x) for x in rows])
-        return {'logprobs': out}
+        return out
 
-    def _reference(self):
-        if self.reference is None:
-            raise ValueError('no reference policy: send set_reference first, or pass ref log-probabilities')
-        return self.reference
+    def model_scope(self, name: str):
+        if name == 'policy':
+            return contextlib.nullcontext(self.policy.module)
+        if name == 'reference':
+            return self.reference.module()
+        raise ValueError(f"model must be 'policy' or 'reference', got {name!r}")
+
+    def _micro_batches(self, ids: List[List[int]], args: Dict[str, Any]) -> List[range]:
+        return micro_batches([len(r) for r in ids], args.get('micro_batch_size'), args.get('micro_batch_tokens'))
 
     def sft_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
@@ -132,16 +128,14 @@ class Trainer:
                 check_ragged(key, args[key], lengths)
         temps = temperatures(args.get('temperature', 1.0), len(ids))
         norm = Normalizers.of(pad(mask, torch.float32, torch.device('cpu')))
+        ref_rows = args.get('ref')
+        if settings.kl_coef != 0.0 and ref_rows is None:
+            # Before any policy forward: a LoRA reference swaps adapter weights that the backward still needs.
+            ref_rows = self._no_grad_logprobs('reference', ids, temps, args)
 
         def loss_of(r: range, logp: torch.Tensor, m: torch.Tensor) -> Dict[str, torch.Tensor]:
-            old = self._given(args.get('old'), r) if args.get('old') is not None else logp.detach()
-            ref = None
-            if settings.kl_coef != 0.0:
-                if args.get('ref') is not None:
-                    ref = self._given(args['ref'], r)
-                else:
-                    with torch.no_grad():
-                        ref = self._forward(self._reference(), [ids[i] for i in r], [temps[i] for i in r])
+            old = self._given(args['old'], r) if args.get('old') is not None else logp.detach()
+            ref = self._given(ref_rows, r) if settings.kl_coef != 0.0 else None
             a = torch.tensor([adv[i] for i in r], dtype=torch.float32, device=self.device)
             return grpo_loss(logp, old, ref, m, a, settings, norm)
 
@@ -157,13 +151,14 @@ class Trainer:
             self.updater.set_lr(float(args['lr']))
         self.policy.module.train()
         self.updater.zero_grad()
-        parts = micro_batches(len(ids), args.get('micro_batch_size'))
+        parts = self._micro_batches(ids, args)
         totals: Dict[str, float] = {}
         for k, r in enumerate(parts):
+            self.updater.boundary(last=k == len(parts) - 1)
             logp = self._forward(self.policy.module, [ids[i] for i in r], [temps[i] if temps else 1.0 for i in r])
             m = pad([mask[i] for i in r], torch.float32, self.device)
             out = loss_of(r, logp, m)
-            self.updater.backward(out['loss'], last=k == len(parts) - 1)
+            self.updater.backward(out['loss'])
             for name, v in out.items():
                 totals[name] = totals.get(name, 0.0) + float(v.detach())
         if not math.isfinite(totals['loss']):
@@ -175,17 +170,17 @@ class Trainer:
         return totals
 
     def save(self, out_dir: Path) -> Dict[str, Any]:
-        self.policy.save(out_dir)
-        tmp = out_dir / (OPTIMIZER_FILE + '.tmp')
-        torch.save({'optimizer': self.updater.state_dict(), 'step': self.step}, tmp)
-        tmp.replace(out_dir / OPTIMIZER_FILE)
-        if self.reference is not None:
-            ref = out_dir / REFERENCE_FILE
-            ref.parent.mkdir(parents=True, exist_ok=True)
-            tmp = ref.with_suffix('.tmp')
-            torch.save({'tag': self.reference_tag, 'weights': self.reference.state_dict()}, tmp)
-            tmp.replace(ref)
-        return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference_tag}
+        self.write_model(out_dir, merged=False)
+        self.updater.save(out_dir, self.step)
+        if is_main():
+            self.reference.save(out_dir)
+        return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference.tag}
+
+    def write_model(self, out_dir: Path, merged: bool) -> None:
+        """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first)."""
+        state = self.updater.gathered_state_dict()
+        if is_main():
+            (self.policy.save_merged if merged else self.policy.save)(out_dir, state)
 
 
 def validate_ids(ids: Any) -> List[List[int]]:

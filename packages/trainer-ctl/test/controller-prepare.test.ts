@@ -1,6 +1,6 @@
 /**
- * prepareInputs with a tiny model already on disk: the sizes in model.create_tiny must match
- * its config.json, or the run stops before any work, naming the setting and the directory.
+ * prepareInputs with a tiny model already on disk: it must be a llama whose sizes match
+ * model.create_tiny, or the run stops before any work, naming the setting and the directory.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +18,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'prepare-'));
   writeFileSync(
     join(dir, 'config.json'),
-    JSON.stringify({ model_type: 'thinkfl-tiny', hidden_size: 128, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 2, head_dim: 64, intermediate_size: 256 }),
+    JSON.stringify({ model_type: 'llama', hidden_size: 128, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 2, head_dim: 64, intermediate_size: 256 }),
   );
   base = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
 });
@@ -37,6 +37,15 @@ describe('prepareInputs', () => {
     await expect(prepareInputs(withTiny({ hidden_size: 128, layers: 3 }), () => undefined)).rejects.toThrow(
       `model.create_tiny.layers is 3, but the model in ${dir} has num_hidden_layers 2: delete that directory to create the tiny model anew, or set model.dir elsewhere`,
     );
+  });
+
+  it('refuses a tiny model of the former custom architecture', async () => {
+    const old = mkdtempSync(join(tmpdir(), 'prepare-old-'));
+    writeFileSync(join(old, 'config.json'), JSON.stringify({ model_type: 'thinkfl-tiny', hidden_size: 128 }));
+    const c = withTiny({});
+    c.model.dir = old;
+    await expect(prepareInputs(c, () => undefined)).rejects.toThrow(`the model in ${old} has model_type thinkfl-tiny: delete that directory`);
+    rmSync(old, { recursive: true, force: true });
   });
 
   it('keeps an existing tiny model whose sizes match, and one whose sizes the config leaves open', async () => {

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINE_DIR, TrainEngine, grpoLossReference, type LossBatch, type LossSettingsInput, type LossValues } from '../src/engine';
+import { ENGINE_DIR, ENGINE_PYTHON, TrainEngine, grpoLossReference, type LossBatch, type LossSettingsInput, type LossValues } from '../src/engine';
 
 interface Case {
   name: string;
@@ -40,7 +40,7 @@ function expectClose(got: LossValues, want: LossValues): void {
 
 describe('GRPO test vectors', () => {
   it('are what the committed plain-Python formula script produces', () => {
-    execFileSync('/usr/bin/python3', [join(ENGINE_DIR, 'test-vectors', 'make_grpo_vectors.py'), '--check']);
+    execFileSync(ENGINE_PYTHON, [join(ENGINE_DIR, 'test-vectors', 'make_grpo_vectors.py'), '--check']);
   });
 
   it('cover every aggregation, estimator, dual clip and the GSPO ratio, with tolerance 1e-6', () => {

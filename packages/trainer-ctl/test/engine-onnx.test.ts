@@ -79,7 +79,7 @@ describe('ONNX export of the tiny model', () => {
   });
 
   it('writes a complete model dir with the optimum input/output names', () => {
-    for (const f of ['config.json', 'pytorch_model.bin', 'tokenizer.json']) expect(existsSync(join(dir, 'export', f))).toBe(true);
+    for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json']) expect(existsSync(join(dir, 'export', f))).toBe(true);
     const past = Object.keys(emptyPast(1));
     expect(session.inputNames).toEqual(['input_ids', 'attention_mask', 'position_ids', ...past]);
     expect(session.outputNames).toEqual(['logits', ...past.map((n) => n.replace('past_key_values', 'present'))]);

@@ -46,7 +46,7 @@ describe('train engine on a tiny model', () => {
 
   it('loads the model dir and returns per-token log-probabilities aligned with the ids', async () => {
     const info = await load();
-    expect(info).toMatchObject({ kind: 'tiny', device: 'cpu', step: 0 });
+    expect(info).toMatchObject({ kind: 'llama', lora: false, device: 'cpu', step: 0 });
     const { logprobs } = await engine.request('logprobs', { input_ids: IDS });
     expect(logprobs.map((r) => r.length)).toEqual(IDS.map((r) => r.length));
     for (const row of logprobs) {
@@ -113,6 +113,11 @@ describe('train engine on a tiny model', () => {
     const parts = await engine.request('grpo_step', { ...args, micro_batch_size: 1 });
     expect(parts.loss).toBeCloseTo(whole.loss, 6);
     expect(parts.grad_norm!).toBeCloseTo(whole.grad_norm!, 5);
+    // A budget of 16 padded tokens: rows of 8 and 6 tokens together (2 x 8), the 9-token row alone.
+    await load();
+    const budget = await engine.request('grpo_step', { ...args, micro_batch_tokens: 16 });
+    expect(budget.loss).toBeCloseTo(whole.loss, 6);
+    expect(budget.grad_norm!).toBeCloseTo(whole.grad_norm!, 5);
   });
 
   it('saves a checkpoint and resumes from it with the same weights and step', async () => {

@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import { readMetrics, readState, type ProcessRecord, type RunState } from '../src/controller/index';
 import { connectRedis, keys, type RolloutJob, type TrainJob } from '../src/queue/index';
 import { latestCheckpoint } from '../src/workers/run-files';
+import { ENGINE_PYTHON } from '../src/engine/index';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 
 export const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
@@ -193,13 +194,14 @@ export function stateOf(runDir: string): RunState | undefined {
 /** Max absolute difference of two checkpoints' weights, as torch reads them (an independent reader). */
 export function maxWeightDiff(a: string, b: string): number {
   const py = [
-    'import sys, torch',
-    "x = torch.load(sys.argv[1] + '/pytorch_model.bin', map_location='cpu')",
-    "y = torch.load(sys.argv[2] + '/pytorch_model.bin', map_location='cpu')",
+    'import sys',
+    'from safetensors.torch import load_file',
+    "x = load_file(sys.argv[1] + '/model.safetensors')",
+    "y = load_file(sys.argv[2] + '/model.safetensors')",
     'assert x.keys() == y.keys(), (sorted(x), sorted(y))',
     'print(max(float((x[k].double() - y[k].double()).abs().max()) for k in x))',
   ].join('\n');
-  return Number(execFileSync('/usr/bin/python3', ['-c', py, a, b], { encoding: 'utf8' }).trim());
+  return Number(execFileSync(ENGINE_PYTHON, ['-c', py, a, b], { encoding: 'utf8' }).trim());
 }
 
 export function finalCheckpoint(runDir: string): string {

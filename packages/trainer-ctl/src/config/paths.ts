@@ -70,6 +70,7 @@ export function checkPaths(c: RunConfig, src: YamlSource): ConfigIssue[] {
   if (isAbsolute(c.tokenizer.chat_template)) check(['tokenizer', 'chat_template'], c.tokenizer.chat_template, 'file');
   if (c.generation.backend.kind === 'onnx') check(['generation', 'backend', 'modelDir'], c.generation.backend.modelDir, 'directory');
   check(['workers', 'train', 'deepspeed_config'], c.workers.train.deepspeed_config, 'file');
-  if (isAbsolute(c.workers.train.python)) check(['workers', 'train', 'python'], c.workers.train.python, 'file');
+  const python = c.workers.train.python;
+  if (python !== undefined && isAbsolute(python)) check(['workers', 'train', 'python'], python, 'file');
   return issues;
 }

@@ -46,6 +46,12 @@ function checkTinyModel(dir: string, want: NonNullable<RunConfig['model']['creat
   const file = join(dir, 'config.json');
   if (!existsSync(file)) return;
   const have = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  if (have.model_type !== 'llama') {
+    throw new Error(
+      `model.create_tiny makes a llama model, but the model in ${dir} has model_type ${String(have.model_type)}: ` +
+        'delete that directory to create the tiny model anew, or set model.dir elsewhere',
+    );
+  }
   for (const [key, field] of Object.entries(TINY_KEYS)) {
     const v = want[key as keyof typeof TINY_KEYS];
     if (v !== undefined && have[field] !== v) {

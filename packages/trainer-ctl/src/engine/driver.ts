@@ -10,12 +10,19 @@ import { createInterface } from 'node:readline';
 import type { EngineOp, EngineOps, EngineRequest, EngineResponse } from './protocol';
 
 export const ENGINE_DIR = resolve(import.meta.dirname, '..', '..', '..', '..', 'engine');
+/** The engine's virtual environment, built by scripts/setup.sh from engine/requirements.txt. */
+export const ENGINE_PYTHON = resolve(ENGINE_DIR, '..', '.cache', 'venv', 'bin', 'python');
 
 export interface EngineOptions {
-  /** Python interpreter; default $THINKFL_PYTHON or Debian's /usr/bin/python3 (has torch). */
+  /** Python interpreter; default $THINKFL_PYTHON or the project's venv (ENGINE_PYTHON). */
   python?: string;
   /** Directory holding the thinkfl_engine package. Default: the repository's engine/. */
   engineDir?: string;
+  /**
+   * Processes to start (DeepSpeed ZeRO over N ranks, launched by torchrun on this machine); rank 0
+   * speaks the protocol and hands each request to the others. Default 1: a single process.
+   */
+  ranks?: number;
   /** Extra environment for the engine process. */
   env?: Record<string, string>;
   /** Timeout of a request that names none, in ms. Default 10 minutes. */
@@ -56,7 +63,10 @@ export class TrainEngine {
   constructor(private readonly opts: EngineOptions = {}) {
     const engineDir = opts.engineDir ?? ENGINE_DIR;
     const pythonPath = [engineDir, process.env.PYTHONPATH].filter(Boolean).join(':');
-    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? '/usr/bin/python3', ['-m', 'thinkfl_engine'], {
+    const ranks = opts.ranks ?? 1;
+    if (!Number.isInteger(ranks) || ranks < 1) throw new Error(`engine ranks must be a positive integer, got ${ranks}`);
+    const launcher = ranks > 1 ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${ranks}`] : [];
+    this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON, [...launcher, '-m', 'thinkfl_engine'], {
       // OpenMP threads that sleep while waiting: spinning ones starve each other (and the rollout
       // side) on a loaded CPU; measured 30 s vs > 300 s for the gradient check on 2 busy cores.
       env: { OMP_WAIT_POLICY: 'PASSIVE', ...process.env, ...opts.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' },

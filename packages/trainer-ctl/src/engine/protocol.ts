@@ -11,7 +11,7 @@ import type { TinyModelConfig } from './tiny-model-config';
 export type Dtype = 'float32' | 'float64' | 'bfloat16' | 'float16';
 
 export interface LoadArgs {
-  /** A model dir: the tiny model, or (GPU path) a transformers backbone. */
+  /** A model dir in the Hugging Face layout (any transformers causal LM), or a LoRA checkpoint (adapter_config.json naming its base dir). */
   model_dir: string;
   /** torch device, e.g. 'cpu', 'cuda', 'cuda:1'. Default 'cpu'. */
   device?: string;
@@ -27,6 +27,12 @@ export interface LoadArgs {
   autocast?: Dtype | 'auto' | null;
   /** torch threads. Default: every core this process may run on (its CPU affinity). */
   threads?: number | null;
+  /** Train LoRA adapters (PEFT) instead of all weights; absent: full fine-tuning. */
+  lora?: LoraArgs | null;
+  /** Recompute each block's activations in backward (less memory, ~30% more compute). Default true. */
+  gradient_checkpointing?: boolean;
+  /** Token positions per chunk of the output head in log-probability computation. Default 1024. */
+  logprob_chunk?: number;
   /**
    * Restore optimizer state and step from the dir's optimizer.pt, and the KL reference from
    * its reference/ dir, when present.
@@ -38,9 +44,22 @@ export interface LoadArgs {
   deepspeed?: Record<string, unknown> | null;
 }
 
+/** LoRA (Hu et al. 2021): W + (alpha / r) B A on the target linear layers. */
+export interface LoraArgs {
+  r: number;
+  alpha: number;
+  dropout?: number;
+  /** Linear layers to adapt, by module name (e.g. q_proj, v_proj); lm_head cannot be. */
+  target_modules?: string[];
+}
+
 export interface LoadResult {
-  kind: 'tiny' | 'hf';
+  /** config.json's model_type, e.g. 'llama', 'qwen2'. */
+  kind: string;
   parameters: number;
+  /** Parameters the optimizer updates (only the adapters with LoRA). */
+  trainable_parameters: number;
+  lora: boolean;
   device: string;
   step: number;
   /** The compute precision in effect. */
@@ -70,6 +89,8 @@ export interface TokenBatch {
   batch?: BatchFileArg;
   /** Sequences per forward/backward pass; the loss is normalised over the whole request. */
   micro_batch_size?: number;
+  /** Padded tokens (sequences x longest) per forward/backward pass; a longer sequence goes alone. */
+  micro_batch_tokens?: number;
 }
 
 export interface SftStepArgs extends TokenBatch {
@@ -133,14 +154,25 @@ export interface EngineOps {
   create_tiny: { args: { out_dir: string; config: TinyModelConfig; seed?: number }; result: { parameters: number } };
   load: { args: LoadArgs; result: LoadResult };
   logprobs: { args: LogprobsArgs; result: { logprobs: number[][] } };
-  logits: { args: { input_ids: number[][] }; result: { logits: number[][][] } };
+  logits: { args: { input_ids: number[][]; model?: 'policy' | 'reference' }; result: { logits: number[][][] } };
   sft_step: { args: SftStepArgs; result: StepResult };
   grpo_step: { args: GrpoStepArgs; result: GrpoStepResult };
-  /** Freezes a copy of the current policy as the KL reference, named by tag (e.g. the stage it was taken at). */
+  /**
+   * Freezes the current policy as the KL reference, named by tag (e.g. the stage it was taken at):
+   * a frozen copy, or with LoRA a copy of the adapter weights (the base is shared).
+   */
   set_reference: { args: { tag: string }; result: { reference: string; step: number } };
-  /** Weights, optimizer state and the reference policy (reference/) into dir. */
+  /** Weights (LoRA: the adapter), optimizer state and the reference policy (reference/) into dir. */
   save: { args: { dir: string }; result: { dir: string; step: number; reference: string | null } };
+  /** Greedy continuation by transformers' generate (stops at EOS); raw-distribution log-probabilities. */
+  generate: {
+    args: { input_ids: number[][]; max_new_tokens?: number; model?: 'policy' | 'reference' };
+    result: { tokens: number[][]; logprobs: number[][] };
+  };
+  /** weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx: a full (merged) model dir + onnx/model.onnx (LoRA: the adapter in adapter/). */
   export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
+  /** Process memory in bytes: resident now and peak since the last reset; reset starts a new peak (CPU and CUDA). */
+  memory: { args: { reset?: boolean }; result: { rss: number; peak_rss: number; cuda_allocated?: number; cuda_peak?: number } };
   loss: { args: LossBatch & { settings?: LossSettingsInput }; result: LossValues };
   gradcheck: { args: { seed?: number }; result: GradcheckResult };
   /** Checks a token-batch file and sums its columns: the bulk data path without training. */

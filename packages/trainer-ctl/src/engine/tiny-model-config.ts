@@ -1,8 +1,13 @@
-/** Shape of the tiny CI model (engine/thinkfl_engine/tiny_model.py), as written to its config.json. */
+/**
+ * Shape of the tiny CI model (engine/thinkfl_engine/tiny_model.py): a transformers LlamaForCausalLM
+ * (or Qwen2ForCausalLM) whose config.json gets these keys; embedding_std only sets the random init.
+ */
 import { z } from 'zod';
 
 export const TinyModelConfigSchema = z
   .object({
+    /** transformers architecture (config.json model_type). Default llama. */
+    architecture: z.enum(['llama', 'qwen2']).default('llama'),
     /** Tokens in the vocabulary; taken from the tokenizer.json the model is created with. */
     vocab_size: z.number().int().positive(),
     /** Width of the residual stream. Default 256. */

@@ -66,10 +66,6 @@ async function forgetFuture(conn: Redis, runId: string, settings: QueueSettings,
 export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainWorker> {
   const { config, runDir } = opts;
   const log = opts.log ?? (() => undefined);
-  // The presets declare these for the memory estimate; this engine trains all weights in one
-  // process, and a run must not silently train something else than its config says.
-  if (config.model.lora) throw new Error('model.lora: this train engine has no LoRA yet (it comes with the transformers engine, issue 9); remove model.lora to train all weights');
-  if (config.workers.train.ranks > 1) throw new Error(`workers.train.ranks is ${config.workers.train.ranks}: this train engine runs one process (DeepSpeed ranks come with the transformers engine, issue 9)`);
   const registry = new PolicyRegistry(opts.connection, opts.runId);
   const results = new TrainResultStore(opts.connection, opts.runId);
   const backend = config.generation.backend;
@@ -84,7 +80,12 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   let reference: string | null = null;
   /** Starts an engine on `ckpt` (or the base model); the updates done are the checkpoint's. */
   const openEngine = async (ckpt: Checkpoint | undefined): Promise<void> => {
-    engine = new TrainEngine({ python: config.workers.train.python, onStderr: (t) => log(t.trimEnd()), ...opts.engine });
+    engine = new TrainEngine({
+      python: config.workers.train.python,
+      ranks: config.workers.train.ranks,
+      onStderr: (t) => log(t.trimEnd()),
+      ...opts.engine,
+    });
     const deepspeed = config.workers.train.deepspeed_config;
     try {
       const loaded = await engine.request('load', {
@@ -93,6 +94,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         dtype: config.model.dtype,
         autocast: config.workers.train.autocast,
         threads: config.workers.train.threads,
+        lora: config.model.lora ?? null,
         resume: ckpt !== undefined,
         seed: config.run.seed,
         optimizer: config.grpo.optimizer,
@@ -102,7 +104,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       reference = loaded.reference;
       log(
         `engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ` +
-          `${loaded.device}, ${loaded.threads} threads, compute ${loaded.precision}${reference ? `, KL reference ${reference}` : ''}`,
+          `${loaded.device}${loaded.lora ? ` (LoRA: ${loaded.trainable_parameters} trainable)` : ''}, ${loaded.threads} threads, compute ${loaded.precision}${reference ? `, KL reference ${reference}` : ''}`,
       );
     } catch (e) {
       await engine.dispose();

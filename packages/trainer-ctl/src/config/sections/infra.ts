@@ -40,7 +40,7 @@ export const WorkersSection = z
       .describe('Rollout workers: queue consumers that play episodes with the generation backend.'),
     train: z
       .strictObject({
-        python: z.string().default('/usr/bin/python3').describe('Python interpreter of the train engine. Default /usr/bin/python3 (Debian\'s, with torch).'),
+        python: z.string().optional().describe('Python interpreter of the train engine. Default: the venv scripts/setup.sh builds (.cache/venv/bin/python).'),
         device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
         deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO stage 2 or 3). Default none.'),
         ranks: z
@@ -48,7 +48,7 @@ export const WorkersSection = z
           .int()
           .positive()
           .default(1)
-          .describe('Engine processes that DeepSpeed ZeRO partitions across, as the memory estimate of `config validate` counts them; the present train engine runs one and refuses more at start. Default 1.'),
+          .describe('Engine processes (torchrun on this machine; DeepSpeed ZeRO partitions across them, each runs the whole batch). Default 1.'),
         job_timeout_s: z
           .number()
           .positive()

@@ -48,12 +48,6 @@ export const ModelSection = z
         'Create the tiny CI model (scripts/create-tiny-model.ts: tokenizer fitted to the dataset, random weights, ' +
           'ONNX export) in dir when dir does not exist yet. Default none: dir must hold a model.',
       ),
-    max_context_tokens: z
-      .number()
-      .int()
-      .positive()
-      .default(8192)
-      .describe('Longest episode (prompt, tool outputs and generated tokens), tokens; longer episodes end as no_answer. Default 8192.'),
     lora: z
       .strictObject({
         r: z.number().int().positive().describe('Rank of the adapter matrices B (out x r) and A (r x in). Required.'),
@@ -68,9 +62,16 @@ export const ModelSection = z
       })
       .optional()
       .describe(
-        'LoRA adapters (PEFT) instead of all weights, as the memory estimate of `config validate` counts them. ' +
-          'The present train engine refuses it at start (LoRA comes with the transformers engine). Default none: full fine-tuning.',
+        'Train LoRA adapters (PEFT) instead of all weights (counted by the memory estimate of `config validate`); ' +
+          'the KL reference is a copy of the adapter weights (before any training: the base with adapters disabled). ' +
+          'Checkpoints hold the adapter alone; ONNX exports a merged model. Default none: full fine-tuning.',
       ),
+    max_context_tokens: z
+      .number()
+      .int()
+      .positive()
+      .default(8192)
+      .describe('Longest episode (prompt, tool outputs and generated tokens), tokens; longer episodes end as no_answer. Default 8192.'),
     architecture: z
       .strictObject({
         hidden_size: z.number().int().positive().describe('Residual width (config.json hidden_size).'),

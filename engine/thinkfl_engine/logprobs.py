@@ -1,0 +1,64 @@
+"""Per-token log-probabilities (and entropy) from final hidden states, never holding full-vocab logits.
+
+The output head is applied to `chunk` token positions at a time; under autograd each chunk is
+checkpointed, so backward recomputes its logits instead of keeping them. Peak memory for the
+head is a few chunk x vocab float32 buffers, whatever the batch (logits, the softmax cross-entropy
+keeps, their gradient; the entropy adds two): measured bounds are in the engine-logprob-memory test.
+"""
+from typing import Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+DEFAULT_CHUNK = 1024
+
+
+def _chunk(h: torch.Tensor, y: torch.Tensor, head: nn.Module, temperature: Optional[torch.Tensor],
+           entropy: bool) -> torch.Tensor:
+    # The head is called as a module, so DeepSpeed ZeRO-3 gathers its partitioned weight for each chunk.
+    logits = head(h)
+    if logits.dtype not in (torch.float32, torch.float64):
+        logits = logits.float()
+    if temperature is not None:
+        logits = logits / temperature.to(logits.dtype)[:, None]
+    # cross_entropy's fused backward (softmax - onehot) needs fewer vocab-wide buffers than log_softmax + gather.
+    logp = -F.cross_entropy(logits, y, reduction='none')
+    if not entropy:
+        return logp[:, None]
+    all_logp = torch.log_softmax(logits, dim=-1)
+    return torch.stack((logp, -(all_logp.exp() * all_logp).sum(-1)), dim=-1)
+
+
+def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
+                   temperature: Union[float, Sequence[float]] = 1.0, chunk: int = DEFAULT_CHUNK,
+                   entropy: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """[B, T] log p_T(ids[t] | ids[<t]) under softmax(logits / T) and, when asked, [B, T] entropy of
+    that distribution; at least float32.
+
+    hidden: [B, T, H] final hidden states; head: the output projection module; temperature: one
+    number or one per row, the temperature each sequence was sampled at (before any top-p
+    truncation), so that on-policy importance ratios are exactly 1. Position 0 has no prediction
+    and is 0 in both.
+    """
+    if chunk <= 0:
+        raise ValueError(f'logprob chunk must be a positive number of tokens, got {chunk}')
+    b, t, width = hidden.shape
+    h = hidden[:, :-1].reshape(-1, width)
+    y = ids[:, 1:].reshape(-1)
+    rows = [float(temperature)] * b if isinstance(temperature, (int, float)) else [float(x) for x in temperature]
+    if len(rows) != b:
+        raise ValueError(f'temperature: {len(rows)} values for {b} sequences')
+    temps = None
+    if any(x != 1.0 for x in rows):
+        temps = torch.tensor(rows, dtype=torch.float32, device=hidden.device).repeat_interleave(t - 1)
+    grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters()))
+    parts = []
+    for s in range(0, h.shape[0], chunk):
+        args = (h[s:s + chunk], y[s:s + chunk], head, None if temps is None else temps[s:s + chunk], entropy)
+        parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
+    k = 2 if entropy else 1
+    out = torch.cat(parts).view(b, t - 1, k) if parts else h.new_zeros(b, 0, k, dtype=torch.float32)
+    out = torch.cat((torch.zeros_like(out[:, :1]), out), dim=1)
+    return out[..., 0], (out[..., 1] if entropy else None)
