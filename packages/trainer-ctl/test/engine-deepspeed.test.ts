@@ -44,7 +44,7 @@ beforeAll(async () => {
   const engine = new TrainEngine();
   try {
     await engine.request('create_tiny', { out_dir: base, config: CONFIG, seed: 3 });
-    await engine.request('load', { model_dir: base,seed: 0, optimizer: OPTIMIZER, autocast: 'bfloat16' });
+    await engine.request('load', { model_dir: base, seed: 0, optimizer: OPTIMIZER, autocast: 'bfloat16' });
     single = await trajectory(engine, 2);
   } finally {
     await engine.shutdown();
@@ -62,7 +62,6 @@ describe.each([2, 3])('ZeRO-%i with 2 ranks on CPU', (stage) => {
   it('follows the single-process loss trajectory and saves a model transformers loads', async () => {
     const loaded = await engine.request('load', {
       model_dir: base,
-     
       seed: 0,
       optimizer: OPTIMIZER,
       deepspeed: { zero_optimization: { stage }, bf16: { enabled: true } },
@@ -80,10 +79,15 @@ describe.each([2, 3])('ZeRO-%i with 2 ranks on CPU', (stage) => {
     const ours = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
     const plain = new TrainEngine();
     try {
-      const reloaded = await plain.request('load', { model_dir: saved,dtype: 'bfloat16' });
+      const reloaded = await plain.request('load', { model_dir: saved, dtype: 'bfloat16' });
       expect(reloaded.parameters).toBe(loaded.parameters);
       const theirs = (await plain.request('logprobs', { input_ids: IDS })).logprobs;
-      theirs.forEach((row, i) => row.forEach((v, t) => expect(Math.abs(v - ours[i][t])).toBeLessThan(1e-3)));
+      // DeepSpeed computes in bf16 throughout (its residual stream too); the reloaded model keeps fp32
+      // weights and runs under bf16 autocast (norms, softmax and residual adds in fp32), so they
+      // agree to bf16 rounding accumulated over the layers, not to float32 precision: measured
+      // 0.0012-0.0128 (the trained weights vary a little between runs); a wrong or stale weight
+      // file moves log-probabilities by far more (the trajectory's loss fell by over 10%).
+      theirs.forEach((row, i) => row.forEach((v, t) => expect(Math.abs(v - ours[i][t])).toBeLessThan(2 ** -5 * Math.max(1, Math.abs(ours[i][t])))));
     } finally {
       await plain.shutdown();
     }

@@ -46,7 +46,7 @@ describe('log-probabilities in chunks', () => {
 
   /** Peak resident bytes above the start of the second GRPO step (the first creates the optimizer state). */
   async function stepPeak(chunk: number): Promise<number> {
-    await engine.request('load', { model_dir: dir,logprob_chunk: chunk });
+    await engine.request('load', { model_dir: dir, logprob_chunk: chunk });
     await engine.request('grpo_step', step);
     const before = await engine.request('memory', { reset: true });
     await engine.request('grpo_step', step);

@@ -59,6 +59,8 @@ describe('LoRA (PEFT)', () => {
     expect(loaded).toMatchObject({ lora: true, trainable_parameters: 2 * (4 * (32 + 32) + 4 * (32 + 16)) });
     // B starts at 0: the adapted model is the base model.
     expect(maxDiff((await engine.request('logits', { input_ids: IDS })).logits, baseLogits)).toBeLessThan(1e-6);
+    // Taken before any training, the reference (a copy of the adapter weights) is the base with adapters disabled.
+    await engine.request('set_reference', { tag: 'grpo_start' });
 
     for (let i = 0; i < 3; i++) await engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1], loss: { kl_coef: 0.1 } });
     const trained = (await engine.request('logits', { input_ids: IDS })).logits;
@@ -82,10 +84,35 @@ describe('LoRA (PEFT)', () => {
     // The checkpoint holds only adapters and reads the base from its dir again: the same policy
     // means the steps changed no base weight.
     const resumed = await engine.request('load', { model_dir: ckpt, lora: LORA, resume: true });
-    expect(resumed).toMatchObject({ lora: true, step: 3 });
+    expect(resumed).toMatchObject({ lora: true, step: 3, reference: 'grpo_start' });
     expect(maxDiff((await engine.request('logits', { input_ids: IDS })).logits, trained)).toBeLessThan(1e-5);
+    expect(maxDiff((await engine.request('logits', { input_ids: IDS, model: 'reference' })).logits, baseLogits)).toBeLessThan(1e-6);
 
     await engine.request('load', { model_dir: join(dir, 'merged') });
     expect(maxDiff((await engine.request('logits', { input_ids: IDS })).logits, trained)).toBeLessThan(1e-5);
+  });
+});
+
+describe('LoRA KL reference taken after training', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-lora-ref-'));
+  const engine = new TrainEngine();
+  afterAll(async () => {
+    await engine.shutdown();
+  });
+
+  it('is the adapted policy at set_reference, unchanged by later steps, and gives KL 0 on the next step', async () => {
+    const base = join(dir, 'base');
+    await engine.request('create_tiny', { out_dir: base, config: CONFIG, seed: 3 });
+    await engine.request('load', { model_dir: base, seed: 0, lora: LORA, optimizer: { lr: 5e-2 } });
+    // SFT-like steps move the adapter away from the base first.
+    for (let i = 0; i < 2; i++) await engine.request('sft_step', { input_ids: IDS, mask: MASK });
+    const atReference = (await engine.request('logits', { input_ids: IDS })).logits;
+    await engine.request('set_reference', { tag: 'grpo_start' });
+    const first = await engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1], loss: { kl_coef: 0.1 } });
+    expect(Math.abs(first.kl)).toBeLessThan(1e-6);
+    const second = await engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1], loss: { kl_coef: 0.1 } });
+    expect(second.kl).toBeGreaterThan(1e-6);
+    expect(maxDiff((await engine.request('logits', { input_ids: IDS })).logits, atReference)).toBeGreaterThan(1e-3);
+    expect(maxDiff((await engine.request('logits', { input_ids: IDS, model: 'reference' })).logits, atReference)).toBeLessThan(1e-6);
   });
 });

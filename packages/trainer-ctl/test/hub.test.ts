@@ -58,43 +58,43 @@ describe('hub download', () => {
   it('downloads config, tokenizer and weights into the cache, byte for byte, and nothing a backbone does not need', async () => {
     const out = join(dir, 'cache', 'a');
     const got = await downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out });
-    expect(got.sort()).toEqual(['config.json', 'pytorch_model.bin', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(got.sort()).toEqual(['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
     expect(filesOf(modelDir)).toContain('onnx/model.onnx');
     expect(filesOf(out)).toEqual(got.sort());
     for (const f of got) expect(sha256(join(out, f)), f).toBe(sha256(join(modelDir, f)));
     // A second call finds everything in place and fetches nothing.
-    const before = hub.ranges.get('pytorch_model.bin')!.length;
+    const before = hub.ranges.get('model.safetensors')!.length;
     await downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out });
-    expect(hub.ranges.get('pytorch_model.bin')!.length).toBe(before);
+    expect(hub.ranges.get('model.safetensors')!.length).toBe(before);
   });
 
   it('resumes a shard cut mid-download with a Range request', async () => {
     const out = join(dir, 'cache', 'b');
-    const size = statSync(join(modelDir, 'pytorch_model.bin')).size;
+    const size = statSync(join(modelDir, 'model.safetensors')).size;
     const cut = Math.floor(size / 3);
-    hub.cutOnce('pytorch_model.bin', cut);
-    hub.ranges.set('pytorch_model.bin', []);
+    hub.cutOnce('model.safetensors', cut);
+    hub.ranges.set('model.safetensors', []);
     await expect(downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out })).rejects.toThrow();
-    const partial = statSync(join(out, 'pytorch_model.bin.part')).size;
+    const partial = statSync(join(out, 'model.safetensors.part')).size;
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(size);
     await downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out });
-    expect(hub.ranges.get('pytorch_model.bin')).toEqual(['', `bytes=${partial}-`]);
-    expect(sha256(join(out, 'pytorch_model.bin'))).toBe(sha256(join(modelDir, 'pytorch_model.bin')));
-    expect(existsSync(join(out, 'pytorch_model.bin.part'))).toBe(false);
+    expect(hub.ranges.get('model.safetensors')).toEqual(['', `bytes=${partial}-`]);
+    expect(sha256(join(out, 'model.safetensors'))).toBe(sha256(join(modelDir, 'model.safetensors')));
+    expect(existsSync(join(out, 'model.safetensors.part'))).toBe(false);
   });
 
   it('refuses a file whose checksum does not match, removes it, and downloads it anew next time', async () => {
     const out = join(dir, 'cache', 'c');
-    hub.corrupt('pytorch_model.bin', true);
+    hub.corrupt('model.safetensors', true);
     await expect(downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out })).rejects.toThrow(
-      new RegExp(`pytorch_model\\.bin: checksum mismatch: got \\d+ bytes with sha256 [0-9a-f]{64}, the hub lists \\d+ bytes with ${sha256(join(modelDir, 'pytorch_model.bin'))}`),
+      new RegExp(`model\\.safetensors: checksum mismatch: got \\d+ bytes with sha256 [0-9a-f]{64}, the hub lists \\d+ bytes with ${sha256(join(modelDir, 'model.safetensors'))}`),
     );
-    expect(existsSync(join(out, 'pytorch_model.bin'))).toBe(false);
-    expect(existsSync(join(out, 'pytorch_model.bin.part'))).toBe(false);
-    hub.corrupt('pytorch_model.bin', false);
+    expect(existsSync(join(out, 'model.safetensors'))).toBe(false);
+    expect(existsSync(join(out, 'model.safetensors.part'))).toBe(false);
+    hub.corrupt('model.safetensors', false);
     await downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out });
-    expect(sha256(join(out, 'pytorch_model.bin'))).toBe(sha256(join(modelDir, 'pytorch_model.bin')));
+    expect(sha256(join(out, 'model.safetensors'))).toBe(sha256(join(modelDir, 'model.safetensors')));
   });
 
   it('names a gated repository (token missing or without access) and a missing one', async () => {
@@ -118,7 +118,7 @@ describe('hub download', () => {
       process.env.HF_ENDPOINT = hub.endpoint;
       const config = yaml('prep');
       await prepareInputs(config, () => undefined);
-      expect(sha256(join(config.model.dir, 'pytorch_model.bin'))).toBe(sha256(join(modelDir, 'pytorch_model.bin')));
+      expect(sha256(join(config.model.dir, 'model.safetensors'))).toBe(sha256(join(modelDir, 'model.safetensors')));
       // Offline: nothing listens on port 9.
       process.env.HF_ENDPOINT = 'http://127.0.0.1:9';
       await expect(prepareInputs(config, () => undefined)).resolves.toBeUndefined();
@@ -148,7 +148,7 @@ describe('trainer-ctl push', () => {
     const ckpt = join(run, 'checkpoints', 'update-000002');
     mkdirSync(join(run, 'checkpoints', 'update-000001'), { recursive: true });
     mkdirSync(ckpt, { recursive: true });
-    for (const f of ['config.json', 'pytorch_model.bin', 'tokenizer.json']) writeFileSync(join(ckpt, f), readFileSync(join(modelDir, f)));
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) writeFileSync(join(ckpt, f), readFileSync(join(modelDir, f)));
     writeFileSync(
       join(run, 'eval-final.json'),
       JSON.stringify({
@@ -165,8 +165,8 @@ describe('trainer-ctl push', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^pushed 4 files to thinkfl-test\/pushed at [0-9a-f]+/);
     const pushed = hub.repos.get('thinkfl-test/pushed')!.files;
-    expect([...pushed.keys()].sort()).toEqual(['README.md', 'config.json', 'pytorch_model.bin', 'tokenizer.json']);
-    expect(createHash('sha256').update(pushed.get('pytorch_model.bin')!).digest('hex')).toBe(sha256(join(modelDir, 'pytorch_model.bin')));
+    expect([...pushed.keys()].sort()).toEqual(['README.md', 'config.json', 'model.safetensors', 'tokenizer.json']);
+    expect(createHash('sha256').update(pushed.get('model.safetensors')!).digest('hex')).toBe(sha256(join(modelDir, 'model.safetensors')));
     const card = pushed.get('README.md')!.toString();
     expect(card).toContain('checkpoints/update-000002');
     // Hand-computed: 0.875 -> 87.5 %, recall@1 0.25 -> 25.0 %, recall@3 0.5 -> 50.0 %.
