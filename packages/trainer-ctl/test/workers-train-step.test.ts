@@ -40,6 +40,14 @@ describe('engineStep', () => {
     expect(() => engineStep(job({ kind: 'grpo', samples: greedy }), config)).toThrow('samples[1] has sampling temperature 0');
   });
 
+  it('passes the micro-batch token budget to every step only when one is set', () => {
+    const sft = engineStep(job({ sftSteps: [{ size: 3, lr: 1e-3 }] }), config).args as { micro_batch_tokens?: number }[];
+    expect(sft[0]).not.toHaveProperty('micro_batch_tokens');
+    const budget = { ...config, workers: { ...config.workers, train: { ...config.workers.train, micro_batch_tokens: 4096 } } };
+    expect((engineStep(job({ kind: 'grpo' }), budget).args as { micro_batch_tokens?: number }).micro_batch_tokens).toBe(4096);
+    expect((engineStep(job({ sftSteps: [{ size: 3, lr: 1e-3 }] }), budget).args as { micro_batch_tokens?: number }[])[0].micro_batch_tokens).toBe(4096);
+  });
+
   it('names a non-finite old log-probability (JSON would turn it into null) instead of sending it', () => {
     const withOld = samples.map((s, i) => ({ ...s, oldLogprobs: [0, i === 2 ? -Infinity : -0.5, -0.25] }));
     expect(() => engineStep(job({ kind: 'grpo', samples: withOld }), config)).toThrow('samples[2]: oldLogprobs[1] is -Infinity');

@@ -26,11 +26,16 @@ function sftSteps(job: TrainJob, base: SftStepArgs, where: string): SftStepArgs[
   });
 }
 
+function microBatches(config: RunConfig): Pick<SftStepArgs, 'micro_batch_size' | 'micro_batch_tokens'> {
+  const { micro_batch_size, micro_batch_tokens } = config.workers.train;
+  return micro_batch_tokens === null ? { micro_batch_size } : { micro_batch_size, micro_batch_tokens };
+}
+
 /** A job whose samples are in a token-batch file: the engine reads the file (the writer checked the rows). */
 function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
   const b = job.batch!;
   if (job.samples.length > 0) throw new Error(`${where}: samples both inline and in ${b.path}`);
-  const base: SftStepArgs = { batch: { path: b.path, bytes: b.bytes, sha256: b.sha256 }, micro_batch_size: config.workers.train.micro_batch_size };
+  const base: SftStepArgs = { batch: { path: b.path, bytes: b.bytes, sha256: b.sha256 }, ...microBatches(config) };
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
   if (!b.advantages) throw new Error(`${where}: ${b.path} has no advantages (required for grpo)`);
@@ -62,7 +67,7 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   const base: SftStepArgs = {
     input_ids: job.samples.map((s) => s.ids),
     mask: job.samples.map((s) => s.mask),
-    micro_batch_size: config.workers.train.micro_batch_size,
+    ...microBatches(config),
   };
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
   if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);

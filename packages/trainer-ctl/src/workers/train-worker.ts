@@ -95,6 +95,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         autocast: config.workers.train.autocast,
         threads: config.workers.train.threads,
         lora: config.model.lora ?? null,
+        gradient_checkpointing: config.workers.train.gradient_checkpointing,
         resume: ckpt !== undefined,
         seed: config.run.seed,
         optimizer: config.grpo.optimizer,

@@ -80,6 +80,23 @@ export const WorkersSection = z
           .positive()
           .default(1)
           .describe('Episodes per forward/backward pass; gradients accumulate to the whole batch. Default 1.'),
+        micro_batch_tokens: z
+          .number()
+          .int()
+          .positive()
+          .nullable()
+          .default(null)
+          .describe(
+            'Padded tokens per forward/backward pass (episodes x the longest of them); a longer episode gets a pass of ' +
+              'its own. Bounds activation memory when episode lengths vary. Default null: micro_batch_size alone.',
+          ),
+        gradient_checkpointing: z
+          .boolean()
+          .default(true)
+          .describe(
+            "Recompute each decoder block's activations in backward instead of keeping them: far less memory for long " +
+              'episodes, about 30% more compute. Worth turning off only for models whose activations are small (the tiny CPU model). Default true.',
+          ),
         engine_restarts: z
           .number()
           .int()
