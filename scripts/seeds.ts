@@ -1,0 +1,66 @@
+/**
+ * Runs a run config (default the README's main job, configs/tiny-cpu.yaml) for several seeds,
+ * one after another, each in its own run directory, and prints per seed its wall time and, after
+ * SFT and after each stage, the held-out format validity and per-fault service MRR (best request
+ * and majority vote). The seed is run.seed; everything else is the config's.
+ *
+ *   npx tsx scripts/seeds.ts [--config FILE] [--seeds 0,1,2] [--out DIR]
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { parseDocument } from 'yaml';
+import { REPO_ROOT } from '../testkit/nezha';
+
+const argv = await yargs(hideBin(process.argv))
+  .scriptName('seeds')
+  .strict()
+  .option('config', { type: 'string', default: 'configs/tiny-cpu.yaml', describe: 'run config to repeat' })
+  .option('seeds', { type: 'string', default: '0,1,2', describe: 'comma-separated run.seed values' })
+  .option('out', { type: 'string', default: '.cache/seeds', describe: 'where the per-seed configs are written' })
+  .parse();
+
+const configPath = resolve(argv.config);
+const outDir = resolve(argv.out);
+mkdirSync(outDir, { recursive: true });
+const seeds = argv.seeds.split(',').map((s) => Number(s.trim()));
+if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds: need comma-separated integers, got ${argv.seeds}`);
+
+interface EvalFile {
+  formatValid: number;
+  summary: { perFault: { service?: { mrr: number } } };
+  perFaultVote?: { service?: { mrr: number } };
+}
+const STAGES = ['sft', 'priming', 'exploration', 'refinement'];
+const rows: string[] = [];
+console.log(`CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores`);
+for (const seed of seeds) {
+  const doc = parseDocument(readFileSync(configPath, 'utf8'));
+  const name = `${doc.getIn(['run', 'name'])}-seed${seed}`;
+  doc.setIn(['run', 'name'], name);
+  doc.setIn(['run', 'seed'], seed);
+  // The copy lives elsewhere: keep its relative paths pointing where the original's do.
+  const base = resolve(dirname(configPath), String(doc.getIn(['run', 'base_dir']) ?? '.'));
+  doc.setIn(['run', 'base_dir'], relative(outDir, base) || '.');
+  const file = join(outDir, `${name}.yaml`);
+  writeFileSync(file, doc.toString());
+  const t0 = performance.now();
+  const run = spawnSync(process.execPath, [join(REPO_ROOT, 'packages/trainer-ctl/bin/trainer-ctl.mjs'), 'train', file], { stdio: 'inherit' });
+  const wall = (performance.now() - t0) / 1000;
+  const runDir = join(base, String(doc.getIn(['run', 'output_dir']) ?? 'runs'), name);
+  const cells = STAGES.map((stage) => {
+    const f = join(runDir, `eval-${stage}.json`);
+    if (!existsSync(f)) return '-';
+    const e = JSON.parse(readFileSync(f, 'utf8')) as EvalFile;
+    const vote = e.perFaultVote?.service?.mrr;
+    return `${e.formatValid.toFixed(2)} / ${(e.summary.perFault.service?.mrr ?? 0).toFixed(3)}${vote === undefined ? '' : ` / ${vote.toFixed(3)}`}`;
+  });
+  rows.push(`| ${seed} | ${run.status === 0 ? 'ok' : `exit ${run.status}`} | ${wall.toFixed(0)} | ${cells.join(' | ')} |`);
+}
+console.log('\nPer stage: held-out format validity / per-fault service MRR (best request) / (majority vote)\n');
+console.log(`| seed | exit | wall s | ${STAGES.join(' | ')} |`);
+console.log(`| --- | --- | --- | ${STAGES.map(() => '---').join(' | ')} |`);
+for (const r of rows) console.log(r);
