@@ -9,22 +9,11 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
+import { TrainEngine } from '../src/engine';
+import { RAGGED_IDS, TINY_CONFIG } from './engine-fixtures';
 
-const CONFIG = TinyModelConfigSchema.parse({
-  vocab_size: 40,
-  hidden_size: 32,
-  num_hidden_layers: 2,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  intermediate_size: 64,
-});
-const IDS = [
-  [1, 5, 6, 7, 8, 9, 10, 2],
-  [1, 5, 11, 12, 13, 2],
-  [1, 7, 6, 5, 14, 15, 16, 17, 2],
-];
+const CONFIG = TINY_CONFIG;
+const IDS = RAGGED_IDS;
 const MASK = IDS.map((row) => row.map((_, t) => (t >= 2 ? 1 : 0)));
 const STEPS = 4;
 const OPTIMIZER = { lr: 2e-2 };

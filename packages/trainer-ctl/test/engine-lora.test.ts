@@ -7,17 +7,10 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
+import { TrainEngine } from '../src/engine';
+import { TINY_CONFIG } from './engine-fixtures';
 
-const CONFIG = TinyModelConfigSchema.parse({
-  vocab_size: 40,
-  hidden_size: 32,
-  num_hidden_layers: 2,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  intermediate_size: 64,
-});
+const CONFIG = TINY_CONFIG;
 const LORA = { r: 4, alpha: 8, target_modules: ['q_proj', 'v_proj'] };
 const IDS = [
   [1, 5, 6, 7, 8, 9, 10, 2],

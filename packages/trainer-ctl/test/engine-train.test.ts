@@ -7,24 +7,13 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TinyModelConfigSchema, TrainEngine, type LoadArgs } from '../src/engine';
+import { TrainEngine, type LoadArgs } from '../src/engine';
+import { RAGGED_IDS, TINY_CONFIG, TINY_VOCAB } from './engine-fixtures';
 
-const VOCAB = 40;
-const CONFIG = TinyModelConfigSchema.parse({
-  vocab_size: VOCAB,
-  hidden_size: 32,
-  num_hidden_layers: 2,
-  num_attention_heads: 2,
-  num_key_value_heads: 1,
-  head_dim: 16,
-  intermediate_size: 64,
-});
+const VOCAB = TINY_VOCAB;
+const CONFIG = TINY_CONFIG;
 // Two "episodes": a prompt (mask 0) then generated tokens (mask 1), ragged lengths.
-const IDS = [
-  [1, 5, 6, 7, 8, 9, 10, 2],
-  [1, 5, 11, 12, 13, 2],
-  [1, 7, 6, 5, 14, 15, 16, 17, 2],
-];
+const IDS = RAGGED_IDS;
 const MASK = IDS.map((row, i) => row.map((_, t) => (t >= (i === 2 ? 4 : 3) ? 1 : 0)));
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const seqLogp = (lp: number[], m: number[]) => sum(lp.map((v, t) => v * m[t]));
