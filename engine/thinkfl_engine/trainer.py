@@ -176,11 +176,18 @@ class Trainer:
             self.reference.save(out_dir)
         return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference.tag}
 
-    def write_model(self, out_dir: Path, merged: bool) -> None:
-        """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first)."""
+    def write_model(self, out_dir: Path, merged: bool) -> Path:
+        """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first).
+
+        merged: returns the full model dir, out_dir or with LoRA its merged/ (models.save_merged).
+        """
         state = self.updater.gathered_state_dict()
-        if is_main():
-            (self.policy.save_merged if merged else self.policy.save)(out_dir, state)
+        if not is_main():
+            return out_dir
+        if merged:
+            return self.policy.save_merged(out_dir, state)
+        self.policy.save(out_dir, state)
+        return out_dir
 
 
 def validate_ids(ids: Any) -> List[List[int]]:
