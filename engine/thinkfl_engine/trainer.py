@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from .batch import check_ragged, micro_batches, pad, temperatures, unpad
-from .distributed import is_main
+from .distributed import is_main, rank_device
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
 from .logprobs import DEFAULT_CHUNK, token_logprobs
 from .lora import LoraSettings
@@ -34,7 +34,7 @@ class Trainer:
         if 'seed' in args:
             torch.manual_seed(int(args['seed']))
         self.model_dir = Path(args['model_dir'])
-        self.device = torch.device(args.get('device', 'cpu'))
+        self.device = rank_device(args.get('device', 'cpu'))
         self.threads = set_threads(args.get('threads'))
         # `autocast` overrides the compute precision `dtype` (the model's); weights stay master_dtype.
         compute, self.precision_reason = resolve_compute(args.get('autocast') or args.get('dtype', 'float32'),
