@@ -2,7 +2,7 @@
  * Creates the tiny CI model, offline, in the model-directory layout of a real backbone:
  * tokenizer.json + tokenizer_config.json (chat template with tools) fitted to the dataset's
  * vocabulary, config.json + generation_config.json + model.safetensors (a transformers LlamaForCausalLM,
- * random init by the train engine), onnx/model.onnx.
+ * or Qwen2ForCausalLM with --architecture qwen2, random init by the train engine), onnx/model.onnx.
  *
  *   npx tsx scripts/create-tiny-model.ts --dataset DIR --out DIR [--seed N] [--hidden-size N] ...
  */
@@ -23,12 +23,14 @@ const argv = await yargs(hideBin(process.argv))
   .option('kv-heads', { type: 'number', describe: 'key/value heads (default: as many as query heads)' })
   .option('head-dim', { type: 'number', describe: 'width of one head (default 64)' })
   .option('intermediate-size', { type: 'number', describe: 'MLP width (default 512)' })
+  .option('architecture', { choices: ['llama', 'qwen2'] as const, default: 'llama' as const, describe: 'transformers model type (Qwen2 adds q/k/v biases)' })
   .parseAsync();
 
 const started = Date.now();
 const tok = await writeTinyTokenizer(argv.out, argv.dataset);
 const heads = argv.heads;
 const config = TinyModelConfigSchema.parse({
+  architecture: argv.architecture,
   vocab_size: tok.vocabSize,
   eos_token_id: tok.eosTokenId,
   pad_token_id: tok.padTokenId,

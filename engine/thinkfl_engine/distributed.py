@@ -3,6 +3,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import torch
 import torch.distributed as dist
 
 
@@ -32,6 +33,18 @@ class Ranks:
         box = [value]
         dist.broadcast_object_list(box, src=0, group=self.group)
         return box[0]
+
+
+def rank_device(name: str) -> torch.device:
+    """The device of this rank: a bare 'cuda' is the GPU torchrun assigns it (LOCAL_RANK), made current.
+
+    Without this every rank would load its copy on GPU 0 before DeepSpeed moves it.
+    """
+    device = torch.device(name)
+    if device.type == 'cuda' and device.index is None and 'LOCAL_RANK' in os.environ:
+        device = torch.device('cuda', int(os.environ['LOCAL_RANK']))
+        torch.cuda.set_device(device)
+    return device
 
 
 def is_main() -> bool:

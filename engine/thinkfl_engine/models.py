@@ -19,8 +19,9 @@ from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedModel
 from .lora import ADAPTER_CONFIG, LoraSettings, adapter_base, load_adapter, wrap
 from .tiny_model import create_tiny_model
 
-# Where a merged LoRA export keeps the adapter itself (for vLLM's LoRA serving).
-ADAPTER_DIR = 'adapter'
+# Where a LoRA export keeps the merged model beside the adapter: vLLM loads the adapter dir itself
+# (load_lora_adapter), the onnx backend and `trainer-ctl serve` the merged export in it.
+MERGED_DIR = 'merged'
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 # Written by save/export; anything else in a model dir (tokenizer files, chat template) is carried along.
 ENGINE_FILES = ('config.json', 'generation_config.json', 'model*.safetensors', 'model.safetensors.index.json',
@@ -101,18 +102,20 @@ class PolicyModel:
         copy_side_files(self.source, out_dir)
         save_weights(self.module, out_dir, state)
 
-    def save_merged(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
-        """A full model dir; for LoRA W + (alpha/r) B A merged in a copy, and the adapter alone in adapter/.
+    def save_merged(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> Path:
+        """A full model dir; returns it. For LoRA: the adapter in out_dir, W + (alpha/r) B A merged in a copy in merged/.
 
-        The adapter stays out of the top dir: transformers would load a dir with adapter_config.json
-        as base + adapter instead of the merged weights.
+        The merged model gets its own dir: transformers (and vLLM) read a dir with adapter_config.json
+        as an adapter, so one dir cannot be both.
         """
         if not self.lora:
             self.save(out_dir, state)
-            return
-        self.save(out_dir / ADAPTER_DIR)
-        copy_side_files(self.source, out_dir)
-        save_weights(copy.deepcopy(self.module).merge_and_unload(), out_dir)
+            return out_dir
+        self.save(out_dir)
+        merged = out_dir / MERGED_DIR
+        copy_side_files(self.source, merged)
+        save_weights(copy.deepcopy(self.module).merge_and_unload(), merged)
+        return merged
 
 
 def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype, lora: Optional[LoraSettings] = None, gradient_checkpointing: bool = True,

@@ -81,11 +81,13 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     if fmt not in ('onnx', 'weights'):
         raise ValueError(f"export format must be 'onnx' or 'weights', got {fmt!r}")
     result: Dict[str, Any] = {'dir': str(out_dir), 'step': t.step}
-    # weights, for vLLM: the full model, or with LoRA the adapter alone (served on top of the base).
-    t.write_model(out_dir, merged=fmt == 'onnx')
+    # weights: the full model, or with LoRA the adapter alone (what vLLM's load_lora_adapter reads).
+    # onnx: the full model + onnx/model.onnx; with LoRA the adapter as for weights and the merged
+    # model with its ONNX export in merged/, so one dir serves vLLM and the onnx backend alike.
+    model_dir = t.write_model(out_dir, merged=fmt == 'onnx')
     if fmt == 'onnx' and is_main():
         from .onnx_export import export_onnx
-        result['onnx'] = str(export_onnx(out_dir, out_dir / 'onnx' / 'model.onnx'))
+        result['onnx'] = str(export_onnx(model_dir, model_dir / 'onnx' / 'model.onnx'))
     return result
 
 

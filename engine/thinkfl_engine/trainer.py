@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from .batch import check_ragged, micro_batches, pad, temperatures, unpad
-from .distributed import is_main
+from .distributed import is_main, rank_device
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
 from .logprobs import DEFAULT_CHUNK, token_logprobs
 from .lora import LoraSettings
@@ -34,7 +34,7 @@ class Trainer:
         if 'seed' in args:
             torch.manual_seed(int(args['seed']))
         self.model_dir = Path(args['model_dir'])
-        self.device = torch.device(args.get('device', 'cpu'))
+        self.device = rank_device(args.get('device', 'cpu'))
         self.threads = set_threads(args.get('threads'))
         # `autocast` overrides the compute precision `dtype` (the model's); weights stay master_dtype.
         compute, self.precision_reason = resolve_compute(args.get('autocast') or args.get('dtype', 'float32'),
@@ -176,11 +176,18 @@ class Trainer:
             self.reference.save(out_dir)
         return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference.tag}
 
-    def write_model(self, out_dir: Path, merged: bool) -> None:
-        """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first)."""
+    def write_model(self, out_dir: Path, merged: bool) -> Path:
+        """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first).
+
+        merged: returns the full model dir, out_dir or with LoRA its merged/ (models.save_merged).
+        """
         state = self.updater.gathered_state_dict()
-        if is_main():
-            (self.policy.save_merged if merged else self.policy.save)(out_dir, state)
+        if not is_main():
+            return out_dir
+        if merged:
+            return self.policy.save_merged(out_dir, state)
+        self.policy.save(out_dir, state)
+        return out_dir
 
 
 def validate_ids(ids: Any) -> List[List[int]]:

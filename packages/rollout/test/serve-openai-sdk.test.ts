@@ -5,6 +5,7 @@
  * tool call), streamed chat and completions whose deltas join into the whole answer, and
  * completions with log-probabilities.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +69,13 @@ describe('the openai SDK against trainer-ctl serve', () => {
     const missing = await post('/load_lora_adapter', { lora_name: 'nowhere', lora_path: join(dir, 'nowhere') });
     expect(missing.status).toBe(400);
     expect(missing.text).toContain(join(dir, 'nowhere'));
+    // A LoRA adapter alone (policy_format weights, for vLLM) has no merged export for the onnx backend: named, not served.
+    const adapterOnly = join(dir, 'adapter-only');
+    mkdirSync(adapterOnly);
+    writeFileSync(join(adapterOnly, 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 4, lora_alpha: 8 }));
+    const refused = await post('/load_lora_adapter', { lora_name: 'adapter-only', lora_path: adapterOnly });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('is a LoRA adapter without its merged export in merged/');
     const models = (await client.models.list()).data as unknown as Record<string, unknown>[];
     expect(models.map((m) => [m.id, m.parent, m.root])).toEqual([
       ['base', null, 'base'],

@@ -157,6 +157,15 @@ describe('missing and inconsistent settings', () => {
     ]);
   });
 
+  it('refuses a vllm backend given full-model weights (no model.lora): no server could load them', () => {
+    const backend = 'generation: { backend: { kind: vllm, replicas: [http://127.0.0.1:8000/v1], policy_format: weights } }';
+    expect(issuesOf(yaml(backend))).toEqual([
+      "bad.yaml:8: generation.backend.policy_format: weights without model.lora is the full model, which neither vLLM's load_lora_adapter " +
+        '(adapters only) nor trainer-ctl serve (ONNX) can load; set model.lora, or policy_format onnx for trainer-ctl serve replicas',
+    ]);
+    expect(() => parseRunConfig(yaml(backend).replace('model:', 'model:\n  lora: { r: 8, alpha: 16 }'), 'ok.yaml')).not.toThrow();
+  });
+
   it('takes D_max once, as episode.d_max: the route grader has none of its own', () => {
     expect(issuesOf(yaml('graders:\n  route: { mu: 1, d_max: 6 }'))).toEqual(['bad.yaml:9: graders.route.d_max: D_max is given once, as episode.d_max; remove this key']);
     expect(issuesOf(yaml('graders:\n  route: { dMax: 6 }'))).toEqual(['bad.yaml:9: graders.route.dMax: D_max is given once, as episode.d_max; remove this key']);

@@ -104,6 +104,9 @@ describe('docker/compose.yaml', () => {
     expect(backend.replicas.map((u) => new URL(u).hostname)).toEqual(['vllm']);
     expect(new URL(backend.replicas[0]).port).toBe(String(/--port=(\d+)/.exec(S.vllm.command.join(' '))![1]));
     expect(config.workers.train.device).toBe('cuda');
+    // The trainer writes PEFT adapters (LoRA with the weights export) no larger than vLLM is started for.
+    expect(backend.policy_format).toBe('weights');
+    expect(config.model.lora?.r).toBeLessThanOrEqual(Number(/--max-lora-rank=(\d+)/.exec(S.vllm.command.join(' '))![1]));
     expect(new URL(config.queue.redis_url!).hostname).toBe('redis');
   });
 

@@ -69,9 +69,12 @@ describe('LoRA (PEFT)', () => {
     expect(names.length).toBe(2 * 2 * 2);
     expect(names.every((n) => /lora_[AB]/.test(n))).toBe(true);
 
-    const exported = await engine.request('export', { dir: join(dir, 'merged'), format: 'onnx' });
-    expect(existsSync(join(dir, 'merged', 'adapter', 'adapter_model.safetensors'))).toBe(true);
-    expect(existsSync(join(dir, 'merged', 'adapter_config.json'))).toBe(false);
+    // The onnx export: the adapter (for vLLM) with the merged model and its ONNX graph beside it in merged/.
+    const exported = await engine.request('export', { dir: join(dir, 'policy'), format: 'onnx' });
+    expect(safetensorNames(join(dir, 'policy', 'adapter_model.safetensors')).sort()).toEqual(names.sort());
+    expect(existsSync(join(dir, 'policy', 'config.json'))).toBe(false);
+    expect(existsSync(join(dir, 'policy', 'merged', 'adapter_config.json'))).toBe(false);
+    expect(exported.onnx).toBe(join(dir, 'policy', 'merged', 'onnx', 'model.onnx'));
     expect(existsSync(exported.onnx!)).toBe(true);
 
     // The checkpoint holds only adapters and reads the base from its dir again: the same policy
@@ -81,7 +84,7 @@ describe('LoRA (PEFT)', () => {
     expect(maxDiff((await engine.request('logits', { input_ids: IDS })).logits, trained)).toBeLessThan(1e-5);
     expect(maxDiff((await engine.request('logits', { input_ids: IDS, model: 'reference' })).logits, baseLogits)).toBeLessThan(1e-6);
 
-    await engine.request('load', { model_dir: join(dir, 'merged') });
+    await engine.request('load', { model_dir: join(dir, 'policy', 'merged') });
     expect(maxDiff((await engine.request('logits', { input_ids: IDS })).logits, trained)).toBeLessThan(1e-5);
   });
 });

@@ -1,26 +1,30 @@
 /**
  * The `vllm` backend's weight sync over HTTP, end to end on CPU (issue 10, acceptance 1 and 2):
- * GRPO steps run by the controller's step function over a real Redis, a real train worker
- * writing each policy into <run>/adapters/v<N> with its manifest, a `trainer-ctl worker
+ * GRPO steps of a LoRA policy (model.lora on the tiny Llama) run by the controller's step
+ * function over a real Redis, a real train worker writing each policy into <run>/adapters/v<N>
+ * with its manifest (the PEFT adapter that vLLM's load_lora_adapter reads, and the merged ONNX
+ * export beside it in merged/, which serve loads for the same lora_path), a `trainer-ctl worker
  * rollout` process with `generation.backend.kind: vllm`, and two `trainer-ctl serve`
- * replicas loading every version through POST /v1/load_lora_adapter. Every trajectory records
+ * replicas loading every version through POST /v1/load_lora_adapter. Stage 1 starts with SFT,
+ * so the first version the replicas load is the SFT adapter (v1). Every trajectory records
  * the version its step asked for, and the replicas' own per-model counters (independent of the
- * worker) show exactly that many generations by that version's adapter and none by the base
- * model. Then one replica is SIGKILLed mid-step and restarted on its port: the step still ends
- * with exactly G samples per group, and the restarted replica holds the current adapter
- * before it answers any generation.
+ * worker) show exactly that many generations by that version's adapter, loaded from that
+ * version's directory, and none by the base model. Then one replica is SIGKILLed mid-step and
+ * restarted on its port: the step still ends with exactly G samples per group, and the
+ * restarted replica holds the current adapter before it answers any generation.
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { loadDataset, type Dataset } from '@thinkfl/env';
-import { MANIFEST_FILE, verifyManifest } from '@thinkfl/rollout';
+import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
+import { loadChatModel, MANIFEST_FILE, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
 import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
-import { connectRedis, parseQueueSettings, PolicyRegistry, type Trajectory } from '../src/queue/index';
+import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type TrainSample, type Trajectory } from '../src/queue/index';
 import { startTrainWorker, type TrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { readSafetensors } from '../../../testkit/safetensors';
 import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
 import { createTinyModel, scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
@@ -38,10 +42,17 @@ let transport: RedisTransport;
 let ctx: StepContext;
 let modelDir: string;
 const replicas: ServeProcess[] = [];
+/** lora_B of version 0's adapter. */
+let baseB: Buffer;
 
 const name = (v: number) => `${RUN}-v${v}`;
 const generations = async (r: ServeProcess, model: string) => (await readMetrics(r.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
-const listed = async (r: ServeProcess) => ((await (await fetch(`${r.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+const cards = async (r: ServeProcess) => ((await (await fetch(`${r.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
+const listed = async (r: ServeProcess) => (await cards(r)).map((m) => m.id);
+const versionDir = (v: number) => join(loaded.runDir, 'adapters', `v${v}`);
+
+/** The lora_B matrices of a version's adapter, concatenated (B starts at 0: zero means the base model). */
+const loraB = (v: number) => Buffer.concat([...readSafetensors(join(versionDir(v), 'adapter_model.safetensors'))].filter(([k]) => k.includes('lora_B')).map(([, t]) => t.data));
 
 /** Generated stretches of a trajectory: runs of mask 1, one per generation request. */
 const generatedRuns = (t: Trajectory) => t.mask.filter((m, i) => m === 1 && t.mask[i - 1] !== 1).length;
@@ -67,7 +78,7 @@ beforeAll(async () => {
   writeFileSync(
     file,
     `run: { name: ${RUN}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096 }
+model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096, lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] } }
 dataset: { path: ${NEZHA_DATASET} }
 episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
 generation:
@@ -78,7 +89,23 @@ workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
 `,
   );
   loaded = loadRunConfig(file);
-  trainer = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings: parseQueueSettings({ prefix: 'thinkfl' }), config: loaded.config, runDir: loaded.runDir });
+  const settings = parseQueueSettings({ prefix: 'thinkfl' });
+  trainer = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir });
+  // Stage 1 starts with SFT (ThinkFL's format-aware priming): update 0 trains the adapter on
+  // scripted-expert conversations, so the GRPO steps play an adapter that is not the base model.
+  const chat = loadChatModel(modelDir);
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  const samples: TrainSample[] = [];
+  for (const c of dataset.cases.slice(0, 4)) {
+    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    samples.push({ ...tokenizeEpisode(ep.messages, chat.template, chat.tokenizer), advantage: 0, temperature: 1 });
+  }
+  const queue = new TrainQueue(conn, RUN, settings);
+  await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'sft', samples, checkpoint: false });
+  expect((await queue.waitResult(0, 300_000)).version).toBe(1);
+  await queue.close();
+  // Read before the trainer prunes it (versions behind the staleness window go).
+  baseB = loraB(0);
   rollout = spawnWorker(['rollout', '--config', file, '--redis', redis.url, '--id', 'R', '--concurrency', '4']);
   await rollout.waitLine(/ready on/, 180_000);
   transport = new RedisTransport(redis.url, RUN);
@@ -112,56 +139,77 @@ function expectGroups(out: StepOutcome, version: number): Trajectory[] {
 
 describe('vllm backend against two trainer-ctl serve replicas', () => {
   it('runs GRPO steps with every version synced as an adapter: trajectories record the adapter that generated them', async () => {
+    // GRPO step s plays version s + 1 (v1: the SFT adapter) and makes update s + 1.
     for (let step = 0; step < 2; step++) {
+      const version = step + 1;
       const before = await Promise.all(replicas.map((r) => readMetrics(r.origin)));
-      const out = await runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
-      expect(out.result?.version).toBe(step + 1);
-      const trajectories = expectGroups(out, step);
+      const out = await runGrpoStep(ctx, { stage: 'priming', step, update: version, policyVersion: version, checkpoint: false });
+      expect(out.result?.version).toBe(version + 1);
+      const trajectories = expectGroups(out, version);
       const turns = trajectories.reduce((a, t) => a + generatedRuns(t), 0);
-      const served = await Promise.all(replicas.map((r) => generations(r, name(step))));
-      const earlier = before.map((m) => m[`thinkfl_model_generations_total{model="${name(step)}"}`] ?? 0);
+      const served = await Promise.all(replicas.map((r) => generations(r, name(version))));
+      const earlier = before.map((m) => m[`thinkfl_model_generations_total{model="${name(version)}"}`] ?? 0);
       // The replicas generated exactly the trajectories' turns with this step's adapter, both of them taking part.
-      console.log(`[figure] step ${step}: ${trajectories.length} trajectories, ${turns} generations; ${name(step)} on replica 0: ${served[0] - earlier[0]}, replica 1: ${served[1] - earlier[1]}`);
+      console.log(`[figure] step ${step}: ${trajectories.length} trajectories, ${turns} generations; ${name(version)} on replica 0: ${served[0] - earlier[0]}, replica 1: ${served[1] - earlier[1]}`);
       expect(served[0] - earlier[0] + served[1] - earlier[1]).toBe(turns);
       expect(served.every((n, i) => n - earlier[i] > 0)).toBe(true);
       for (const r of replicas) expect(await generations(r, 'base')).toBe(0);
+      // Each replica served this version's adapter from this version's directory.
+      for (const r of replicas) expect((await cards(r)).find((c) => c.id === name(version))?.root).toBe(versionDir(version));
     }
-    // The trainer wrote each version atomically with its manifest; version 0 came the same way.
-    for (const v of [0, 1, 2]) {
-      const adapter = join(loaded.runDir, 'adapters', `v${v}`);
-      expect(existsSync(join(adapter, MANIFEST_FILE))).toBe(true);
-      await verifyManifest(adapter, v);
+    // Each version directory is a real PEFT adapter (what vLLM loads) with the merged ONNX export
+    // beside it (what serve loaded): LoRA tensors only, q_proj and v_proj in both layers.
+    for (const v of [1, 2, 3]) {
+      const adapter = readSafetensors(join(versionDir(v), 'adapter_model.safetensors'));
+      expect([...adapter.keys()].every((k) => /\.(q_proj|v_proj)\.lora_[AB]\.weight$/.test(k))).toBe(true);
+      expect(adapter.size).toBe(2 * 2 * 2);
+      expect(JSON.parse(readFileSync(join(versionDir(v), 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
+      expect(existsSync(join(versionDir(v), 'config.json'))).toBe(false);
+      expect(existsSync(join(versionDir(v), 'merged', 'onnx', 'model.onnx'))).toBe(true);
     }
-    expect(await new PolicyRegistry(conn, RUN).current()).toEqual({ version: 2, dir: join(loaded.runDir, 'adapters', 'v2') });
+    // v0 is the base (B = 0); each update moved the adapter.
+    expect(baseB.every((b) => b === 0)).toBe(true);
+    expect(loraB(1).some((b) => b !== 0)).toBe(true);
+    expect(loraB(2).equals(loraB(1))).toBe(false);
+    expect(loraB(3).equals(loraB(2))).toBe(false);
+    // The trainer wrote each version atomically with its manifest.
+    for (const v of [1, 2, 3]) {
+      expect(existsSync(join(versionDir(v), MANIFEST_FILE))).toBe(true);
+      const manifest = await verifyManifest(versionDir(v), v);
+      expect(Object.keys(manifest.files)).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'merged/onnx/model.onnx']));
+    }
+    expect(await new PolicyRegistry(conn, RUN).current()).toEqual({ version: 3, dir: versionDir(3) });
     // With no staleness allowed, older versions are unloaded once their requests finished.
-    await until('v0 and v1 unloaded', async () => ((await Promise.all(replicas.map(listed))).every((l) => l.join() === ['base', name(1)].join()) ? true : undefined));
+    await until('v1 unloaded', async () => ((await Promise.all(replicas.map(listed))).every((l) => l.join() === ['base', name(2)].join()) ? true : undefined));
   }, 900_000);
 
   it('survives a replica killed mid-step and restarted: exactly G samples per group, the current adapter loaded before it takes jobs', async () => {
     const step = 2;
-    const running = runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
-    // Kill replica 0 once it has generated with version 2: mid-step.
+    const version = step + 1;
+    const running = runGrpoStep(ctx, { stage: 'priming', step, update: version, policyVersion: version, checkpoint: false });
+    // Kill replica 0 once it has generated with this version: mid-step.
     const victim = replicas[0];
     const port = Number(new URL(victim.url).port);
-    await until('replica 0 generating v2', async () => ((await generations(victim, name(2))) > 0 ? true : undefined), 300_000);
+    await until(`replica 0 generating v${version}`, async () => ((await generations(victim, name(version))) > 0 ? true : undefined), 300_000);
     victim.child.kill('SIGKILL');
     await victim.stop();
     const restarted = await startServe(modelDir, ['--name', 'base', '--threads', '1'], port);
     replicas[0] = restarted;
     const out = await running;
-    expectGroups(out, step);
-    expect(out.result?.version).toBe(step + 1);
+    expectGroups(out, version);
+    expect(out.result?.version).toBe(version + 1);
     // The restarted replica was given the current adapter by the backend before any generation reached it.
-    await until('restarted replica synced', async () => ((await listed(restarted)).includes(name(2)) || (await listed(restarted)).includes(name(3)) ? true : undefined));
+    const current = [name(version), name(version + 1)];
+    await until('restarted replica synced', async () => ((await listed(restarted)).some((id) => current.includes(id)) ? true : undefined));
     const m = await readMetrics(restarted.origin);
-    console.log(`[figure] step 2 with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(2))} ${name(2)} generations`);
+    console.log(`[figure] step ${step} with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(version))} ${name(version)} generations`);
     const models = Object.keys(m).filter((k) => k.startsWith('thinkfl_model_generations_total'));
-    expect(models.every((k) => k.includes(`"${name(2)}"`) || k.includes(`"${name(3)}"`))).toBe(true);
+    expect(models.every((k) => current.some((id) => k.includes(`"${id}"`)))).toBe(true);
     expect(await generations(restarted, 'base')).toBe(0);
     expect(await generations(replicas[1], 'base')).toBe(0);
     expect(rollout.lines.some((l) => l.includes(`out of rotation`) && l.includes(victim.url))).toBe(true);
-    await rollout.waitLine(new RegExp(`${victim.url.replace(/[/.]/g, '\\$&')} back in rotation with ${name(2)}`));
-    const manifest = JSON.parse(readFileSync(join(loaded.runDir, 'adapters', 'v3', MANIFEST_FILE), 'utf8')) as { version: number };
-    expect(manifest.version).toBe(3);
+    await rollout.waitLine(new RegExp(`${victim.url.replace(/[/.]/g, '\\$&')} back in rotation with ${name(version)}`));
+    const manifest = JSON.parse(readFileSync(join(versionDir(version + 1), MANIFEST_FILE), 'utf8')) as { version: number };
+    expect(manifest.version).toBe(version + 1);
   }, 900_000);
 });

@@ -15,9 +15,9 @@ export function scratch(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `h10-${prefix}-`));
 }
 
-/** A freshly initialised tiny model directory with onnx/model.onnx. */
-export async function createTinyModel(outDir: string, seed = 0): Promise<string> {
-  const args = ['--dataset', NEZHA_DATASET, '--out', outDir, '--seed', String(seed), '--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128'];
+/** A freshly initialised tiny model directory (a Llama, or a Qwen2) with onnx/model.onnx. */
+export async function createTinyModel(outDir: string, seed = 0, architecture: 'llama' | 'qwen2' = 'llama'): Promise<string> {
+  const args = ['--dataset', NEZHA_DATASET, '--out', outDir, '--seed', String(seed), '--architecture', architecture, '--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128'];
   await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], { cwd: REPO_ROOT });
   return outDir;
 }

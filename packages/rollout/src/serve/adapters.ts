@@ -2,8 +2,9 @@
  * vLLM's runtime LoRA endpoints: POST /v1/load_lora_adapter {lora_name, lora_path} and
  * POST /v1/unload_lora_adapter {lora_name}, answered as vLLM answers them (plain-text success,
  * 400 for a name already loaded or a path that cannot be loaded, 404 for unloading a name not
- * served). What a path holds is the loader's business: for the onnx backend a policy directory
- * (the merged export the trainer writes), served whole under the adapter's name.
+ * served). What a path holds is the loader's business: for the onnx backend a policy directory,
+ * whose LoRA adapter is served through the merged export the trainer writes beside it (merged/),
+ * under the adapter's name.
  */
 import { ApiError, BadRequest } from './errors';
 import type { ServedModels } from './models';

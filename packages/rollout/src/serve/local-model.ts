@@ -7,7 +7,7 @@ import { basename, resolve } from 'node:path';
 import { parseToolCalls, type OpenAIToolCall } from '@thinkfl/env';
 import { loadChatModel } from '../chat/chat-model';
 import { OnnxBackend, detokenizerOf, type OnnxSettings } from '../backends/onnx/index';
-import { readModelConfig } from '../backends/onnx/model';
+import { policyModelDir, readModelConfig } from '../backends/onnx/model';
 import type { ServedModel } from './served-model';
 import { TokenizerThread } from './tokenize-thread';
 
@@ -19,13 +19,15 @@ export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
 /** Texts up to this many characters are tokenized in place: a few ms, less than a trip to the thread. */
 const INLINE_CHARS = 16_384;
 
-export async function openLocalModel(modelDir: string, opts: LocalModelOptions = {}): Promise<ServedModel & { backend: OnnxBackend }> {
+/** Opens a model directory, or a LoRA policy directory through the merged export beside its adapter. */
+export async function openLocalModel(dir: string, opts: LocalModelOptions = {}): Promise<ServedModel & { backend: OnnxBackend }> {
   const { id, ...backendOpts } = opts;
+  const modelDir = policyModelDir(dir);
   const { tokenizer, template } = loadChatModel(modelDir);
   const backend = await OnnxBackend.create({ ...backendOpts, modelDir }, detokenizerOf(tokenizer));
   const thread = new TokenizerThread(modelDir);
   return {
-    id: id ?? basename(resolve(modelDir)),
+    id: id ?? basename(resolve(dir)),
     backend,
     contextLength: readModelConfig(modelDir).maxPositions,
     maxCharsPerToken: tokenizer.maxCharsPerToken,

@@ -47,6 +47,16 @@ export const RunConfigSchema = snakeKeys(deepStrict(
       message: 'resources needs model.architecture (the backbone\'s config.json numbers) to estimate memory',
     });
   }
+  const backend = c.generation.backend;
+  if (backend.kind === 'vllm' && backend.policy_format === 'weights' && c.model.lora === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['generation', 'backend', 'policy_format'],
+      message:
+        'weights without model.lora is the full model, which neither vLLM\'s load_lora_adapter (adapters only) nor trainer-ctl serve ' +
+        '(ONNX) can load; set model.lora, or policy_format onnx for trainer-ctl serve replicas',
+    });
+  }
 });
 
 /** A validated run config with every default applied and every path absolute. */

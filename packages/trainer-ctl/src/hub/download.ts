@@ -9,6 +9,7 @@
  * works offline.
  */
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -88,7 +89,15 @@ async function fetchFile(o: DownloadOptions, e: ListFileEntry, target: string, l
   // 206: the server resumed where the part ends; 200: it sent the whole file again.
   const resumed = res.status === 206;
   log(`hub: ${e.path} (${e.size} bytes)${resumed ? ` resumed at byte ${have}` : ''}`);
-  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), createWriteStream(part, { flags: resumed ? 'a' : 'w' }));
+  const out = createWriteStream(part, { flags: resumed ? 'a' : 'w' });
+  try {
+    await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), out);
+  } catch (err) {
+    // A cut download rejects while the file's last writes may still be in flight: the next
+    // attempt resumes from the part's size, so it must be final (closed) before this returns.
+    if (!out.closed) await once(out, 'close');
+    throw err;
+  }
   const size = statSync(part).size;
   const sum = await checksum(part, e);
   if (size !== e.size || sum !== expected(e)) {

@@ -2,8 +2,10 @@
 import { loadTokenizer, type Tokenizer } from '../../chat/tokenizer';
 import type { BackendKind } from '../registry';
 import { OnnxBackend, onnxSettingsSchema, type Detokenizer, type OnnxSettings } from './backend';
+import { policyModelDir } from './model';
 
 export { OnnxBackend, onnxSettingsSchema, type Detokenizer, type OnnxSettings } from './backend';
+export { MERGED_DIR, policyModelDir } from './model';
 
 /** Decoding and the eos_token id of a loaded tokenizer. */
 export function detokenizerOf(tok: Tokenizer): Detokenizer {
@@ -18,7 +20,7 @@ export function modelDetokenizer(modelDir: string): Detokenizer {
 
 export async function openOnnxBackend(settings: OnnxSettings): Promise<OnnxBackend> {
   const s = onnxSettingsSchema.parse(settings);
-  return OnnxBackend.create(s, modelDetokenizer(s.modelDir));
+  return OnnxBackend.create(s, modelDetokenizer(policyModelDir(s.modelDir)));
 }
 
 export const onnxKind: BackendKind = { name: 'onnx', settings: onnxSettingsSchema, open: (s) => openOnnxBackend(s as OnnxSettings) };

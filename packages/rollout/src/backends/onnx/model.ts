@@ -81,17 +81,36 @@ function ids(v: unknown): number[] {
   return [];
 }
 
-/** The ONNX file of a model directory, or the path itself when it names a file. */
+/** Where a LoRA policy directory (the adapter, for vLLM) keeps its merged model and ONNX export. */
+export const MERGED_DIR = 'merged';
+
+/**
+ * The model directory of a policy directory: the directory itself, or for a LoRA adapter
+ * (adapter_config.json, no config.json) the merged export the trainer writes beside it in merged/.
+ */
+export function policyModelDir(dir: string): string {
+  if (existsSync(join(dir, 'config.json')) || !existsSync(join(dir, 'adapter_config.json'))) return dir;
+  const merged = join(dir, MERGED_DIR);
+  if (!existsSync(join(merged, 'config.json'))) {
+    throw new Error(
+      `${dir} is a LoRA adapter without its merged export in ${MERGED_DIR}/: the onnx backend needs the trainer's onnx export (generation.backend.policy_format: onnx)`,
+    );
+  }
+  return merged;
+}
+
+/** The ONNX file of a model (or LoRA policy) directory, or the path itself when it names a file. */
 export function locateOnnx(source: string): { onnxPath: string; modelDir: string } {
   if (existsSync(source) && statSync(source).isFile()) {
     const dir = dirname(source);
     return { onnxPath: source, modelDir: existsSync(join(dir, 'config.json')) ? dir : dirname(dir) };
   }
+  const modelDir = policyModelDir(source);
   for (const rel of ['onnx/model.onnx', 'model.onnx']) {
-    const p = join(source, rel);
-    if (existsSync(p)) return { onnxPath: p, modelDir: source };
+    const p = join(modelDir, rel);
+    if (existsSync(p)) return { onnxPath: p, modelDir };
   }
-  throw new Error(`${source}: no onnx/model.onnx or model.onnx found`);
+  throw new Error(`${modelDir}: no onnx/model.onnx or model.onnx found`);
 }
 
 export interface SessionOptions {

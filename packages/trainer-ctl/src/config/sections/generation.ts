@@ -27,8 +27,11 @@ export const GenerationSection = z
             .enum(['onnx', 'weights'])
             .default('onnx')
             .describe(
-              'What the train worker writes into <run>/adapters/v<N> (with manifest.json) for the servers to load: ' +
-                "'onnx', the merged ONNX export trainer-ctl serve loads; 'weights', the Hugging Face weights directory. Default onnx.",
+              'What the train worker writes into <run>/adapters/v<N> (with manifest.json) for the servers to load by path. ' +
+                "With model.lora: 'weights', the PEFT adapter (adapter_config.json, adapter_model.safetensors) that vLLM loads; " +
+                "'onnx', that adapter plus the merged model with its ONNX export in merged/, which trainer-ctl serve loads " +
+                "for the same path. Without model.lora: 'onnx', the full model with its ONNX export (trainer-ctl serve " +
+                "only; vLLM loads adapters only), and 'weights' is refused. Default onnx.",
             ),
         }),
       ])

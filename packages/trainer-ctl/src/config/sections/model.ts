@@ -64,7 +64,8 @@ export const ModelSection = z
       .describe(
         'Train LoRA adapters (PEFT) instead of all weights (counted by the memory estimate of `config validate`); ' +
           'the KL reference is a copy of the adapter weights (before any training: the base with adapters disabled). ' +
-          'Checkpoints hold the adapter alone; ONNX exports a merged model. Default none: full fine-tuning.',
+          'Checkpoints and weights exports hold the adapter alone; an ONNX export holds the adapter and the merged model ' +
+          '(merged/). Default none: full fine-tuning.',
       ),
     max_context_tokens: z
       .number()
