@@ -62,7 +62,8 @@ export class DecodeScheduler {
       for (const row of rows) this.pending.push({ row, ticket });
       if (!this.driving) {
         this.driving = true;
-        void this.drive();
+        // Calls made in the same turn of the event loop join the first step together.
+        setImmediate(() => void this.drive());
       }
     });
   }
