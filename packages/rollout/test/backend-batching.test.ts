@@ -37,11 +37,14 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** InferenceSession is typed as a factory; at run time it is the class whose run() every session calls. */
+const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
+
 /** Rows of every decode step (one new token per row on top of a cache) run from now on. */
 function recordDecodeSteps(): number[] {
   const steps: number[] = [];
-  const run = ort.InferenceSession.prototype.run;
-  vi.spyOn(ort.InferenceSession.prototype, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
+  const run = sessions.run;
+  vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
     const feeds = args[0] as Record<string, ort.Tensor>;
     if (feeds['past_key_values.0.key'].dims[2] > 0) steps.push(feeds.input_ids.dims[0]);
     return run.apply(this, args);
@@ -123,9 +126,9 @@ describe('onnx backend continuous batching', () => {
 
   it('fails every request of a batch when the model fails, and decodes again afterwards', async () => {
     const single = await alone([greedy(2, 8)]);
-    const run = ort.InferenceSession.prototype.run;
+    const run = sessions.run;
     let calls = 0;
-    vi.spyOn(ort.InferenceSession.prototype, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
+    vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
       if (++calls === 4) return Promise.reject(new Error('onnxruntime failed'));
       return run.apply(this, args);
     });
