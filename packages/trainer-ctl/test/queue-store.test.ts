@@ -136,8 +136,8 @@ describe('TrainQueue', () => {
       { connection: workerConn, prefix: settings.prefix, concurrency: 1, autorun: false },
     );
     try {
-      await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: [] });
-      await queue.submit({ runId: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: [] });
+      await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: [], checkpoint: false });
+      await queue.submit({ runId: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: [], checkpoint: false });
       const ok = queue.waitResult(0, 60_000);
       const bad = queue.waitResult(1, 60_000);
       // Both waits have read the state ('waiting') and sleep before the jobs run.
