@@ -151,11 +151,12 @@ export class DecodeScheduler {
     const rows = this.members;
     const b = rows.length;
     const w = this.width;
-    const mask: number[] = [];
-    for (const r of rows) for (let j = 0; j <= w; j++) mask.push(j < w - r.len ? 0 : 1);
+    // Each row attends to its own `len` cached positions and the new one; the padding before them is masked.
+    const mask = new BigInt64Array(b * (w + 1));
+    rows.forEach((r, i) => mask.fill(1n, i * (w + 1) + w - r.len, (i + 1) * (w + 1)));
     const feeds: Record<string, ort.Tensor> = {
       input_ids: int64(rows.map((r) => r.row.out[r.row.out.length - 1]), [b, 1]),
-      attention_mask: int64(mask, [b, w + 1]),
+      attention_mask: new ort.Tensor('int64', mask, [b, w + 1]),
     };
     if (m.hasPositionIds) feeds.position_ids = int64(rows.map((r) => r.len), [b, 1]);
     m.cache.forEach((c, i) => (feeds[c.input] = this.past[i]));
