@@ -124,17 +124,20 @@ describe('onnx backend continuous batching', () => {
     }
   });
 
-  it('fails every request of a batch when the model fails, and decodes again afterwards', async () => {
+  it('fails every request of a batch when the model fails, in a prefill or a decode step, and decodes again afterwards', async () => {
     const single = await alone([greedy(2, 8)]);
     const run = sessions.run;
-    let calls = 0;
-    vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
-      if (++calls === 4) return Promise.reject(new Error('onnxruntime failed'));
-      return run.apply(this, args);
-    });
-    const both = [greedy(2, 8), greedy(3, 8)].map((r) => backend.generate([r]));
-    for (const p of both) await expect(p).rejects.toThrow('onnxruntime failed');
-    vi.restoreAllMocks();
+    // Runs: the two prefills, then decode steps.
+    for (const failing of [1, 2, 4]) {
+      let calls = 0;
+      vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
+        if (++calls === failing) return Promise.reject(new Error(`onnxruntime failed at run ${failing}`));
+        return run.apply(this, args);
+      });
+      const both = [greedy(2, 8), greedy(3, 8)].map((r) => backend.generate([r]));
+      for (const p of both) await expect(p).rejects.toThrow(`onnxruntime failed at run ${failing}`);
+      vi.restoreAllMocks();
+    }
     expectSame(await backend.generate([greedy(2, 8)]), single);
   });
 });

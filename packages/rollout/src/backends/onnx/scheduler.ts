@@ -40,6 +40,8 @@ interface Member extends Entry {
 
 export class DecodeScheduler {
   private pending: Entry[] = [];
+  /** Taken from pending and being prefilled. */
+  private joining: Entry[] = [];
   private members: Member[] = [];
   /** Per cache slot (model.cache order), [rows, heads, width, headDim]. */
   private past: ort.Tensor[] = [];
@@ -91,9 +93,9 @@ export class DecodeScheduler {
     this.pending = this.pending.filter((e) => !e.row.done);
     const room = this.maxBatch - this.members.length;
     if (room <= 0 || this.pending.length === 0) return;
-    const joining = this.pending.splice(0, room);
+    this.joining = this.pending.splice(0, room);
     const byPrompt = new Map<string, Entry[]>();
-    for (const e of joining) {
+    for (const e of this.joining) {
       const key = e.row.promptIds.join(',');
       byPrompt.set(key, [...(byPrompt.get(key) ?? []), e]);
     }
@@ -108,6 +110,7 @@ export class DecodeScheduler {
       }
     }
     if (entrants.length > 0) this.join(entrants);
+    this.joining = [];
   }
 
   /** Runs one prompt from an empty cache: its last position's logits and its key/values. */
@@ -192,8 +195,9 @@ export class DecodeScheduler {
 
   /** A failed run fails every call waiting on this scheduler; the next call starts afresh. */
   private fail(e: unknown): void {
-    for (const entry of [...this.members, ...this.pending]) entry.ticket.reject(e);
+    for (const entry of [...this.members, ...this.joining, ...this.pending]) entry.ticket.reject(e);
     this.members = [];
+    this.joining = [];
     this.pending = [];
     this.past = [];
     this.width = 0;
