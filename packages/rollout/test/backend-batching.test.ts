@@ -124,6 +124,26 @@ describe('onnx backend continuous batching', () => {
     }
   });
 
+  it('fails only the call whose onToken throws; its batch mates generate what they get alone', async () => {
+    const single = await alone([greedy(2, 12), greedy(5, 12)]);
+    const steps = recordDecodeSteps();
+    const [bad, good] = await Promise.allSettled([
+      backend.generate([
+        {
+          ...greedy(3, 12),
+          onToken: () => {
+            if (steps.length === 3) throw new Error('the client went away');
+          },
+        },
+      ]),
+      backend.generate([greedy(2, 12), greedy(5, 12)]),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: new Error('the client went away') });
+    expect(good.status).toBe('fulfilled');
+    expectSame((good as PromiseFulfilledResult<Generation[]>).value, single);
+    expect(steps.slice(0, 4)).toEqual([3, 3, 3, 2]);
+  });
+
   it('fails every request of a batch when the model fails, in a prefill or a decode step, and decodes again afterwards', async () => {
     const single = await alone([greedy(2, 8)]);
     const run = sessions.run;

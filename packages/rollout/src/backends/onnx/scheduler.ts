@@ -24,6 +24,8 @@ import { TokenSampler } from '../sampling';
 /** One generate() call: resolved when its last row is done. */
 interface Ticket {
   left: number;
+  /** Its onToken threw: the call has failed, and its rows leave without the batch failing. */
+  failed?: boolean;
   resolve(): void;
   reject(e: unknown): void;
 }
@@ -88,6 +90,7 @@ export class DecodeScheduler {
   private async admit(): Promise<void> {
     for (const e of this.pending) {
       abortIfAsked(e.row);
+      if (e.ticket.failed) e.row.done = true;
       if (e.row.done) settle(e);
     }
     this.pending = this.pending.filter((e) => !e.row.done);
@@ -104,7 +107,7 @@ export class DecodeScheduler {
       const prompt = group[0].row.promptIds;
       const { logits, kv } = await this.prefill(prompt);
       for (const e of group) {
-        emitToken(e.row, logits, this.sampler, this.opts);
+        emit(e, logits, this.sampler, this.opts);
         if (e.row.done) settle(e);
         else entrants.push({ member: { ...e, len: prompt.length }, kv });
       }
@@ -170,7 +173,7 @@ export class DecodeScheduler {
     rows.forEach((r, i) => {
       r.len++;
       const at = (i * t + t - 1) * v;
-      emitToken(r.row, data.subarray(at, at + v), this.sampler, this.opts);
+      emit(r, data.subarray(at, at + v), this.sampler, this.opts);
     });
     this.past = m.cache.map((c) => result[c.output]);
     this.width = w + 1;
@@ -206,6 +209,21 @@ export class DecodeScheduler {
 
 function settle(e: Entry): void {
   if (--e.ticket.left === 0) e.ticket.resolve();
+}
+
+/** emitToken for one row; a throwing onToken fails that row's call only. */
+function emit(e: Entry, logits: Float32Array, sampler: TokenSampler, opts: DecodeOptions): void {
+  if (e.ticket.failed) {
+    e.row.done = true;
+    return;
+  }
+  try {
+    emitToken(e.row, logits, sampler, opts);
+  } catch (err) {
+    e.row.done = true;
+    e.ticket.failed = true;
+    e.ticket.reject(err);
+  }
 }
 
 function logitsOf(result: ort.InferenceSession.ReturnType, m: OnnxCausalLM): ort.Tensor {
