@@ -7,7 +7,9 @@
  *                round trip beyond the worker's own update time,
  *   grading      graders on every group plus advantages,
  *   update       the train worker's update (engine step, policy export),
- * then prints the control plane's share (queueing + grading) of the step. Every step makes an
+ * then prints the control plane's share (queueing + grading) of the step, and what the
+ * queueing is made of: enqueueing, the wait for the first episode (the rollout worker loads
+ * the new policy), gaps between and after episodes, and the train job's round trip. Every step makes an
  * update (skip_equal_groups off, no refills) so the update is measured; the first step, which
  * also loads the policy, is reported separately from the median of the rest.
  *
@@ -78,18 +80,36 @@ interface Split {
   queueing: number;
   grading: number;
   update: number;
+  /** Parts of queueing: enqueueing, until the first episode starts, rollout gaps after that, the train job's round trip. */
+  enqueue: number;
+  firstEpisode: number;
+  gaps: number;
+  trainTrip: number;
+  /** The policy export, counted in update. */
+  exportMs: number;
 }
 
-function split(r: StepRecord, trajectories: Trajectory[]): Split {
-  const generation = unionMs(trajectories.map((t) => [t.episode.timing.startedAt, t.episode.timing.startedAt + t.episode.timing.wallMs]));
-  const update = Number(r.train.trainMs ?? 0);
+/** `startedMs`: when the step began (Date.now()), to place the first episode's start. */
+function split(r: StepRecord, trajectories: Trajectory[], startedMs: number): Split {
+  const intervals = trajectories.map((t): [number, number] => [t.episode.timing.startedAt, t.episode.timing.startedAt + t.episode.timing.wallMs]);
+  const generation = unionMs(intervals);
+  // The engine step and the policy export (the train worker's metrics).
+  const update = Number(r.train.trainMs ?? 0) + Number(r.train.exportMs ?? 0);
   const t = r.timing;
+  const rolloutGap = Math.max(0, t.rolloutMs - generation);
+  const firstEpisode = Math.min(rolloutGap, Math.max(0, Math.min(...intervals.map((i) => i[0])) - startedMs - t.enqueueMs));
+  const trainTrip = Math.max(0, t.updateMs - update);
   return {
     stepMs: t.stepMs,
     generation,
-    queueing: t.enqueueMs + Math.max(0, t.rolloutMs - generation) + Math.max(0, t.updateMs - update),
+    queueing: t.enqueueMs + rolloutGap + trainTrip,
     grading: t.gradeMs,
     update,
+    enqueue: t.enqueueMs,
+    firstEpisode,
+    gaps: rolloutGap - firstEpisode,
+    trainTrip,
+    exportMs: Number(r.train.exportMs ?? 0),
   };
 }
 
@@ -109,9 +129,10 @@ try {
   const dataset = await loadDataset(config.dataset.path);
   const ctx = { config, dataset, runId: config.run.name, train: runCases(dataset, config).train, transport };
   for (let step = 0; step < steps; step++) {
+    const startedMs = Date.now();
     const { record } = await runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
     const groups = await Promise.all(Array.from({ length: record.groups }, (_, slot) => store.read(groupIdOf('priming', step, slot))));
-    splits.push(split(record, groups.flat()));
+    splits.push(split(record, groups.flat(), startedMs));
     process.stderr.write(`step ${step}: ${(record.timing.stepMs / 1000).toFixed(1)} s, ${record.samples} episodes\n`);
   }
 } finally {
@@ -130,15 +151,14 @@ const show = (label: string, s: Split) => {
     `${label.padEnd(22)} step ${(s.stepMs / 1000).toFixed(2).padStart(7)} s | generation ${pct(s.generation)} | queueing ${pct(s.queueing)} | ` +
       `grading+advantages ${pct(s.grading)} | update ${pct(s.update)} | control plane ${pct(s.queueing + s.grading)}`,
   );
+  const ms = (x: number) => `${x.toFixed(0)} ms`;
+  console.log(
+    `${''.padEnd(22)} queueing: enqueue ${ms(s.enqueue)}, until the first episode ${ms(s.firstEpisode)}, gaps between and after episodes ${ms(s.gaps)}, train job round trip ${ms(s.trainTrip)}; update includes the policy export ${ms(s.exportMs)}`,
+  );
 };
 const rest = splits.slice(1);
-const med: Split = {
-  stepMs: median(rest.map((s) => s.stepMs)),
-  generation: median(rest.map((s) => s.generation)),
-  queueing: median(rest.map((s) => s.queueing)),
-  grading: median(rest.map((s) => s.grading)),
-  update: median(rest.map((s) => s.update)),
-};
+const keys = Object.keys(splits[0]) as (keyof Split)[];
+const med = Object.fromEntries(keys.map((k) => [k, median(rest.map((s) => s[k]))])) as unknown as Split;
 console.log(`${config.grpo.cases_per_step} cases x ${config.grpo.group_size} samples per step, ${steps} steps, model ${config.model.dir}`);
 show('first step (warm-up)', splits[0]);
 show(`median of ${rest.length} later`, med);

@@ -1,8 +1,9 @@
 /**
- * Benchmark: generation speed of the `onnx` backend on the tiny model (batch 1 and batch 8,
- * with and without the KV cache) and the train engine's step time, next to a plain PyTorch
- * forward of the same model on the same tokens, all measured in this run. The prompt is the
- * chat prompt (with tools) of a real Nezha case. Prints medians and ratios.
+ * Benchmark: generation speed of the `onnx` backend on the tiny model (batch 1 and batch 8 on
+ * one prompt, 8 concurrent calls on 8 cases' prompts, with and without the KV cache) and the
+ * train engine's step time, next to a plain PyTorch forward of the same model on the same
+ * tokens, all measured in this run. The prompts are chat prompts (with tools) of real Nezha
+ * cases. Prints medians and ratios.
  *
  *   npx tsx scripts/bench/onnx-generation.ts [--model DIR] [--tokens N] [--reps N]
  */
@@ -49,29 +50,43 @@ async function timeMs(f: () => Promise<unknown>): Promise<number> {
 }
 
 const dataset = await loadDataset(datasetDir);
-const c = dataset.cases[0];
 const chat = loadChatModel(modelDir);
 const tools = ['search_traces', 'search_fluctuating_metrics', 'print_results'].map((n) => toolSpec(getTool(n)!));
-const promptIds = chat.tokenizer.encode(
-  chat.template.render(
-    [
-      { role: 'system', content: 'Localize the root cause of the anomalous request.' },
-      { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).` },
-    ],
-    { tools, addGenerationPrompt: true },
-  ),
-);
+/** The chat prompt (with tools) of a real case. */
+const promptOf = (c: (typeof dataset.cases)[number]) =>
+  chat.tokenizer.encode(
+    chat.template.render(
+      [
+        { role: 'system', content: 'Localize the root cause of the anomalous request.' },
+        { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).` },
+      ],
+      { tools, addGenerationPrompt: true },
+    ),
+  );
+const c = dataset.cases[0];
+const promptIds = promptOf(c);
+/** Eight cases' prompts: as a rollout worker's concurrent episodes of different cases start them. */
+const casePrompts = dataset.cases.slice(0, 8).map(promptOf);
 const config = JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8'));
 console.log(`model ${modelDir}: vocab ${config.vocab_size}, hidden ${config.hidden_size}, layers ${config.num_hidden_layers}`);
 console.log(`prompt: ${promptIds.length} tokens (chat prompt with tools of case ${c.id}); ${tokens} generated tokens per request, median of ${reps}`);
 
 // A row may end early at an end-of-sequence token: only tokens actually generated are counted.
-const requests = (n: number): GenerationRequest[] =>
-  Array.from({ length: n }, (_, i) => ({ promptIds, sampling: { seed: i, maxTokens: tokens, temperature: 1 } }));
+const requests = (n: number, prompts = [promptIds]): GenerationRequest[] =>
+  Array.from({ length: n }, (_, i) => ({ promptIds: prompts[i % prompts.length], sampling: { seed: i, maxTokens: tokens, temperature: 1 } }));
 async function tokensPerSecond(b: OnnxBackend, batch: number): Promise<number> {
   let generated = 0;
   const ms = await timeMs(async () => {
     generated = (await b.generate(requests(batch))).reduce((n, g) => n + g.tokenIds.length, 0);
+  });
+  return generated / (ms / 1000);
+}
+/** Eight concurrent generate() calls of one request each, on eight cases' prompts (a rollout worker's episodes). */
+async function concurrentTokensPerSecond(b: OnnxBackend): Promise<number> {
+  let generated = 0;
+  const ms = await timeMs(async () => {
+    const gens = await Promise.all(requests(8, casePrompts).map((r) => b.generate([r])));
+    generated = gens.reduce((n, [g]) => n + g.tokenIds.length, 0);
   });
   return generated / (ms / 1000);
 }
@@ -80,9 +95,14 @@ const cached = await openOnnxBackend({ modelDir, maxBatch: 8 });
 const uncached = await openOnnxBackend({ modelDir, kvCache: 'off', maxBatch: 8 });
 const b1 = await tokensPerSecond(cached, 1);
 const b8 = await tokensPerSecond(cached, 8);
+const c8 = await concurrentTokensPerSecond(cached);
 const nc1 = await tokensPerSecond(uncached, 1);
 console.log(`onnx generate, batch 1, KV cache:  ${b1.toFixed(0)} tokens/s`);
 console.log(`onnx generate, batch 8, KV cache:  ${b8.toFixed(0)} tokens/s (${(b8 / b1).toFixed(2)}x batch 1)`);
+const lengths = casePrompts.map((p) => p.length);
+console.log(
+  `onnx generate, 8 concurrent calls, 8 cases' prompts (${Math.min(...lengths)}-${Math.max(...lengths)} tokens), KV cache:  ${c8.toFixed(0)} tokens/s (${(c8 / b1).toFixed(2)}x batch 1)`,
+);
 console.log(`onnx generate, batch 1, no cache:  ${nc1.toFixed(0)} tokens/s (KV cache is ${(b1 / nc1).toFixed(2)}x faster)`);
 
 // One forward over whole sequences: onnx (prefill of one generation step) vs PyTorch (engine logprobs op).

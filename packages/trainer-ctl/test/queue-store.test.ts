@@ -1,8 +1,10 @@
 /**
  * The queue layer on a real redis-server: group slots (a retried sample replaces its slot,
  * waits end when all G are in, or time out naming what is missing), rollout job ids that make
- * a re-enqueue a no-op, weight-sync waits with a hard timeout, and worker heartbeats.
+ * a re-enqueue a no-op, train results read when the job ends (not at the next poll),
+ * weight-sync waits with a hard timeout, and worker heartbeats.
  */
+import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset, type EpisodeRecord } from '@thinkfl/env';
 import {
@@ -17,7 +19,10 @@ import {
   RolloutQueue,
   rolloutJobId,
   startHeartbeat,
+  TrainQueue,
   type RolloutJob,
+  type TrainJob,
+  type TrainResult,
   type Trajectory,
 } from '../src/queue/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
@@ -114,6 +119,38 @@ describe('RolloutQueue', () => {
     await expect(q.enqueueGroup([{ ...jobs('g')[0], runId: 'other' }])).rejects.toThrow(/run id other, queue belongs to queue-test/);
     await q.close();
   });
+});
+
+describe('TrainQueue', () => {
+  it('hands the waiter a train result, or a failure, when the job ends rather than at its next poll', async () => {
+    // A poll interval far beyond the test's timeout: only the job's own events can end these waits.
+    const settings = parseQueueSettings({ pollMs: 3_600_000, attempts: 1 });
+    const queue = new TrainQueue(conn, RUN, settings);
+    const workerConn = conn.duplicate();
+    const worker = new Worker<TrainJob, TrainResult>(
+      keys.trainQueue(RUN),
+      async (j) => {
+        if (j.data.update === 1) throw new Error('the engine refused the batch');
+        return { update: j.data.update, version: j.data.update + 1, policyDir: `policies/v${j.data.update + 1}`, metrics: { loss: 0.5 } };
+      },
+      { connection: workerConn, prefix: settings.prefix, concurrency: 1, autorun: false },
+    );
+    try {
+      await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: [], checkpoint: false });
+      await queue.submit({ runId: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: [], checkpoint: false });
+      const ok = queue.waitResult(0, 60_000);
+      const bad = queue.waitResult(1, 60_000);
+      // Both waits have read the state ('waiting') and sleep before the jobs run.
+      await new Promise((r) => setTimeout(r, 200));
+      void worker.run();
+      await expect(ok).resolves.toEqual({ update: 0, version: 1, policyDir: 'policies/v1', metrics: { loss: 0.5 } });
+      await expect(bad).rejects.toThrow(/failed after 1 attempt\(s\): the engine refused the batch/);
+    } finally {
+      await worker.close();
+      workerConn.disconnect();
+      await queue.close();
+    }
+  }, 30_000);
 });
 
 describe('PolicyRegistry', () => {

@@ -3,13 +3,15 @@
  * job publishes version update+1 with an exported policy the onnx backend loads; a retried job
  * returns its stored result without a second update; updates run in order; a new worker
  * resumes from the checkpoint; an SFT job of several optimizer steps is one update. Then the rollout side syncs to the published versions, and a
- * version that never comes fails the sync with a clear error after its hard timeout. An engine
+ * version that never comes fails the sync with a clear error after its hard timeout; episodes
+ * played at the same time decode as one batch. An engine
  * SIGKILLed during an update is started again and the update gives the unbroken run's loss;
  * with engine_restarts 0 the job fails for good.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
@@ -136,6 +138,33 @@ describe('train worker', () => {
       `weight sync timed out after 500 ms: waiting for policy version 5 of run ${RUN}, newest published is version 4 (${published!.dir}); is the train worker running?`,
     );
     await player.close();
+  }, 300_000);
+
+  it('decodes the episodes a rollout worker plays at the same time as one batch', async () => {
+    const registry = new PolicyRegistry(conn, RUN);
+    const version = (await registry.current())!.version;
+    const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 60_000 });
+    const rollout = (sampleIndex: number): RolloutJob => ({
+      runId: RUN, stage: 'priming', step: 3, groupId: 'batch-g', caseId: dataset.cases[0].id, sampleIndex, policyVersion: version, temperature: 1, seed: 11 + sampleIndex,
+    });
+    // Rows of every decode step (a past cache of at least one position) that reaches onnxruntime.
+    const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
+    const run = sessions.run;
+    const rows: number[] = [];
+    const spy = vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
+      const feeds = args[0] as Record<string, ort.Tensor>;
+      if ((feeds['past_key_values.0.key']?.dims[2] ?? 0) > 0) rows.push(feeds.input_ids.dims[0]);
+      return run.apply(this, args);
+    });
+    try {
+      // As the worker's BullMQ concurrency 2 calls the player.
+      const played = await Promise.all([player.play(rollout(0)), player.play(rollout(1))]);
+      expect(played.map((t) => t.mask.some((m) => m === 1))).toEqual([true, true]);
+      expect(Math.max(...rows)).toBe(2);
+    } finally {
+      spy.mockRestore();
+      await player.close();
+    }
   }, 300_000);
 
   it('fails a malformed job at once; an engine killed in the middle of an update is started again and the job gives the unbroken result', async () => {

@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Job, Queue } from 'bullmq';
+import { Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { keys, type TrainJob, type TrainResult, type TrainSample } from './jobs';
 import type { QueueSettings } from './settings';
@@ -51,9 +51,11 @@ export class TrainQueue {
   readonly queue: Queue<TrainJob, TrainResult>;
   /** The step file being written ahead of submit, and the rows in it (by identity). */
   private staged?: { update: number; writer: TokenBatchWriter; ids: TrainSample['ids'][]; broken: boolean };
+  /** The queue's job events on a connection of their own, opened by the first waitResult. */
+  private events?: { queueEvents: QueueEvents; connection: Redis };
 
   constructor(
-    connection: Redis,
+    private readonly connection: Redis,
     readonly runId: string,
     private readonly settings: QueueSettings,
     /** The run's shared data directory for step files; absent: samples travel inline in the job. */
@@ -140,8 +142,39 @@ export class TrainQueue {
       if (Date.now() >= deadline) {
         throw new TrainTimeoutError(`train job ${id}: no result after ${timeoutMs} ms (state ${state}); is a train worker running on this queue?`);
       }
-      await new Promise((r) => setTimeout(r, Math.min(this.settings.pollMs, Math.max(1, deadline - Date.now()))));
+      await this.finishedOrAfter(id, Math.min(this.settings.pollMs, Math.max(1, deadline - Date.now())));
     }
+  }
+
+  /**
+   * Resolves when the job's completed or failed event arrives, or after `ms` at the latest: the
+   * waiter reads the result as soon as the job ends instead of at its next poll (half a poll
+   * interval per update on average), and still polls should an event be missed.
+   */
+  private async finishedOrAfter(id: string, ms: number): Promise<void> {
+    if (!this.events) {
+      const connection = this.connection.duplicate();
+      const queueEvents = new QueueEvents(keys.trainQueue(this.runId), { connection, prefix: this.settings.prefix });
+      // The connection reports its own errors, as the queue's does.
+      queueEvents.on('error', () => undefined);
+      this.events = { queueEvents, connection };
+      await queueEvents.waitUntilReady();
+    }
+    const events = this.events.queueEvents;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        events.off('completed', ended);
+        events.off('failed', ended);
+        resolve();
+      };
+      const ended = (e: { jobId: string }) => {
+        if (e.jobId === id) done();
+      };
+      const timer = setTimeout(done, ms);
+      events.on('completed', ended);
+      events.on('failed', ended);
+    });
   }
 
   /** The job data of an update, while its job is in the queue. */
@@ -172,6 +205,10 @@ export class TrainQueue {
 
   async close(): Promise<void> {
     this.dropStaged();
+    if (this.events) {
+      await this.events.queueEvents.close();
+      this.events.connection.disconnect();
+    }
     await this.queue.close();
   }
 }

@@ -183,9 +183,11 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   /** The last update when the engine stepped but export/checkpoint/publish failed: a retry finishes it. */
   let unfinished: { update: number; metrics: Record<string, number> } | undefined;
   /** Export, checkpoint, store and publish the update the engine just made. */
-  const finish = async (job: TrainJob, metrics: Record<string, number>): Promise<TrainResult> => {
+  const finish = async (job: TrainJob, measured: Record<string, number>): Promise<TrainResult> => {
     const version = job.update + 1;
+    const exportStarted = Date.now();
     const dir = await exportPolicy(version);
+    const metrics = { ...measured, exportMs: Date.now() - exportStarted };
     let checkpoint: string | undefined;
     if (job.checkpoint) {
       checkpoint = checkpointDir(runDir, version);

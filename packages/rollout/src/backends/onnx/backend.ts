@@ -1,11 +1,14 @@
 /**
  * The `onnx` backend: onnxruntime-node in process. Holds one loaded policy version at a time;
  * reload() builds the next session first and swaps it in between requests, and the old
- * session is released once the requests that started on it have finished.
+ * session is released once the requests that started on it have finished. With a KV cache,
+ * the rows of all concurrent generate() calls on a version decode as one batch (scheduler.ts).
  */
 import { z } from 'zod';
-import { generateBatch, type DecodeOptions } from './generate';
+import { generateUncached } from './generate';
 import { loadOnnxCausalLM, locateOnnx, readModelConfig, type ModelConfig, type OnnxCausalLM } from './model';
+import { startRow, toGeneration, type DecodeOptions } from './rows';
+import { DecodeScheduler } from './scheduler';
 import { randomSeed } from '../rng';
 import { resolveSampling, type Generation, type GenerationBackend, type GenerationRequest } from '../types';
 
@@ -17,7 +20,10 @@ export const onnxSettingsSchema = z
     kvCache: z.enum(['auto', 'off']).default('auto'),
     /** onnxruntime intra-op threads; 0 lets onnxruntime choose (all cores). Default 0. */
     threads: z.number().int().min(0).default(0),
-    /** Most rows run through the model together; larger request lists are split. Default 8. */
+    /**
+     * Most rows decoded together, over all concurrent requests (a rollout worker's episodes);
+     * further rows wait for a running one to end. Default 8.
+     */
     maxBatch: z.number().int().positive().default(8),
   })
   .strict();
@@ -36,6 +42,9 @@ interface Loaded {
   config: ModelConfig;
   modelDir: string;
   version: number;
+  opts: DecodeOptions;
+  /** Decodes with the KV cache; absent when the export has none or kvCache is 'off'. */
+  scheduler?: DecodeScheduler;
   running: number;
   retired: boolean;
 }
@@ -52,7 +61,7 @@ export class OnnxBackend implements GenerationBackend {
 
   static async create(settings: OnnxSettings, detokenizer: Detokenizer): Promise<OnnxBackend> {
     const s = onnxSettingsSchema.parse(settings);
-    return new OnnxBackend(await load(s.modelDir, s.threads, 1), s, detokenizer);
+    return new OnnxBackend(await load(s, s.modelDir, 1, detokenizer), s, detokenizer);
   }
 
   /** The model directory and policy version new requests run on. */
@@ -74,17 +83,14 @@ export class OnnxBackend implements GenerationBackend {
     const loaded = this.current;
     loaded.running++;
     try {
-      const opts: DecodeOptions = {
-        eosIds: new Set([...loaded.config.eosIds, ...(this.detokenizer.eosIds ?? [])]),
-        padId: loaded.config.padId,
-        decode: (ids) => this.detokenizer.decode(ids),
-        useCache: this.settings.kvCache === 'auto',
-      };
-      const out: Generation[] = [];
-      for (let i = 0; i < rows.length; i += this.settings.maxBatch) {
-        out.push(...(await generateBatch(loaded.model, rows.slice(i, i + this.settings.maxBatch), opts)));
+      const started = rows.map((r, i) => startRow(r, i, loaded.model));
+      if (loaded.scheduler) await loaded.scheduler.run(started);
+      else {
+        for (let i = 0; i < started.length; i += this.settings.maxBatch) {
+          await generateUncached(loaded.model, started.slice(i, i + this.settings.maxBatch), loaded.opts);
+        }
       }
-      return out;
+      return started.map((r) => toGeneration(r, loaded.opts));
     } finally {
       loaded.running--;
       if (loaded.retired && loaded.running === 0) await loaded.model.session.release();
@@ -97,7 +103,7 @@ export class OnnxBackend implements GenerationBackend {
    * model directory.
    */
   async reload(source: string, version?: number, detokenizer?: Detokenizer): Promise<void> {
-    const next = await load(source, this.settings.threads, version ?? this.current.version + 1);
+    const next = await load(this.settings, source, version ?? this.current.version + 1, detokenizer ?? this.detokenizer);
     const old = this.current;
     this.current = next;
     if (detokenizer) this.detokenizer = detokenizer;
@@ -112,9 +118,15 @@ export class OnnxBackend implements GenerationBackend {
   }
 }
 
-async function load(source: string, threads: number, version: number): Promise<Loaded> {
+async function load(settings: z.output<typeof onnxSettingsSchema>, source: string, version: number, detokenizer: Detokenizer): Promise<Loaded> {
   const { onnxPath, modelDir } = locateOnnx(source);
   const config = readModelConfig(modelDir);
-  const model = await loadOnnxCausalLM(onnxPath, config, { threads });
-  return { model, config, modelDir, version, running: 0, retired: false };
+  const model = await loadOnnxCausalLM(onnxPath, config, { threads: settings.threads });
+  const opts: DecodeOptions = {
+    eosIds: new Set([...config.eosIds, ...(detokenizer.eosIds ?? [])]),
+    padId: config.padId,
+    decode: (ids) => detokenizer.decode(ids),
+  };
+  const cached = settings.kvCache === 'auto' && model.cache.length > 0;
+  return { model, config, modelDir, version, opts, ...(cached && { scheduler: new DecodeScheduler(model, opts, settings.maxBatch) }), running: 0, retired: false };
 }

@@ -33,7 +33,12 @@ export const WorkersSection = z
     rollout: z
       .strictObject({
         count: z.number().int().min(0).default(1).describe('Rollout workers trainer-ctl starts itself (0: only external ones join). Default 1.'),
-        concurrency: z.number().int().positive().default(1).describe('Episodes one rollout worker plays at once. Default 1.'),
+        concurrency: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe('Episodes one rollout worker plays at once; on the onnx backend their turns decode as one batch (up to its max_batch rows). Default 1.'),
         job_timeout_s: z.number().positive().default(600).describe('An episode job failing to finish in this time is retried, seconds. Default 600.'),
       })
       .prefault({})

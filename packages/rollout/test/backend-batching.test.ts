@@ -1,0 +1,163 @@
+/**
+ * Continuous batching in the `onnx` backend (issue 11 item 4): concurrent generate() calls, as
+ * a rollout worker's episodes make them, decode as one batch; a request that arrives while
+ * others run joins at the next step and finished rows leave; and a row generates what it
+ * generates alone (tokens equal, log-probabilities within 1e-4) whatever shares its batch.
+ * The batch each decode step ran is read from the input_ids that reached onnxruntime.
+ */
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openOnnxBackend, type Generation, type GenerationRequest, type OnnxBackend } from '../src/backends/index';
+import { loadTokenizer } from '../src/chat/tokenizer';
+import { createTinyModel, scratchDir } from './backend-fixtures';
+
+const dir = scratchDir('batching');
+let model: string;
+let backend: OnnxBackend;
+/** Eight prompts of eight different lengths. */
+const prompts: number[][] = [];
+
+const TEXT =
+  'the request entered at ts-ui-dashboard, called ts-travel-service, which called ts-route-service and ts-order-service; ' +
+  'search_traces(parent_span_id) shows span s3 of ts-route-service took 3021 ms and returned 500, then ' +
+  'search_fluctuating_metrics on ts-order-service: cpu rose from 12 to 97 percent at 08:43';
+
+beforeAll(async () => {
+  model = await createTinyModel(join(dir, 'tiny'), 5);
+  backend = await openOnnxBackend({ modelDir: model, threads: 1 });
+  const ids = loadTokenizer(model).encode(TEXT);
+  // Windows of 3, 8, ..., 38 tokens at different offsets.
+  for (let i = 0; i < 8; i++) prompts.push(ids.slice(2 * i, 2 * i + 3 + 5 * i));
+}, 300_000);
+afterAll(async () => {
+  await backend.close();
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** InferenceSession is typed as a factory; at run time it is the class whose run() every session calls. */
+const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
+
+/** Rows of every decode step (one new token per row on top of a cache) run from now on. */
+function recordDecodeSteps(): number[] {
+  const steps: number[] = [];
+  const run = sessions.run;
+  vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
+    const feeds = args[0] as Record<string, ort.Tensor>;
+    if (feeds['past_key_values.0.key'].dims[2] > 0) steps.push(feeds.input_ids.dims[0]);
+    return run.apply(this, args);
+  });
+  return steps;
+}
+
+const greedy = (i: number, maxTokens: number): GenerationRequest => ({ promptIds: prompts[i], sampling: { temperature: 0, maxTokens } });
+
+async function alone(reqs: GenerationRequest[]): Promise<Generation[]> {
+  const out: Generation[] = [];
+  for (const r of reqs) out.push(...(await backend.generate([r])));
+  return out;
+}
+
+function expectSame(batched: Generation[], single: Generation[]): void {
+  expect(batched.map((g) => g.tokenIds)).toEqual(single.map((g) => g.tokenIds));
+  const diff = batched.flatMap((g, i) => g.logprobs.map((lp, t) => Math.abs(lp - single[i].logprobs[t])));
+  expect(Math.max(...diff)).toBeLessThan(1e-4);
+}
+
+describe('onnx backend continuous batching', () => {
+  it('gives each of 8 concurrent requests with different prompt lengths the greedy tokens and logprobs it gets alone', async () => {
+    expect(prompts.map((p) => p.length)).toEqual([3, 8, 13, 18, 23, 28, 33, 38]);
+    // Different lengths to generate, so rows leave the batch at different steps.
+    const reqs = prompts.map((_, i) => greedy(i, 12 + 3 * i));
+    const single = await alone(reqs);
+    const steps = recordDecodeSteps();
+    const batched = await Promise.all(reqs.map(async (r) => (await backend.generate([r]))[0]));
+    expectSame(batched, single);
+    expect(steps[0]).toBe(8);
+    // One decode step per token of the longest request, not one per token of every request.
+    expect(steps.length).toBe(Math.max(...single.map((g) => g.tokenIds.length)) - 1);
+    expect(steps).toEqual([...steps].sort((a, b) => b - a));
+    expect(steps.at(-1)).toBeLessThan(8);
+  });
+
+  it('lets a request that arrives while others decode join the running batch, and gives it what it gets alone', async () => {
+    const first = [greedy(1, 30), greedy(4, 30)];
+    const late = greedy(6, 10);
+    const single = await alone([...first, late]);
+    // The tiny model does not end these early, so the steps below are known.
+    expect(single.map((g) => g.tokenIds.length)).toEqual([30, 30, 10]);
+    const steps = recordDecodeSteps();
+    let lateRun: Promise<Generation[]> | undefined;
+    const running = first.map((r, i) =>
+      backend.generate([
+        {
+          ...r,
+          // The late request starts once the first one has made 5 tokens.
+          onToken: () => {
+            if (i === 0 && !lateRun && steps.length >= 4) lateRun = backend.generate([late]);
+          },
+        },
+      ]),
+    );
+    const batched = (await Promise.all(running)).map((g) => g[0]);
+    expect(lateRun).toBeDefined();
+    const [lateGen] = await lateRun!;
+    expectSame([...batched, lateGen], single);
+    // Two rows for 4 steps, three while the late one runs (its first token comes from its prefill), then two again.
+    expect(steps).toEqual([...Array(4).fill(2), ...Array(9).fill(3), ...Array(16).fill(2)]);
+  });
+
+  it('decodes at most maxBatch rows together; the others wait for a place', async () => {
+    const small = await openOnnxBackend({ modelDir: model, threads: 1, maxBatch: 3 });
+    try {
+      const reqs = prompts.slice(0, 5).map((_, i) => greedy(i, 6 + 2 * i));
+      const single = await alone(reqs);
+      const steps = recordDecodeSteps();
+      const batched = await small.generate(reqs);
+      expectSame(batched, single);
+      expect(Math.max(...steps)).toBe(3);
+      expect(steps.reduce((a, b) => a + b, 0)).toBe(single.reduce((n, g) => n + g.tokenIds.length - 1, 0));
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('fails only the call whose onToken throws; its batch mates generate what they get alone', async () => {
+    const single = await alone([greedy(2, 12), greedy(5, 12)]);
+    const steps = recordDecodeSteps();
+    const [bad, good] = await Promise.allSettled([
+      backend.generate([
+        {
+          ...greedy(3, 12),
+          onToken: () => {
+            if (steps.length === 3) throw new Error('the client went away');
+          },
+        },
+      ]),
+      backend.generate([greedy(2, 12), greedy(5, 12)]),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: new Error('the client went away') });
+    expect(good.status).toBe('fulfilled');
+    expectSame((good as PromiseFulfilledResult<Generation[]>).value, single);
+    expect(steps.slice(0, 4)).toEqual([3, 3, 3, 2]);
+  });
+
+  it('fails every request of a batch when the model fails, in a prefill or a decode step, and decodes again afterwards', async () => {
+    const single = await alone([greedy(2, 8)]);
+    const run = sessions.run;
+    // Runs: the two prefills, then decode steps.
+    for (const failing of [1, 2, 4]) {
+      let calls = 0;
+      vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
+        if (++calls === failing) return Promise.reject(new Error(`onnxruntime failed at run ${failing}`));
+        return run.apply(this, args);
+      });
+      const both = [greedy(2, 8), greedy(3, 8)].map((r) => backend.generate([r]));
+      for (const p of both) await expect(p).rejects.toThrow(`onnxruntime failed at run ${failing}`);
+      vi.restoreAllMocks();
+    }
+    expectSame(await backend.generate([greedy(2, 8)]), single);
+  });
+});
