@@ -39,7 +39,10 @@ const cpuModel = cpuinfo.match(/^model name\s*:\s*(.*)$/m)?.[1] ?? 'unknown';
 const flags = cpuinfo.match(/^flags\s*:(.*)$/m)?.[1].split(/\s+/) ?? [];
 const bf16Flags = ['avx512_bf16', 'amx_bf16'].filter((f) => flags.includes(f));
 
-const sizes = loadRunConfig(values.config, { checkPaths: false }).config.model.create_tiny ?? { seed: 0 };
+const preset = loadRunConfig(values.config, { checkPaths: false }).config;
+const sizes = preset.model.create_tiny ?? { seed: 0 };
+// As the train worker loads it.
+const gradient_checkpointing = preset.workers.train.gradient_checkpointing;
 const dir = mkdtempSync(join(tmpdir(), 'bench-sft-precision-'));
 const modelDir = join(dir, 'tiny');
 const tok = await writeTinyTokenizer(modelDir, await ensureNezhaDataset());
@@ -63,9 +66,9 @@ const engines = { float32: new TrainEngine(), bfloat16: new TrainEngine(), auto:
 try {
   const { parameters } = await engines.float32.request('create_tiny', { out_dir: modelDir, config, seed: sizes.seed });
   const loaded = {
-    float32: await engines.float32.request('load', { model_dir: modelDir, autocast: 'float32', threads }),
-    bfloat16: await engines.bfloat16.request('load', { model_dir: modelDir, autocast: 'bfloat16', threads }),
-    auto: await engines.auto.request('load', { model_dir: modelDir, autocast: 'auto', threads }),
+    float32: await engines.float32.request('load', { model_dir: modelDir, autocast: 'float32', threads, gradient_checkpointing }),
+    bfloat16: await engines.bfloat16.request('load', { model_dir: modelDir, autocast: 'bfloat16', threads, gradient_checkpointing }),
+    auto: await engines.auto.request('load', { model_dir: modelDir, autocast: 'auto', threads, gradient_checkpointing }),
   };
   const ms: Record<'float32' | 'bfloat16', number[]> = { float32: [], bfloat16: [] };
   for (const p of ['float32', 'bfloat16'] as const) await engines[p].request('sft_step', step); // warm-up
