@@ -8,6 +8,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { getTool, loadDataset, toolSpec, type ChatMessage, type ToolSpec } from '@thinkfl/env';
+import { loadChatModel } from '../src/chat/chat-model';
+import { tokenizeEpisode } from '../src/chat/episode-tokens';
 import { TrainEngine } from '../../trainer-ctl/src/engine';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 
@@ -38,6 +41,39 @@ export async function memorize(modelDir: string, ids: number[], mask: number[], 
   } finally {
     await engine.shutdown();
   }
+}
+
+export interface ToolCaller {
+  /** The memorized model directory. */
+  dir: string;
+  /** Its SFT loss when memorizing stopped. */
+  loss: number;
+  tools: ToolSpec[];
+  /** System and user turns of the first Nezha case; the model answers them with one search_traces call. */
+  messages: ChatMessage[];
+  entrySpanId: string;
+}
+
+/**
+ * `base` fine-tuned until it answers the first Nezha case's opening turns (tools search_traces and
+ * print_results offered) with `search_traces` on the entry span; written and exported to outDir.
+ */
+export async function toolCallerModel(base: string, outDir: string): Promise<ToolCaller> {
+  const c = (await loadDataset(NEZHA_DATASET)).cases[0];
+  const tools = ['search_traces', 'print_results'].map((n) => toolSpec(getTool(n)!));
+  const messages: ChatMessage[] = [
+    { role: 'system', content: 'Localize the root cause of the anomalous request.' },
+    { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}).` },
+  ];
+  const answer: ChatMessage = {
+    role: 'assistant',
+    content: '',
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: c.entrySpanId }) } }],
+  };
+  const chat = loadChatModel(base);
+  const episode = tokenizeEpisode([...messages, answer], chat.template, chat.tokenizer, { tools });
+  const loss = await memorize(base, episode.ids, episode.mask, outDir);
+  return { dir: outDir, loss, tools, messages, entrySpanId: c.entrySpanId };
 }
 
 export interface ServeProcess {

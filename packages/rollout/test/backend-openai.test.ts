@@ -8,12 +8,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getTool, loadDataset, toolSpec, type ChatMessage, type ToolSpec } from '@thinkfl/env';
+import type { ChatMessage, ToolSpec } from '@thinkfl/env';
 import { OpenAIBackend, Semaphore, openBackend, openOnnxBackend } from '../src/backends/index';
 import { loadChatModel } from '../src/chat/chat-model';
-import { tokenizeEpisode } from '../src/chat/episode-tokens';
-import { NEZHA_DATASET } from '../../../testkit/nezha';
-import { createTinyModel, memorize, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+import { createTinyModel, scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
 
 const dir = scratchDir('openai');
 let modelDir: string;
@@ -25,23 +23,7 @@ let memorizedLoss: number;
 
 beforeAll(async () => {
   const base = await createTinyModel(join(dir, 'base'), 3);
-  const dataset = await loadDataset(NEZHA_DATASET);
-  const c = dataset.cases[0];
-  entrySpanId = c.entrySpanId;
-  tools = ['search_traces', 'print_results'].map((n) => toolSpec(getTool(n)!));
-  messages = [
-    { role: 'system', content: 'Localize the root cause of the anomalous request.' },
-    { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}).` },
-  ];
-  const answer: ChatMessage = {
-    role: 'assistant',
-    content: '',
-    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: entrySpanId }) } }],
-  };
-  const chat = loadChatModel(base);
-  const episode = tokenizeEpisode([...messages, answer], chat.template, chat.tokenizer, { tools });
-  modelDir = join(dir, 'tool-caller');
-  memorizedLoss = await memorize(base, episode.ids, episode.mask, modelDir);
+  ({ tools, messages, entrySpanId, dir: modelDir, loss: memorizedLoss } = await toolCallerModel(base, join(dir, 'tool-caller')));
   serve = await startServeProcess(modelDir);
 });
 afterAll(async () => {

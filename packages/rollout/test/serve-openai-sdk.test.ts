@@ -9,11 +9,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getTool, loadDataset, toolSpec, type ChatMessage, type ToolSpec } from '@thinkfl/env';
-import { loadChatModel } from '../src/chat/chat-model';
-import { tokenizeEpisode } from '../src/chat/episode-tokens';
-import { NEZHA_DATASET } from '../../../testkit/nezha';
-import { createTinyModel, memorize, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+import type { ChatMessage, ToolSpec } from '@thinkfl/env';
+import { createTinyModel, scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
 
 const dir = scratchDir('sdk');
 let serve: ServeProcess;
@@ -32,22 +29,9 @@ const listed = async () => (await client.models.list()).data.map((m) => m.id);
 
 beforeAll(async () => {
   const base = await createTinyModel(join(dir, 'base'), 3);
-  const c = (await loadDataset(NEZHA_DATASET)).cases[0];
-  entrySpanId = c.entrySpanId;
-  tools = ['search_traces', 'print_results'].map((n) => toolSpec(getTool(n)!));
-  messages = [
-    { role: 'system', content: 'Localize the root cause of the anomalous request.' },
-    { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}).` },
-  ];
-  const answer: ChatMessage = {
-    role: 'assistant',
-    content: '',
-    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: entrySpanId }) } }],
-  };
-  const chat = loadChatModel(base);
-  const episode = tokenizeEpisode([...messages, answer], chat.template, chat.tokenizer, { tools });
-  toolCallerDir = join(dir, 'tool-caller');
-  expect(await memorize(base, episode.ids, episode.mask, toolCallerDir)).toBeLessThan(0.05);
+  const caller = await toolCallerModel(base, join(dir, 'tool-caller'));
+  expect(caller.loss).toBeLessThan(0.05);
+  ({ tools, messages, entrySpanId, dir: toolCallerDir } = caller);
   serve = await startServeProcess(base, ['--name', 'base']);
   origin = new URL(serve.url).origin;
   client = new OpenAI({ baseURL: serve.url, apiKey: 'unused', maxRetries: 0 });

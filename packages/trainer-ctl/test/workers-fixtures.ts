@@ -8,7 +8,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset } from '@thinkfl/env';
+import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
+import type { TrainSample } from '../src/queue/index';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 
 export function scratch(prefix: string): string {
@@ -94,4 +97,20 @@ export function spawnWorker(args: string[], env: Record<string, string> = {}, gr
       check();
     });
   return { child, lines, waitLine, exited };
+}
+
+/**
+ * Real expert episodes on the first cases of the dataset (3 tool turns, span aliases), tokenized
+ * with the model's own chat template: one train sample per advantage, sampled at temperature 1.
+ */
+export async function expertSamples(dataset: Dataset, modelDir: string, advantages: number[]): Promise<TrainSample[]> {
+  const chat = loadChatModel(modelDir);
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  const samples: TrainSample[] = [];
+  for (const [i, c] of dataset.cases.slice(0, advantages.length).entries()) {
+    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
+    samples.push({ ids, mask, advantage: advantages[i], temperature: 1 });
+  }
+  return samples;
 }

@@ -9,15 +9,14 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode } from '@thinkfl/env';
-import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
+import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
 import { connectRedis, keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
 import { dataDir, engineStep, startTrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
 
 const RUN = 'train-files';
 let redis: TestRedis;
@@ -35,14 +34,7 @@ beforeAll(async () => {
   dir = scratch('train-files');
   model = await createTinyModel(join(dir, 'model'), 3);
   loaded = writeRunConfig(dir, RUN, model);
-  const chat = loadChatModel(model);
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
-  samples = [];
-  for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
-    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
-    const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
-    samples.push({ ids, mask, advantage: i === 0 ? 1 : -0.5, temperature: 1 });
-  }
+  samples = await expertSamples(dataset, model, [1, -0.5]);
 }, 600_000);
 afterAll(async () => {
   conn?.disconnect();

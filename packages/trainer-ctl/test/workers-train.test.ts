@@ -13,14 +13,13 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
-import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
+import { loadDataset, type Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
 import { createEpisodePlayer, startTrainWorker, TRAINER_STATE_FILE, type TrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
 
 const RUN = 'train-test';
 let redis: TestRedis;
@@ -46,14 +45,7 @@ beforeAll(async () => {
   const model = await createTinyModel(join(dir, 'model'), 2);
   loaded = writeRunConfig(dir, RUN, model);
   // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
-  const chat = loadChatModel(model);
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
-  samples = [];
-  for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
-    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
-    const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
-    samples.push({ ids, mask, advantage: i === 0 ? 1 : -1, temperature: 1 });
-  }
+  samples = await expertSamples(dataset, model, [1, -1]);
 }, 600_000);
 afterAll(async () => {
   conn?.disconnect();
