@@ -2,9 +2,11 @@
  * Runs a run config (default the README's main job, configs/tiny-cpu.yaml) for several seeds,
  * one after another, each in its own run directory, and prints per seed its wall time and, after
  * SFT and after each stage, the held-out format validity and per-fault service MRR (best request
- * and majority vote). The seed is run.seed; everything else is the config's.
+ * and majority vote). The seed is run.seed; everything else is the config's, except what --set
+ * overrides (a YAML path and a value, e.g. --set workers.train.autocast=float32 for the compute a
+ * CPU without bf16 gets).
  *
- *   npx tsx scripts/seeds.ts [--config FILE] [--seeds 0,1,2] [--out DIR]
+ *   npx tsx scripts/seeds.ts [--config FILE] [--seeds 0,1,2] [--out DIR] [--set PATH=VALUE ...]
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -12,7 +14,7 @@ import { cpus } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { parseDocument } from 'yaml';
+import { parse, parseDocument } from 'yaml';
 import { REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))
@@ -21,7 +23,14 @@ const argv = await yargs(hideBin(process.argv))
   .option('config', { type: 'string', default: 'configs/tiny-cpu.yaml', describe: 'run config to repeat' })
   .option('seeds', { type: 'string', default: '0,1,2', describe: 'comma-separated run.seed values' })
   .option('out', { type: 'string', default: '.cache/seeds', describe: 'where the per-seed configs are written' })
+  .option('set', { type: 'string', array: true, default: [], describe: 'override PATH=VALUE (dotted YAML path; the value is parsed as YAML)' })
   .parse();
+
+const overrides = argv.set.map((s) => {
+  const eq = s.indexOf('=');
+  if (eq <= 0) throw new Error(`--set ${s}: need PATH=VALUE, e.g. workers.train.autocast=float32`);
+  return { path: s.slice(0, eq).split('.'), value: parse(s.slice(eq + 1)) as unknown };
+});
 
 const configPath = resolve(argv.config);
 const outDir = resolve(argv.out);
@@ -39,9 +48,10 @@ const rows: string[] = [];
 console.log(`CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores`);
 for (const seed of seeds) {
   const doc = parseDocument(readFileSync(configPath, 'utf8'));
-  const name = `${doc.getIn(['run', 'name'])}-seed${seed}`;
+  const name = `${doc.getIn(['run', 'name'])}${overrides.length ? '-set' : ''}-seed${seed}`;
   doc.setIn(['run', 'name'], name);
   doc.setIn(['run', 'seed'], seed);
+  for (const o of overrides) doc.setIn(o.path, o.value);
   // The copy lives elsewhere: keep its relative paths pointing where the original's do.
   const base = resolve(dirname(configPath), String(doc.getIn(['run', 'base_dir']) ?? '.'));
   doc.setIn(['run', 'base_dir'], relative(outDir, base) || '.');
