@@ -64,7 +64,11 @@ describe('trainer-ctl train', () => {
     expect(stepKeys(runDir)).toEqual(expectedKeys(runDir));
     const figures = grpoFigures(runDir);
     expect(figures.map((f) => f.step)).toEqual(grpoFigures(unbrokenDir()).map((f) => f.step));
-    expect(figures).toEqual(grpoFigures(unbrokenDir()));
+    const want = grpoFigures(unbrokenDir());
+    // Rewards and advantages are exact; the loss is a float sum over 2 torch threads, whose last bits
+    // can differ between processes (seen: 0.0001928198544 vs ...7526), within the weights' 1e-6 bar.
+    expect(figures.map(({ loss: _, ...f }) => f)).toEqual(want.map(({ loss: _, ...f }) => f));
+    figures.forEach((f, i) => expect(Math.abs(f.loss - want[i].loss)).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(want[i].loss))));
     const diff = maxWeightDiff(finalCheckpoint(runDir), finalCheckpoint(unbrokenDir()));
     console.log(`${runDir}: max abs weight difference to the unbroken run ${diff}`);
     expect(diff).toBeLessThanOrEqual(1e-6);
