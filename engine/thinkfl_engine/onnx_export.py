@@ -35,10 +35,14 @@ def head_dim(config) -> int:
     return getattr(config, 'head_dim', None) or config.hidden_size // config.num_attention_heads
 
 
-def export_onnx(model_dir: Path, out_file: Path) -> Path:
-    """Exports the model saved in model_dir; writes out_file atomically and checks it with onnx.checker."""
+def load_for_export(model_dir: Path) -> PreTrainedModel:
+    """The model saved in model_dir as the exports trace it: float32, eager attention, eval mode."""
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation='eager')
-    model.eval()
+    return model.eval()
+
+
+def export_onnx(model: PreTrainedModel, out_file: Path) -> Path:
+    """Exports a model from load_for_export; writes out_file atomically and checks it with onnx.checker."""
     c = model.config
     layers, kv_heads = c.num_hidden_layers, getattr(c, 'num_key_value_heads', c.num_attention_heads)
     b, t, p = 2, 3, 4

@@ -84,10 +84,16 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     # weights: the full model, or with LoRA the adapter alone (what vLLM's load_lora_adapter reads).
     # onnx: the full model + onnx/model.onnx; with LoRA the adapter as for weights and the merged
     # model with its ONNX export in merged/, so one dir serves vLLM and the onnx backend alike.
+    # Beside model.onnx, decode.onnx (Llama and Qwen2) decodes rows that share a prompt in one pass.
     model_dir = t.write_model(out_dir, merged=fmt == 'onnx')
     if fmt == 'onnx' and is_main():
-        from .onnx_export import export_onnx
-        result['onnx'] = str(export_onnx(model_dir, model_dir / 'onnx' / 'model.onnx'))
+        from .onnx_decode import DECODE_FILE, export_decode_onnx
+        from .onnx_export import export_onnx, load_for_export
+        model = load_for_export(model_dir)
+        result['onnx'] = str(export_onnx(model, model_dir / 'onnx' / 'model.onnx'))
+        decode = export_decode_onnx(model, model_dir / 'onnx' / DECODE_FILE)
+        if decode:
+            result['decode_onnx'] = str(decode)
     return result
 
 

@@ -5,7 +5,7 @@
  * tokens, all measured in this run. The prompts are chat prompts (with tools) of real Nezha
  * cases. Prints medians and ratios.
  *
- *   npx tsx scripts/bench/onnx-generation.ts [--model DIR] [--tokens N] [--reps N]
+ *   npx tsx scripts/bench/onnx-generation.ts [--model DIR] [--tokens N] [--reps N] [--threads N]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -25,6 +25,8 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '64' },
     /** Timed repetitions per measurement (the median is printed). */
     reps: { type: 'string', default: '5' },
+    /** onnxruntime intra-op threads, the backend's `threads` (0: onnxruntime's choice, all cores; the tiny-cpu preset runs 1). */
+    threads: { type: 'string', default: '0' },
   },
 });
 const tokens = Number(values.tokens);
@@ -91,8 +93,9 @@ async function concurrentTokensPerSecond(b: OnnxBackend): Promise<number> {
   return generated / (ms / 1000);
 }
 
-const cached = await openOnnxBackend({ modelDir, maxBatch: 8 });
-const uncached = await openOnnxBackend({ modelDir, kvCache: 'off', maxBatch: 8 });
+const threads = Number(values.threads);
+const cached = await openOnnxBackend({ modelDir, maxBatch: 8, threads });
+const uncached = await openOnnxBackend({ modelDir, kvCache: 'off', maxBatch: 8, threads });
 const b1 = await tokensPerSecond(cached, 1);
 const b8 = await tokensPerSecond(cached, 8);
 const c8 = await concurrentTokensPerSecond(cached);

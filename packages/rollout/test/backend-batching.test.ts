@@ -3,8 +3,11 @@
  * a rollout worker's episodes make them, decode as one batch; a request that arrives while
  * others run joins at the next step and finished rows leave; and a row generates what it
  * generates alone (tokens equal, log-probabilities within 1e-4) whatever shares its batch.
- * The batch each decode step ran is read from the input_ids that reached onnxruntime.
+ * The batch each decode step ran is read from the feeds that reached onnxruntime. Both cache
+ * layouts run every test: the export's decode-step graph with shared prompt prefixes
+ * (decode.onnx) and, for exports without it, the model graph's own whole-row cache.
  */
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -13,8 +16,8 @@ import { loadTokenizer } from '../src/chat/tokenizer';
 import { createTinyModel, scratchDir } from './backend-fixtures';
 
 const dir = scratchDir('batching');
-let model: string;
-let backend: OnnxBackend;
+/** The trainer's export (with decode.onnx), and a copy without the decode graph. */
+const models = { 'shared-prefix decode graph': join(dir, 'tiny'), 'whole-cache graph': join(dir, 'tiny-no-decode') };
 /** Eight prompts of eight different lengths. */
 const prompts: number[][] = [];
 
@@ -24,15 +27,14 @@ const TEXT =
   'search_fluctuating_metrics on ts-order-service: cpu rose from 12 to 97 percent at 08:43';
 
 beforeAll(async () => {
-  model = await createTinyModel(join(dir, 'tiny'), 5);
-  backend = await openOnnxBackend({ modelDir: model, threads: 1 });
+  const model = await createTinyModel(models['shared-prefix decode graph'], 5);
+  expect(existsSync(join(model, 'onnx', 'decode.onnx'))).toBe(true);
+  cpSync(model, models['whole-cache graph'], { recursive: true });
+  rmSync(join(models['whole-cache graph'], 'onnx', 'decode.onnx'));
   const ids = loadTokenizer(model).encode(TEXT);
   // Windows of 3, 8, ..., 38 tokens at different offsets.
   for (let i = 0; i < 8; i++) prompts.push(ids.slice(2 * i, 2 * i + 3 + 5 * i));
 }, 300_000);
-afterAll(async () => {
-  await backend.close();
-});
 afterEach(() => {
   vi.restoreAllMocks();
 });
@@ -40,19 +42,34 @@ afterEach(() => {
 /** InferenceSession is typed as a factory; at run time it is the class whose run() every session calls. */
 const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
 
-/** Rows of every decode step (one new token per row on top of a cache) run from now on. */
-function recordDecodeSteps(): number[] {
-  const steps: number[] = [];
+interface DecodeStep {
+  /** Rows decoded: on the decode graph, the slots with a position (an empty slot has position 0). */
+  rows: number;
+  /** Prompt prefixes the step read (the decode graph), or one per row (the whole-cache graph). */
+  prefixes: number;
+}
+
+/** Every decode step (one new token per row on top of a cache) run from now on. */
+function recordDecodeSteps(): DecodeStep[] {
+  const steps: DecodeStep[] = [];
   const run = sessions.run;
   vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
     const feeds = args[0] as Record<string, ort.Tensor>;
-    if (feeds['past_key_values.0.key'].dims[2] > 0) steps.push(feeds.input_ids.dims[0]);
+    if (feeds.prefix_mask) {
+      // A prefill runs on the decode graph too: the prompt as new tokens, nothing cached (its prefix all masked).
+      if ((feeds.prefix_mask.data as Float32Array).every((x) => x === -Infinity)) return run.apply(this, args);
+      const rows = [...(feeds.position_ids.data as BigInt64Array)].filter((p) => p > 0n).length;
+      steps.push({ rows, prefixes: feeds.prefix_mask.dims[0] });
+    } else if (feeds['past_key_values.0.key'].dims[2] > 0) steps.push({ rows: feeds.input_ids.dims[0], prefixes: feeds.input_ids.dims[0] });
     return run.apply(this, args);
   });
   return steps;
 }
+const rowsOf = (steps: DecodeStep[]) => steps.map((s) => s.rows);
 
 const greedy = (i: number, maxTokens: number): GenerationRequest => ({ promptIds: prompts[i], sampling: { temperature: 0, maxTokens } });
+
+let backend: OnnxBackend;
 
 async function alone(reqs: GenerationRequest[]): Promise<Generation[]> {
   const out: Generation[] = [];
@@ -66,7 +83,15 @@ function expectSame(batched: Generation[], single: Generation[]): void {
   expect(Math.max(...diff)).toBeLessThan(1e-4);
 }
 
-describe('onnx backend continuous batching', () => {
+describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend continuous batching, %s', (layout) => {
+  const model = models[layout];
+  beforeAll(async () => {
+    backend = await openOnnxBackend({ modelDir: model, threads: 1 });
+  });
+  afterAll(async () => {
+    await backend.close();
+  });
+
   it('gives each of 8 concurrent requests with different prompt lengths the greedy tokens and logprobs it gets alone', async () => {
     expect(prompts.map((p) => p.length)).toEqual([3, 8, 13, 18, 23, 28, 33, 38]);
     // Different lengths to generate, so rows leave the batch at different steps.
@@ -75,11 +100,11 @@ describe('onnx backend continuous batching', () => {
     const steps = recordDecodeSteps();
     const batched = await Promise.all(reqs.map(async (r) => (await backend.generate([r]))[0]));
     expectSame(batched, single);
-    expect(steps[0]).toBe(8);
+    expect(steps[0]).toEqual({ rows: 8, prefixes: 8 });
     // One decode step per token of the longest request, not one per token of every request.
     expect(steps.length).toBe(Math.max(...single.map((g) => g.tokenIds.length)) - 1);
-    expect(steps).toEqual([...steps].sort((a, b) => b - a));
-    expect(steps.at(-1)).toBeLessThan(8);
+    expect(rowsOf(steps)).toEqual(rowsOf(steps).sort((a, b) => b - a));
+    expect(steps.at(-1)!.rows).toBeLessThan(8);
   });
 
   it('lets a request that arrives while others decode join the running batch, and gives it what it gets alone', async () => {
@@ -106,7 +131,19 @@ describe('onnx backend continuous batching', () => {
     const [lateGen] = await lateRun!;
     expectSame([...batched, lateGen], single);
     // Two rows for 4 steps, three while the late one runs (its first token comes from its prefill), then two again.
-    expect(steps).toEqual([...Array(4).fill(2), ...Array(9).fill(3), ...Array(16).fill(2)]);
+    expect(rowsOf(steps)).toEqual([...Array(4).fill(2), ...Array(9).fill(3), ...Array(16).fill(2)]);
+  });
+
+  it('decodes a group of 8 samples of one prompt, leaving at different steps, as each one decodes alone', async () => {
+    // Sampled at temperature 1 with per-row seeds, past the suffix's first 32 positions.
+    const reqs = Array.from({ length: 8 }, (_, i): GenerationRequest => ({ promptIds: prompts[7], sampling: { temperature: 1, seed: 100 + i, maxTokens: 30 + 3 * i } }));
+    const single = await alone(reqs);
+    expect(Math.max(...single.map((g) => g.tokenIds.length))).toBeGreaterThan(33);
+    const steps = recordDecodeSteps();
+    const batched = await backend.generate(reqs);
+    expectSame(batched, single);
+    expect(steps[0]).toEqual({ rows: 8, prefixes: layout === 'shared-prefix decode graph' ? 1 : 8 });
+    expect(steps.length).toBe(Math.max(...single.map((g) => g.tokenIds.length)) - 1);
   });
 
   it('decodes at most maxBatch rows together; the others wait for a place', async () => {
@@ -117,8 +154,8 @@ describe('onnx backend continuous batching', () => {
       const steps = recordDecodeSteps();
       const batched = await small.generate(reqs);
       expectSame(batched, single);
-      expect(Math.max(...steps)).toBe(3);
-      expect(steps.reduce((a, b) => a + b, 0)).toBe(single.reduce((n, g) => n + g.tokenIds.length - 1, 0));
+      expect(Math.max(...rowsOf(steps))).toBe(3);
+      expect(rowsOf(steps).reduce((a, b) => a + b, 0)).toBe(single.reduce((n, g) => n + g.tokenIds.length - 1, 0));
     } finally {
       await small.close();
     }
@@ -141,7 +178,7 @@ describe('onnx backend continuous batching', () => {
     expect(bad).toMatchObject({ status: 'rejected', reason: new Error('the client went away') });
     expect(good.status).toBe('fulfilled');
     expectSame((good as PromiseFulfilledResult<Generation[]>).value, single);
-    expect(steps.slice(0, 4)).toEqual([3, 3, 3, 2]);
+    expect(rowsOf(steps).slice(0, 4)).toEqual([3, 3, 3, 2]);
   });
 
   it('fails every request of a batch when the model fails, in a prefill or a decode step, and decodes again afterwards', async () => {

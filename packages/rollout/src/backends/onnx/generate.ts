@@ -4,7 +4,7 @@
  * runs every step. A row that finishes leaves the batch. With a cache, scheduler.ts decodes.
  */
 import * as ort from 'onnxruntime-node';
-import type { OnnxCausalLM } from './model';
+import { logitsOf, type OnnxCausalLM } from './model';
 import { abortIfAsked, emitToken, type DecodeOptions, type Row } from './rows';
 import { TokenSampler } from '../sampling';
 
@@ -15,8 +15,7 @@ export async function generateUncached(model: OnnxCausalLM, rows: Row[], opts: D
   let active = rows.filter((r) => !r.done);
   for (let step = 0; active.length > 0; step++) {
     const result = await model.session.run(fullFeeds(active, width, step, model, opts.padId), ['logits']);
-    const logits = result.logits;
-    if (logits.type !== 'float32') throw new Error(`${model.onnxPath}: logits are ${logits.type}, expected float32`);
+    const logits = logitsOf(result, model.onnxPath);
     const [, t, v] = logits.dims;
     const data = logits.data as Float32Array;
     active.forEach((r, b) => {

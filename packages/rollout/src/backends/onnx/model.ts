@@ -1,7 +1,9 @@
 /**
  * Loads a causal LM exported to ONNX (optimum layout) from a Hugging Face model directory:
  * config.json for the KV-cache geometry, onnx/model.onnx (or model.onnx) for the graph. The
- * session's own input names tell whether the export has a KV cache and position ids.
+ * session's own input names tell whether the export has a KV cache and position ids. Beside
+ * it, the trainer's export writes decode.onnx, a forward step on a shared-prefix cache
+ * (engine/thinkfl_engine/onnx_decode.py), which the backend loads instead when it is there.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -25,6 +27,21 @@ export interface OnnxCausalLM {
   cache: CacheSlot[];
   hasPositionIds: boolean;
 }
+
+/** A forward step on a shared-prefix cache: names in cache order (layer, then key/value). */
+export interface DecodeGraph {
+  session: ort.InferenceSession;
+  path: string;
+  kvHeads: number;
+  headDim: number;
+  prefix: string[];
+  suffix: string[];
+  /** The step's own key/values, appended to each row's suffix. */
+  fresh: string[];
+}
+
+/** Where the trainer's export puts the decode-step graph: beside the model's graph. */
+export const DECODE_FILE = 'decode.onnx';
 
 export interface ModelConfig {
   layers: number;
@@ -118,12 +135,12 @@ export interface SessionOptions {
   threads: number;
 }
 
+function createSession(path: string, opts: SessionOptions): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(path, { intraOpNumThreads: opts.threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+}
+
 export async function loadOnnxCausalLM(onnxPath: string, cfg: ModelConfig, opts: SessionOptions): Promise<OnnxCausalLM> {
-  const session = await ort.InferenceSession.create(onnxPath, {
-    intraOpNumThreads: opts.threads,
-    interOpNumThreads: 1,
-    graphOptimizationLevel: 'all',
-  });
+  const session = await createSession(onnxPath, opts);
   const inputs = new Set(session.inputNames);
   for (const need of ['input_ids', 'attention_mask']) {
     if (!inputs.has(need)) {
@@ -160,4 +177,39 @@ export async function loadOnnxCausalLM(onnxPath: string, cfg: ModelConfig, opts:
     cache,
     hasPositionIds: inputs.has('position_ids'),
   };
+}
+
+/** The decode graph beside a model graph, if the export wrote one. */
+export function decodeGraphPath(onnxPath: string): string | undefined {
+  const path = join(dirname(onnxPath), DECODE_FILE);
+  return existsSync(path) ? path : undefined;
+}
+
+export async function loadDecodeGraph(path: string, cfg: ModelConfig, opts: SessionOptions): Promise<DecodeGraph> {
+  const session = await createSession(path, opts);
+  const slots = Array.from({ length: cfg.layers }, (_, i) => ['key', 'value'].map((kv) => `${i}.${kv}`)).flat();
+  const graph = {
+    session,
+    path,
+    kvHeads: cfg.kvHeads,
+    headDim: cfg.headDim,
+    prefix: slots.map((s) => `prefix.${s}`),
+    suffix: slots.map((s) => `suffix.${s}`),
+    fresh: slots.map((s) => `new.${s}`),
+  };
+  const missingIn = ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', ...graph.prefix, ...graph.suffix].filter((n) => !session.inputNames.includes(n));
+  const missingOut = ['logits', ...graph.fresh].filter((n) => !session.outputNames.includes(n));
+  if (missingIn.length + missingOut.length > 0) {
+    await session.release();
+    throw new Error(`${path}: not a decode-step graph for ${cfg.layers} layers (missing ${[...missingIn, ...missingOut].join(', ')})`);
+  }
+  return graph;
+}
+
+
+/** A graph's logits output, checked to be float32. */
+export function logitsOf(result: ort.InferenceSession.ReturnType, graphPath: string): ort.Tensor {
+  const logits = result.logits;
+  if (logits.type !== 'float32') throw new Error(`${graphPath}: logits are ${logits.type}, expected float32`);
+  return logits;
 }

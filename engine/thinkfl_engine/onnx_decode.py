@@ -1,0 +1,136 @@
+"""ONNX export of a forward step on a shared-prefix KV cache (the onnx backend's batched decoding).
+
+Rows that share a prompt (a GRPO group's samples) share its key/values: the step attends each
+group's prefix once for all its rows, as one matrix product, instead of once per row. The
+batch is laid out as G groups x R row slots (N = G * R rows, row n in group n // R). Each row
+feeds T new tokens, causal among themselves: T = 1 decodes, T = prompt length prefills.
+
+Inputs (float32 unless said):
+  input_ids [N,T], position_ids [N,T] (int64): each row's new tokens and their positions;
+  prefix_mask [G,P]: 0 where a group's prefix position holds a token, -inf on padding;
+  suffix_mask [N,S]: the same for each row's own positions (its generated tokens);
+  prefix.{i}.key/value [G,kv_heads,P,head_dim]; suffix.{i}.key/value [N,kv_heads,S,head_dim].
+Outputs: logits [N,V] of each row's last new token and new.{i}.key/value [N,kv_heads,T,head_dim],
+the new tokens' key/values (after rotary embedding, as transformers caches them), which the
+caller appends to the suffix (or, from a prefill, keeps as a prefix).
+G, R, T, P and S are dynamic; P and S are at least 1 (a fully masked position is allowed).
+
+The attention is written out here (eager math, float32) for the decoder layout Llama and Qwen2
+share; other architectures have no decode graph and decode on the whole-cache graph instead.
+"""
+import warnings
+from pathlib import Path
+
+import onnx
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+from .onnx_export import OPSET, head_dim
+
+DECODE_FILE = 'decode.onnx'
+SUPPORTED = ('llama', 'qwen2')
+
+
+def unsupported_reason(config) -> str | None:
+    """Why a model gets no decode graph, or None when it does."""
+    if config.model_type not in SUPPORTED:
+        return f'model_type {config.model_type!r} (decode graph written for {", ".join(SUPPORTED)})'
+    if 'sliding_attention' in (getattr(config, 'layer_types', None) or []):
+        return 'sliding-window attention layers'
+    return None
+
+
+class _DecodeStep(nn.Module):
+    def __init__(self, model: PreTrainedModel):
+        super().__init__()
+        self.model = model
+        c = model.config
+        self.heads = c.num_attention_heads
+        self.kv_heads = getattr(c, 'num_key_value_heads', None) or c.num_attention_heads
+        self.head_dim = head_dim(c)
+
+    def forward(self, input_ids, position_ids, prefix_mask, suffix_mask, *flat):
+        base = self.model.model
+        layers = len(base.layers)
+        n, t = input_ids.shape
+        g_count = prefix_mask.shape[0]
+        r = n // g_count
+        kvh, hd = self.kv_heads, self.head_dim
+        g = self.heads // kvh
+        x = base.embed_tokens(input_ids)
+        cos, sin = base.rotary_emb(x, position_ids)
+        pmask = prefix_mask[:, None, None, :]
+        smask = suffix_mask[:, None, None, :]
+        # Causal among the new tokens, from their positions: [N, 1, 1, T, T].
+        later = position_ids[:, None, :] > position_ids[:, :, None]
+        causal = torch.where(later, torch.tensor(float('-inf')), torch.tensor(0.0))[:, None, None]
+        news = []
+        for i, layer in enumerate(base.layers):
+            pk, pv = flat[2 * i], flat[2 * i + 1]
+            sk, sv = flat[2 * layers + 2 * i], flat[2 * layers + 2 * i + 1]
+            attn = layer.self_attn
+            h = layer.input_layernorm(x)
+            q = attn.q_proj(h).view(n, t, self.heads, hd).transpose(1, 2)
+            k = attn.k_proj(h).view(n, t, kvh, hd).transpose(1, 2)
+            v = attn.v_proj(h).view(n, t, kvh, hd).transpose(1, 2)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            news += [k, v]
+            # Query head j*g + m reads key/value head j (transformers' repeat_kv order): [N, kv_heads, g*T, head_dim].
+            qg = q.reshape(n, kvh, g * t, hd)
+            # A group's rows side by side, [G, kv_heads, R*g*T, head_dim], against its prefix once.
+            qp = qg.reshape(g_count, r, kvh, g * t, hd).transpose(1, 2).reshape(g_count, kvh, r * g * t, hd)
+            sp = torch.matmul(qp, pk.transpose(-1, -2)) * attn.scaling + pmask
+            sp = sp.reshape(g_count, kvh, r, g * t, -1).transpose(1, 2).reshape(n, kvh, g * t, -1)
+            ss = torch.matmul(qg, sk.transpose(-1, -2)) * attn.scaling + smask
+            sn = torch.matmul(qg, k.transpose(-1, -2)) * attn.scaling
+            sn = (sn.reshape(n, kvh, g, t, t) + causal).reshape(n, kvh, g * t, t)
+            p_len, s_len = sp.shape[-1], ss.shape[-1]
+            probs = torch.softmax(torch.cat([sp, ss, sn], dim=-1), dim=-1)
+            pp, ps, pn = torch.split(probs, [p_len, s_len, t], dim=-1)
+            pp = pp.reshape(g_count, r, kvh, g * t, p_len).transpose(1, 2).reshape(g_count, kvh, r * g * t, p_len)
+            op = torch.matmul(pp, pv).reshape(g_count, kvh, r, g * t, hd).transpose(1, 2).reshape(n, kvh, g * t, hd)
+            o = (op + torch.matmul(ps, sv) + torch.matmul(pn, v)).reshape(n, self.heads, t, hd)
+            x = x + attn.o_proj(o.transpose(1, 2).reshape(n, t, self.heads * hd))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        logits = self.model.lm_head(base.norm(x[:, -1, :]))
+        return (logits.float(), *news)
+
+
+def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
+    """Writes the decode-step graph of a model from load_for_export atomically (checked with
+    onnx.checker); None, writing nothing, when its architecture has no decode graph."""
+    if unsupported_reason(model.config):
+        return None
+    c = model.config
+    layers = c.num_hidden_layers
+    step = _DecodeStep(model)
+    groups, rows, t, p, s = 2, 3, 2, 5, 4
+    n = groups * rows
+    ids = torch.zeros(n, t, dtype=torch.long)
+    pos = (torch.arange(t) + p).unsqueeze(0).expand(n, t).contiguous()
+    pmask = torch.zeros(groups, p)
+    smask = torch.zeros(n, s)
+    prefix = [torch.zeros(groups, step.kv_heads, p, step.head_dim) for _ in range(2 * layers)]
+    suffix = [torch.zeros(n, step.kv_heads, s, step.head_dim) for _ in range(2 * layers)]
+    kinds = [(i, kind) for i in range(layers) for kind in ('key', 'value')]
+    prefix_names = [f'prefix.{i}.{kind}' for i, kind in kinds]
+    suffix_names = [f'suffix.{i}.{kind}' for i, kind in kinds]
+    new_names = [f'new.{i}.{kind}' for i, kind in kinds]
+    axes = {'input_ids': {0: 'rows', 1: 'new_tokens'}, 'position_ids': {0: 'rows', 1: 'new_tokens'}, 'logits': {0: 'rows'},
+            'prefix_mask': {0: 'groups', 1: 'prefix_length'}, 'suffix_mask': {0: 'rows', 1: 'suffix_length'}}
+    axes.update({name: {0: 'groups', 2: 'prefix_length'} for name in prefix_names})
+    axes.update({name: {0: 'rows', 2: 'suffix_length'} for name in suffix_names})
+    axes.update({name: {0: 'rows', 2: 'new_tokens'} for name in new_names})
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_file.with_name(out_file.name + '.tmp')
+    with torch.no_grad(), warnings.catch_warnings():
+        # Shape arithmetic (rows per group) traces as graph ops; the tracer warns about it anyway.
+        warnings.simplefilter('ignore')
+        torch.onnx.export(step, (ids, pos, pmask, smask, *prefix, *suffix), str(tmp), opset_version=OPSET, dynamo=False,
+                          input_names=['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', *prefix_names, *suffix_names],
+                          output_names=['logits', *new_names], dynamic_axes=axes, do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(str(tmp)))
+    tmp.replace(out_file)
+    return out_file
