@@ -1,8 +1,6 @@
 /**
  * Benchmark: generation speed of the `onnx` backend on the tiny model (batch 1 and batch 8 on
- * one prompt, 8 concurrent calls on 8 cases' prompts, with and without the KV cache; every
- * prompt prefilled whole, no kept key/values; then an episode's next turn prefilled from the
- * previous turn's kept key/values against recomputing its whole prompt) and the
+ * one prompt, 8 concurrent calls on 8 cases' prompts, with and without the KV cache) and the
  * train engine's step time, next to a plain PyTorch forward of the same model on the same
  * tokens, all measured in this run. The prompts are chat prompts (with tools) of real Nezha
  * cases. Prints medians and ratios.
@@ -96,9 +94,8 @@ async function concurrentTokensPerSecond(b: OnnxBackend): Promise<number> {
 }
 
 const threads = Number(values.threads);
-const cached = await openOnnxBackend({ modelDir, maxBatch: 8, threads, prefixCacheMb: 0 });
+const cached = await openOnnxBackend({ modelDir, maxBatch: 8, threads });
 const uncached = await openOnnxBackend({ modelDir, kvCache: 'off', maxBatch: 8, threads });
-const kept = await openOnnxBackend({ modelDir, maxBatch: 8, threads });
 const b1 = await tokensPerSecond(cached, 1);
 const b8 = await tokensPerSecond(cached, 8);
 const c8 = await concurrentTokensPerSecond(cached);
@@ -110,30 +107,6 @@ console.log(
   `onnx generate, 8 concurrent calls, 8 cases' prompts (${Math.min(...lengths)}-${Math.max(...lengths)} tokens), KV cache:  ${c8.toFixed(0)} tokens/s (${(c8 / b1).toFixed(2)}x batch 1)`,
 );
 console.log(`onnx generate, batch 1, no cache:  ${nc1.toFixed(0)} tokens/s (KV cache is ${(b1 / nc1).toFixed(2)}x faster)`);
-
-// An episode's next turn: the first turn's prompt and answer, then a tool result (16 tokens of the
-// prompt, from a different place each time, so a repetition cannot start from the one before).
-const [first] = await kept.generate(requests(1));
-let turn = 0;
-const nextTurn = (): GenerationRequest => ({
-  promptIds: [...promptIds, ...first.tokenIds, ...promptIds.slice(16 * turn, 16 * ++turn)],
-  sampling: { seed: 1, maxTokens: tokens, temperature: 1 },
-});
-/** Tokens/s of next turns: all generated tokens over all wall time, the same prompts for both backends. */
-async function nextTurnTokensPerSecond(b: OnnxBackend): Promise<number> {
-  turn = 0;
-  await b.generate([nextTurn()]); // warm-up
-  let generated = 0;
-  const t0 = performance.now();
-  for (let i = 0; i < reps; i++) generated += (await b.generate([nextTurn()]))[0].tokenIds.length;
-  return generated / ((performance.now() - t0) / 1000);
-}
-const recomputed = await nextTurnTokensPerSecond(cached);
-const fromKept = await nextTurnTokensPerSecond(kept);
-console.log(
-  `onnx generate, next turn (${promptIds.length + first.tokenIds.length + 16}-token prompt), batch 1: from kept key/values ${fromKept.toFixed(0)} tokens/s, ` +
-    `whole prompt prefilled ${recomputed.toFixed(0)} tokens/s (${(fromKept / recomputed).toFixed(2)}x)`,
-);
 
 // One forward over whole sequences: onnx (prefill of one generation step) vs PyTorch (engine logprobs op).
 const full = (await cached.generate(requests(8))).map((g) => [...promptIds, ...g.tokenIds]);
@@ -152,5 +125,4 @@ try {
   await engine.shutdown();
   await cached.close();
   await uncached.close();
-  await kept.close();
 }

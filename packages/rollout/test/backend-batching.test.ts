@@ -86,8 +86,7 @@ function expectSame(batched: Generation[], single: Generation[]): void {
 describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend continuous batching, %s', (layout) => {
   const model = models[layout];
   beforeAll(async () => {
-    // No kept key/values (the last test keeps them): every prompt is prefilled whole, from a fully masked prefix.
-    backend = await openOnnxBackend({ modelDir: model, threads: 1, prefixCacheMb: 0 });
+    backend = await openOnnxBackend({ modelDir: model, threads: 1 });
   });
   afterAll(async () => {
     await backend.close();
@@ -148,7 +147,7 @@ describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend cont
   });
 
   it('decodes at most maxBatch rows together; the others wait for a place', async () => {
-    const small = await openOnnxBackend({ modelDir: model, threads: 1, maxBatch: 3, prefixCacheMb: 0 });
+    const small = await openOnnxBackend({ modelDir: model, threads: 1, maxBatch: 3 });
     try {
       const reqs = prompts.slice(0, 5).map((_, i) => greedy(i, 6 + 2 * i));
       const single = await alone(reqs);
@@ -197,39 +196,5 @@ describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend cont
       vi.restoreAllMocks();
     }
     expectSame(await backend.generate([greedy(2, 8)]), single);
-  });
-});
-
-describe('onnx backend, kept key/values on the decode graph', () => {
-  it("prefills a prompt that starts with an ended row's tokens from there, and generates what the whole-cache graph generates", async () => {
-    const kept = await openOnnxBackend({ modelDir: models['shared-prefix decode graph'], threads: 1 });
-    const whole = await openOnnxBackend({ modelDir: models['whole-cache graph'], threads: 1 });
-    try {
-      const [g7, g5] = await kept.generate([greedy(7, 20), greedy(5, 20)]);
-      expect([g7.tokenIds.length, g5.tokenIds.length]).toEqual([20, 20]);
-      // Next turns: a row's prompt and the tokens it fed back (all but its last), then new tokens.
-      const next = [
-        [...prompts[7], ...g7.tokenIds.slice(0, 19), ...prompts[2]],
-        [...prompts[5], ...g5.tokenIds.slice(0, 19), ...prompts[3]],
-        [...prompts[7], ...g7.tokenIds.slice(0, 10), ...prompts[4]],
-      ].map((promptIds): GenerationRequest => ({ promptIds, sampling: { temperature: 0, maxTokens: 12 } }));
-      const fed: number[] = [];
-      const run = sessions.run;
-      vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
-        const ids = (args[0] as Record<string, ort.Tensor>).input_ids;
-        if (ids.dims[1] > 1) fed.push(ids.dims[1]);
-        return run.apply(this, args);
-      });
-      const batched = await Promise.all(next.map(async (r) => (await kept.generate([r]))[0]));
-      vi.restoreAllMocks();
-      // Only the new tokens were prefilled.
-      expect(fed).toEqual([prompts[2].length, prompts[3].length, prompts[4].length]);
-      const reference: Generation[] = [];
-      for (const r of next) reference.push(...(await whole.generate([r])));
-      expectSame(batched, reference);
-    } finally {
-      await kept.close();
-      await whole.close();
-    }
   });
 });

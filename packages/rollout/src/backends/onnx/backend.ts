@@ -29,12 +29,6 @@ export const onnxSettingsSchema = z
      * further rows wait for a running one to end. Default 8.
      */
     maxBatch: z.number().int().positive().default(8),
-    /**
-     * Memory for the key/values of recent prompts and ended rows on the decode graph, MiB: a
-     * prompt that starts with one of them (an episode's next turn, another case's prompt with
-     * the same system prompt) is prefilled from there. 0 recomputes every prompt. Default 256.
-     */
-    prefixCacheMb: z.number().min(0).default(256),
   })
   .strict();
 
@@ -145,7 +139,7 @@ async function load(settings: z.output<typeof onnxSettingsSchema>, source: strin
   const decodePath = settings.kvCache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
   if (decodePath) {
     const graph = await loadDecodeGraph(decodePath, config, session);
-    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId, settings.prefixCacheMb * 2 ** 20), opts, settings.maxBatch);
+    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.maxBatch);
     return { ...base, graphPath: decodePath, scheduler, release: () => graph.session.release() };
   }
   const model = await loadOnnxCausalLM(onnxPath, config, session);

@@ -5,11 +5,8 @@
  * slots; a step reads each group's prefix once, so rows of one prompt cost little more than
  * one row, where a whole-cache graph reads (and copies) the prompt's cache once per row.
  *
- * A prompt is prefilled on the same graph (one row, the prompt as its new tokens), and its
- * key/values become the group's prefix. The key/values of recent prompts and of rows that
- * ended are kept (a few, least recently used out first): a prompt that starts with one of them,
- * as an episode's next turn starts with its previous turn, or another case's prompt with the
- * same system prompt, is prefilled from there, its shared start fed as the prefix.
+ * A prompt is prefilled on the same graph (one row, empty prefix and suffix, the prompt as its
+ * new tokens), and its key/values become the group's prefix as they are.
  *
  * The graph returns only the step's new key/values, which are written into each row's suffix
  * buffer in place: nothing proportional to the context crosses into JavaScript per step. The
@@ -23,16 +20,6 @@ import { logitsOf, type DecodeGraph } from './model';
 
 /** Suffix positions added at a time when a row's generated tokens outgrow the buffer. */
 const SUFFIX_CHUNK = 32;
-/** Shortest shared start worth prefilling from (a shorter one is recomputed). */
-const MIN_REUSE = 8;
-
-/** Key/values of a token sequence: [1, heads, ids.length, headDim] per cache slot. */
-interface Kept {
-  ids: number[];
-  kv: ort.Tensor[];
-  bytes: number;
-  used: number;
-}
 
 export class SharedPrefixCache implements BatchCache {
   members: Member[] = [];
@@ -47,80 +34,26 @@ export class SharedPrefixCache implements BatchCache {
   private suffix: Float32Array[] = [];
   private suffixMask = new Float32Array(0);
   private capacity = 0;
-  private kept: Kept[] = [];
-  private clock = 0;
 
   constructor(
     private readonly graph: DecodeGraph,
     private readonly padId: number,
-    /** Bytes of key/values kept for later prompts that start with the same tokens (0: none). */
-    private readonly keepBytes: number,
   ) {}
 
   async prefill(prompt: number[]): Promise<{ logits: Float32Array; prefill: Prefill }> {
     const g = this.graph;
-    const { kept, shared } = this.startOf(prompt);
     const t = prompt.length;
-    const fresh = prompt.slice(shared);
-    // One masked position stands for an empty suffix (and an empty prefix).
-    const empty = new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), [1, g.kvHeads, 1, g.headDim]);
-    const from = kept?.ids.length ?? 1;
-    const prefixMask = new Float32Array(from).fill(-Infinity);
-    prefixMask.fill(0, 0, shared);
+    // Nothing cached yet: one prefix and one suffix position, both masked.
+    const empty = (name: string) => [name, new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), [1, g.kvHeads, 1, g.headDim])] as const;
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(fresh, BigInt), [1, fresh.length]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from(fresh, (_, i) => BigInt(shared + i)), [1, fresh.length]),
-      prefix_mask: new ort.Tensor('float32', prefixMask, [1, from]),
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, BigInt), [1, t]),
+      position_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, (_, i) => BigInt(i)), [1, t]),
+      prefix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
       suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
+      ...Object.fromEntries([...g.prefix, ...g.suffix].map(empty)),
     };
-    g.prefix.forEach((name, c) => (feeds[name] = kept?.kv[c] ?? empty));
-    for (const name of g.suffix) feeds[name] = empty;
     const result = await g.session.run(feeds, ['logits', ...g.fresh]);
-    const kv = g.fresh.map((name, c) => (kept ? this.concat([[kept.kv[c], 0, shared], [result[name], 0, fresh.length]]) : result[name]));
-    this.remember(prompt, kv);
-    return { logits: logitsOf(result, g.path).data as Float32Array, prefill: { len: t, kv } };
-  }
-
-  /** The kept sequence sharing the longest start with the prompt, and how many tokens it shares (at most all but the last). */
-  private startOf(prompt: number[]): { kept?: Kept; shared: number } {
-    let best: { kept?: Kept; shared: number } = { shared: 0 };
-    for (const k of this.kept) {
-      const most = Math.min(k.ids.length, prompt.length - 1);
-      let n = 0;
-      while (n < most && k.ids[n] === prompt[n]) n++;
-      if (n > best.shared) best = { kept: k, shared: n };
-    }
-    if (best.shared < MIN_REUSE) return { shared: 0 };
-    best.kept!.used = ++this.clock;
-    return best;
-  }
-
-  /** Keeps a sequence's key/values, dropping the least recently used beyond keepBytes. */
-  private remember(ids: number[], kv: ort.Tensor[]): void {
-    const bytes = kv.reduce((n, t) => n + (t.data as Float32Array).byteLength, 0);
-    if (bytes > this.keepBytes) return;
-    const same = (k: Kept) => k.ids.length === ids.length && k.ids.every((id, i) => id === ids[i]);
-    const kept = [{ ids, kv, bytes, used: ++this.clock }, ...this.kept.filter((k) => !same(k))].sort((a, b) => b.used - a.used);
-    let total = 0;
-    this.kept = kept.filter((k) => (total += k.bytes) <= this.keepBytes);
-  }
-
-  /** Positions [from, from + n) of [1, heads, len, headDim] tensors, one after another, as one tensor. */
-  private concat(parts: [ort.Tensor | Float32Array, number, number][], stride?: number): ort.Tensor {
-    const { kvHeads: heads, headDim: dim } = this.graph;
-    const total = parts.reduce((n, [, , len]) => n + len, 0);
-    const dst = new Float32Array(heads * total * dim);
-    for (let h = 0; h < heads; h++) {
-      let at = h * total * dim;
-      for (const [src, from, n] of parts) {
-        const data = src instanceof Float32Array ? src : (src.data as Float32Array);
-        const width = src instanceof Float32Array ? stride! : src.dims[2];
-        const start = (h * width + from) * dim;
-        dst.set(data.subarray(start, start + n * dim), at);
-        at += n * dim;
-      }
-    }
-    return new ort.Tensor('float32', dst, [1, heads, total, dim]);
+    return { logits: logitsOf(result, g.path).data as Float32Array, prefill: { len: t, kv: g.fresh.map((name) => result[name]) } };
   }
 
   join(entrants: Member[]): void {
@@ -166,32 +99,13 @@ export class SharedPrefixCache implements BatchCache {
   }
 
   leave(keep: Member[]): void {
-    const kept = new Set(keep);
-    for (const m of this.members) if (!kept.has(m)) this.rememberRow(m);
     if (keep.length === 0) return this.clear();
     const live = new Set(keep.map((m) => m.prefill));
     if (this.groups.some((g) => !live.has(g))) return this.layout(keep);
     // Every group still runs: the leavers' slots stay in place, computed and ignored, until the next layout.
+    const kept = new Set(keep);
     for (const m of this.members) if (!kept.has(m)) this.slotOf.delete(m);
     this.members = keep;
-  }
-
-  /** Keeps a leaving row's key/values: its prompt's and those of the generated tokens fed back. */
-  private rememberRow(m: Member): void {
-    if (this.keepBytes === 0) return;
-    const slot = this.slotOf.get(m)!;
-    const { kvHeads: heads } = this.graph;
-    const own = m.len - m.prefill.len;
-    const kv = m.prefill.kv.map((p, c) =>
-      this.concat(
-        [
-          [p, 0, m.prefill.len],
-          [this.suffix[c].subarray(slot * heads * this.capacity * this.graph.headDim), 0, own],
-        ],
-        this.capacity,
-      ),
-    );
-    this.remember([...m.row.promptIds, ...m.row.out].slice(0, m.len), kv);
   }
 
   clear(): void {
