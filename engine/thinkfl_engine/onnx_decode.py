@@ -18,16 +18,14 @@ G, R, T, P and S are dynamic; P and S are at least 1 (a fully masked position is
 The attention is written out here (eager math, float32) for the decoder layout Llama and Qwen2
 share; other architectures have no decode graph and decode on the whole-cache graph instead.
 """
-import warnings
 from pathlib import Path
 
-import onnx
 import torch
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-from .onnx_export import OPSET, head_dim
+from .onnx_export import head_dim, trace_to_onnx
 
 DECODE_FILE = 'decode.onnx'
 SUPPORTED = ('llama', 'qwen2')
@@ -99,8 +97,8 @@ class _DecodeStep(nn.Module):
 
 
 def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
-    """Writes the decode-step graph of a model from load_for_export atomically (checked with
-    onnx.checker); None, writing nothing, when its architecture has no decode graph."""
+    """Exports the decode graph of a model from load_for_export to out_file; None, writing
+    nothing, when its architecture has no decode graph."""
     if unsupported_reason(model.config):
         return None
     c = model.config
@@ -123,14 +121,7 @@ def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
     axes.update({name: {0: 'groups', 2: 'prefix_length'} for name in prefix_names})
     axes.update({name: {0: 'rows', 2: 'suffix_length'} for name in suffix_names})
     axes.update({name: {0: 'rows', 2: 'new_tokens'} for name in new_names})
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_file.with_name(out_file.name + '.tmp')
-    with torch.no_grad(), warnings.catch_warnings():
-        # Shape arithmetic (rows per group) traces as graph ops; the tracer warns about it anyway.
-        warnings.simplefilter('ignore')
-        torch.onnx.export(step, (ids, pos, pmask, smask, *prefix, *suffix), str(tmp), opset_version=OPSET, dynamo=False,
-                          input_names=['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', *prefix_names, *suffix_names],
-                          output_names=['logits', *new_names], dynamic_axes=axes, do_constant_folding=True)
-    onnx.checker.check_model(onnx.load(str(tmp)))
-    tmp.replace(out_file)
-    return out_file
+    # Shape arithmetic (rows per group) traces as graph ops; the tracer warns about it anyway.
+    return trace_to_onnx(step, (ids, pos, pmask, smask, *prefix, *suffix), out_file,
+                         ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', *prefix_names, *suffix_names],
+                         ['logits', *new_names], axes)

@@ -42,7 +42,7 @@ def load_for_export(model_dir: Path) -> PreTrainedModel:
 
 
 def export_onnx(model: PreTrainedModel, out_file: Path) -> Path:
-    """Exports a model from load_for_export; writes out_file atomically and checks it with onnx.checker."""
+    """Exports a model from load_for_export to out_file."""
     c = model.config
     layers, kv_heads = c.num_hidden_layers, getattr(c, 'num_key_value_heads', c.num_attention_heads)
     b, t, p = 2, 3, 4
@@ -58,15 +58,20 @@ def export_onnx(model: PreTrainedModel, out_file: Path) -> Path:
             'logits': {0: 'batch_size', 1: 'sequence_length'}}
     axes.update({n: {0: 'batch_size', 2: 'past_sequence_length'} for n in past_names})
     axes.update({n: {0: 'batch_size', 2: 'total_sequence_length'} for n in present_names})
+    # The tracer warns about Python branches on shapes (cache emptiness, mask padding); the traced
+    # branches are the general ones, which also hold for an empty past (P = 0).
+    return trace_to_onnx(_WithCache(model), (ids, am, pos, *past), out_file,
+                         ['input_ids', 'attention_mask', 'position_ids', *past_names], ['logits', *present_names], axes)
+
+
+def trace_to_onnx(module: nn.Module, args: tuple, out_file: Path, input_names: list, output_names: list, axes: dict) -> Path:
+    """Traces module on args into out_file (written atomically, checked with onnx.checker), tracer warnings off."""
     out_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_file.with_name(out_file.name + '.tmp')
     with torch.no_grad(), warnings.catch_warnings():
-        # The tracer warns about Python branches on shapes (cache emptiness, mask padding); the traced
-        # branches are the general ones, which also hold for an empty past (P = 0).
         warnings.simplefilter('ignore')
-        torch.onnx.export(_WithCache(model), (ids, am, pos, *past), str(tmp), opset_version=OPSET, dynamo=False,
-                          input_names=['input_ids', 'attention_mask', 'position_ids', *past_names],
-                          output_names=['logits', *present_names], dynamic_axes=axes, do_constant_folding=True)
+        torch.onnx.export(module, args, str(tmp), opset_version=OPSET, dynamo=False, input_names=input_names,
+                          output_names=output_names, dynamic_axes=axes, do_constant_folding=True)
     onnx.checker.check_model(onnx.load(str(tmp)))
     tmp.replace(out_file)
     return out_file
