@@ -22,7 +22,6 @@ export const RenameSettingsSchema = z
     copies: z.number().int().min(0).default(0),
   })
   .strict();
-export type RenameSettings = z.output<typeof RenameSettingsSchema>;
 export type RenameSettingsInput = z.input<typeof RenameSettingsSchema>;
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
