@@ -4,18 +4,26 @@
  * topology's services and pods, and renamed conversations whose answer names the renamed true service
  * and that rename back to the original word for word.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadDataset, spreadCases, type Case, type Dataset } from '@thinkfl/env';
-import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { writeTinyTokenizer } from '@thinkfl/rollout';
+import { loadRunConfig } from '../src/config/index';
+import { configTeacher } from '../src/controller/teacher';
+import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { renamedEpisode, renamedEpisodes, nameRenamer, namePermutation, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
 
 const episode = { dMax: 4, toolSettings: { spanAliases: true } };
 let dataset: Dataset;
+let datasetDir: string;
 let cases: Case[];
 let episodes: TeacherEpisode[];
 
 beforeAll(async () => {
-  dataset = await loadDataset(await ensureNezhaDataset());
+  datasetDir = await ensureNezhaDataset();
+  dataset = await loadDataset(datasetDir);
   cases = spreadCases(splitCases(dataset.cases, { by: 'fault', eval_fraction: 0.3 }, 0).train, 30);
   episodes = (await teacherEpisodes({ dataset, cases, episode, reasoning: false })).episodes;
 }, 120_000);
@@ -92,4 +100,26 @@ describe('renamed teacher conversations', () => {
     expect(new Set(answers).size).toBeGreaterThan(1);
     expect(() => renamedEpisodes(some, dataset.topology, { copies: -1 }, 0)).toThrow();
   });
+});
+
+describe('the run config\'s teacher (stages.priming.sft.rename)', () => {
+  it('tokenizes rename.copies copies of each correct conversation, as long as the original: every renamed name is one token too', async () => {
+    const model = mkdtempSync(join(tmpdir(), 'sft-rename-'));
+    await writeTinyTokenizer(model, datasetDir);
+    const config = loadRunConfig(join(REPO_ROOT, 'configs', 'cpu-learn.yaml'), { checkPaths: false }).config;
+    config.model.dir = model;
+    Object.assign(config.stages.priming.sft, { cases: 'run', variants: 1, conversations: 10_000 });
+    const plain = await configTeacher({ ...config, stages: { ...config.stages, priming: { ...config.stages.priming, sft: { ...config.stages.priming.sft, rename: { copies: 0 } } } } }, dataset, cases)();
+    const renamed = await configTeacher(config, dataset, cases)();
+    const copies = config.stages.priming.sft.rename.copies;
+    expect(plain.length).toBeGreaterThan(3);
+    expect(renamed).toHaveLength(copies * plain.length);
+    // Round-robin over the cases: copy k of every conversation before copy k + 1 of any.
+    renamed.forEach((r, j) => {
+      const original = plain[j % plain.length];
+      expect(r.ids).toHaveLength(original.ids.length);
+      expect(r.mask).toEqual(original.mask);
+    });
+    expect(renamed.filter((r, j) => r.ids.some((id, t) => id !== plain[j % plain.length].ids[t])).length).toBeGreaterThan(renamed.length / 2);
+  }, 120_000);
 });
