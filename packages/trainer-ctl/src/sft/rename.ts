@@ -3,10 +3,12 @@
  * by another by one random permutation, everywhere in the conversation (prompt, tool results,
  * calls, answer), and each pod name by a pod of the new service (a real pod name: the tiny
  * model's tokenizer has one token per pod, which a pod-like string it never saw would not get).
- * The evidence and the answer keep pointing at the same component; only its name changes. The expert's correct answers on the training faults name few services, so a small
- * model trained on the original names repeats them; renamed copies leave copying the name from
- * the evidence as the only way to be right (notes/tiny-model.md). Free text that spells a service
- * otherwise (class names in log lines, endpoint paths) keeps its spelling.
+ * The evidence and the answer keep pointing at the same component; only its name changes. The
+ * expert's correct answers on the training faults name few services, so a small model trained on
+ * the original names repeats them; renamed copies leave copying the name from the evidence as the
+ * only way to be right (notes/tiny-model.md; what it measured: docs/experiments.md, issue 13).
+ * Free text that spells a service otherwise (class names in log lines, endpoint paths) keeps its
+ * spelling.
  */
 import { z } from 'zod';
 import type { Topology } from '@thinkfl/env';
