@@ -1,10 +1,11 @@
 /**
  * Runs a run config (default the README's main job, configs/tiny-cpu.yaml) for several seeds,
  * one after another, each in its own run directory, and prints per seed its wall time and, after
- * SFT and after each stage, the held-out format validity and per-fault service MRR (best request
- * and majority vote). The seed is run.seed; everything else is the config's, except what --set
- * overrides (a YAML path and a value, e.g. --set workers.train.autocast=float32 for the compute a
- * CPU without bf16 gets).
+ * SFT and after each stage, the held-out format validity, per-fault service MRR (best request
+ * and majority vote) and per-request service MRR; then MicroRank and the scripted expert on the
+ * same held-out cases of each seed. The seed is run.seed; everything else is the config's,
+ * except what --set overrides (a YAML path and a value, e.g. --set workers.train.autocast=float32
+ * for the compute a CPU without bf16 gets).
  *
  *   npx tsx scripts/seeds.ts [--config FILE] [--seeds 0,1,2] [--out DIR] [--set PATH=VALUE ...]
  */
@@ -15,6 +16,9 @@ import { dirname, join, relative, resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { parse, parseDocument } from 'yaml';
+import { evaluate, loadDataset, solverFor } from '@thinkfl/env';
+import { loadRunConfig } from '../packages/trainer-ctl/src/config/index';
+import { runCases } from '../packages/trainer-ctl/src/controller/cases';
 import { REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))
@@ -38,13 +42,16 @@ mkdirSync(outDir, { recursive: true });
 const seeds = argv.seeds.split(',').map((s) => Number(s.trim()));
 if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds: need comma-separated integers, got ${argv.seeds}`);
 
+type Mrr = { service?: { mrr: number } };
 interface EvalFile {
   formatValid: number;
-  summary: { perFault: { service?: { mrr: number } } };
-  perFaultVote?: { service?: { mrr: number } };
+  summary: { perRequest: Mrr; perFault: Mrr; perFaultVote?: Mrr };
 }
 const STAGES = ['sft', 'priming', 'exploration', 'refinement'];
+const BASELINES = ['microrank', 'expert'];
+const mrr = (m: Mrr | undefined): string => (m?.service ? m.service.mrr.toFixed(3) : '-');
 const rows: string[] = [];
+const baselineRows: string[] = [];
 console.log(`CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores`);
 for (const seed of seeds) {
   const doc = parseDocument(readFileSync(configPath, 'utf8'));
@@ -65,12 +72,25 @@ for (const seed of seeds) {
     const f = join(runDir, `eval-${stage}.json`);
     if (!existsSync(f)) return '-';
     const e = JSON.parse(readFileSync(f, 'utf8')) as EvalFile;
-    const vote = e.perFaultVote?.service?.mrr;
-    return `${e.formatValid.toFixed(2)} / ${(e.summary.perFault.service?.mrr ?? 0).toFixed(3)}${vote === undefined ? '' : ` / ${vote.toFixed(3)}`}`;
+    return `${e.formatValid.toFixed(2)} / ${mrr(e.summary.perFault)} / ${mrr(e.summary.perFaultVote)} / ${mrr(e.summary.perRequest)}`;
   });
   rows.push(`| ${seed} | ${run.status === 0 ? 'ok' : `exit ${run.status}`} | ${wall.toFixed(0)} | ${cells.join(' | ')} |`);
+  // The baselines on the cases this seed's run evaluated (the run imported the dataset if it was missing).
+  const { config } = loadRunConfig(file);
+  const dataset = await loadDataset(config.dataset.path);
+  const held = runCases(dataset, config).eval;
+  const scores = [];
+  for (const name of BASELINES) {
+    const r = await evaluate(dataset, held, solverFor(dataset, name));
+    scores.push(`${mrr(r.perFault)} / ${mrr(r.perFaultVote)} / ${mrr(r.perRequest)}`);
+  }
+  baselineRows.push(`| ${seed} | ${held.length} | ${new Set(held.map((c) => c.faultId)).size} | ${scores.join(' | ')} |`);
 }
-console.log('\nPer stage: held-out format validity / per-fault service MRR (best request) / (majority vote)\n');
+console.log('\nPer stage: held-out format validity / per-fault service MRR (best request) / (majority vote) / per-request service MRR\n');
 console.log(`| seed | exit | wall s | ${STAGES.join(' | ')} |`);
 console.log(`| --- | --- | --- | ${STAGES.map(() => '---').join(' | ')} |`);
 for (const r of rows) console.log(r);
+console.log('\nBaselines on the same held-out cases: per-fault service MRR (best request) / (majority vote) / per-request service MRR\n');
+console.log(`| seed | cases | faults | ${BASELINES.join(' | ')} |`);
+console.log(`| --- | --- | --- | ${BASELINES.map(() => '---').join(' | ')} |`);
+for (const r of baselineRows) console.log(r);

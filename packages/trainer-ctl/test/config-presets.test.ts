@@ -42,14 +42,14 @@ describe('presets', () => {
     }
   });
 
-  it('has tiny-cpu, ci-smoke and one preset per backbone, all valid', () => {
+  it('has tiny-cpu, cpu-learn, ci-smoke and one preset per backbone, all valid', () => {
     const names = readdirSync(CONFIGS).filter((f) => f.endsWith('.yaml')).map((f) => f.replace(/\.yaml$/, '')).sort();
-    expect(names).toEqual([...BACKBONES, 'ci-smoke', 'tiny-cpu'].sort());
+    expect(names).toEqual([...BACKBONES, 'ci-smoke', 'cpu-learn', 'tiny-cpu'].sort());
     for (const n of names) expect(load(n).run.name).toBe(n);
   });
 
   it('points every preset at the imported Nezha dataset of the repository', () => {
-    for (const n of [...BACKBONES, 'tiny-cpu', 'ci-smoke']) expect(load(n).dataset.path).toBe(NEZHA_DATASET);
+    for (const n of [...BACKBONES, 'tiny-cpu', 'cpu-learn', 'ci-smoke']) expect(load(n).dataset.path).toBe(NEZHA_DATASET);
   });
 
   it('differs between backbones only where the models differ, each difference commented', () => {
@@ -114,6 +114,17 @@ describe('presets', () => {
       expect(c.stages[s].steps).toBeLessThanOrEqual(12);
     }
     expect(c.queue.redis_url).toBeNull();
+  });
+
+  it('evaluates cpu-learn on every held-out case, the same ones in every run seed, with renamed teacher data', () => {
+    const c = load('cpu-learn');
+    expect(c.model.dir).toBe(join(REPO_ROOT, '.cache', 'models', 'tiny'));
+    expect(c.workers.train.device).toBe('cpu');
+    expect(c.dataset.split).toEqual({ by: 'fault', eval_fraction: 0.3, seed: 0 });
+    expect(c.dataset.max_eval_cases).toBeUndefined();
+    expect(c.dataset.max_cases_per_fault).toBeUndefined();
+    expect(c.stages.priming.sft.rename.copies).toBeGreaterThan(1);
+    for (const s of STAGE_NAMES) expect(c.stages[s].enabled).toBe(true);
   });
 });
 

@@ -1,13 +1,14 @@
 /**
  * The stage-1 teacher as the run config describes it: the scripted expert (stages.priming.sft.teacher)
  * plays the run's episode protocol on training cases (stages.priming.sft.cases), only correct
- * answers are kept (sft/teacher.ts), tokenized with the run's chat model (sft/samples.ts), up to
- * stages.priming.sft.conversations.
+ * answers are kept (sft/teacher.ts), replaced by consistently renamed copies when
+ * stages.priming.sft.rename asks (sft/rename.ts), tokenized with the run's chat model
+ * (sft/samples.ts), up to stages.priming.sft.conversations.
  */
 import type { Case, Dataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import type { TrainSample } from '../queue/index';
-import { sftSample, teacherEpisodes, type TeacherEpisode } from '../sft/index';
+import { renamedEpisodes, sftSample, teacherEpisodes, type TeacherEpisode } from '../sft/index';
 import { chatModelFromConfig } from '../workers/chat-from-config';
 
 /** Up to n episodes taken round-robin over their cases (variant 0 of every case before any variant 1). */
@@ -41,8 +42,9 @@ export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]
       seed: config.run.seed,
       reasoning: sft.reasoning,
     });
+    const episodes = renamedEpisodes(data.episodes, dataset.topology, sft.rename, config.run.seed);
     const chat = chatModelFromConfig(config);
     // Spread over the cases rather than the first ones' variants when there are more than wanted.
-    return spread(data.episodes, sft.conversations).map((ep) => sftSample(ep, chat, { renderTools: config.generation.render_tools }));
+    return spread(episodes, sft.conversations).map((ep) => sftSample(ep, chat, { renderTools: config.generation.render_tools }));
   };
 }

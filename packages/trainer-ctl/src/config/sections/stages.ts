@@ -3,6 +3,7 @@ import { ExpertSettingsSchema } from '@thinkfl/env';
 import { z } from 'zod';
 import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
 import { DetourSettingsSchema } from '../../sft/detours';
+import { RenameSettingsSchema } from '../../sft/rename';
 
 /** The ThinkFL stages in the order they run. */
 export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
@@ -52,6 +53,12 @@ export const StagesSection = z
               'Detours in the teacher conversations (sft/detours.ts): with chance rate an exploration turn becomes a ' +
                 'mistake a small model makes, followed by its error observation and the expert\'s recovery; detour ' +
                 'turns are not trained on. Default rate 0 (off).',
+            ),
+            rename: RenameSettingsSchema.prefault({}).describe(
+              'Consistent renaming of the teacher conversations (sft/rename.ts): each correct conversation is replaced by ' +
+                'copies renamed copies, each with its own random permutation of the service names applied everywhere in it ' +
+                '(prompt, tool results, calls, answer; each pod by a pod of the new service), so that the answer can only be ' +
+                'copied from the evidence, not remembered. Default copies 0 (original names).',
             ),
             reasoning: z
               .boolean()
