@@ -139,13 +139,17 @@ describe('train worker', () => {
     const rollout = (sampleIndex: number): RolloutJob => ({
       runId: RUN, stage: 'priming', step: 3, groupId: 'batch-g', caseId: dataset.cases[0].id, sampleIndex, policyVersion: version, temperature: 1, seed: 11 + sampleIndex,
     });
-    // Rows of every decode step (a past cache of at least one position) that reaches onnxruntime.
+    // Rows of every decode step that reaches onnxruntime: on the export's decode graph, a step
+    // whose prefix holds a prompt (a prefill's is all masked), counting the slots with a position.
     const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
     const run = sessions.run;
     const rows: number[] = [];
     const spy = vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
       const feeds = args[0] as Record<string, ort.Tensor>;
-      if ((feeds['past_key_values.0.key']?.dims[2] ?? 0) > 0) rows.push(feeds.input_ids.dims[0]);
+      expect(feeds.prefix_mask).toBeDefined();
+      if (!(feeds.prefix_mask.data as Float32Array).every((x) => x === -Infinity)) {
+        rows.push([...(feeds.position_ids.data as BigInt64Array)].filter((p) => p > 0n).length);
+      }
       return run.apply(this, args);
     });
     try {
