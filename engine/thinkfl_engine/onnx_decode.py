@@ -31,13 +31,9 @@ DECODE_FILE = 'decode.onnx'
 SUPPORTED = ('llama', 'qwen2')
 
 
-def unsupported_reason(config) -> str | None:
-    """Why a model gets no decode graph, or None when it does."""
-    if config.model_type not in SUPPORTED:
-        return f'model_type {config.model_type!r} (decode graph written for {", ".join(SUPPORTED)})'
-    if 'sliding_attention' in (getattr(config, 'layer_types', None) or []):
-        return 'sliding-window attention layers'
-    return None
+def has_decode_graph(config) -> bool:
+    """Whether the decode graph is written for this model: Llama or Qwen2 without sliding-window layers."""
+    return config.model_type in SUPPORTED and 'sliding_attention' not in (getattr(config, 'layer_types', None) or [])
 
 
 class _DecodeStep(nn.Module):
@@ -99,7 +95,7 @@ class _DecodeStep(nn.Module):
 def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
     """Exports the decode graph of a model from load_for_export to out_file; None, writing
     nothing, when its architecture has no decode graph."""
-    if unsupported_reason(model.config):
+    if not has_decode_graph(model.config):
         return None
     c = model.config
     layers = c.num_hidden_layers

@@ -7,7 +7,7 @@
  * layouts run every test: the export's decode-step graph with shared prompt prefixes
  * (decode.onnx) and, for exports without it, the model graph's own whole-row cache.
  */
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -196,5 +196,25 @@ describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend cont
       vi.restoreAllMocks();
     }
     expectSame(await backend.generate([greedy(2, 8)]), single);
+  });
+});
+
+describe('onnx backend, a decode.onnx that is not a decode graph', () => {
+  it('refuses to load it, naming the file and the inputs it lacks', async () => {
+    const bad = join(dir, 'tiny-bad-decode');
+    cpSync(models['whole-cache graph'], bad, { recursive: true });
+    copyFileSync(join(bad, 'onnx', 'model.onnx'), join(bad, 'onnx', 'decode.onnx'));
+    const refused = await openOnnxBackend({ modelDir: bad, threads: 1 }).then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
+    expect(refused).toContain(`${join(bad, 'onnx', 'decode.onnx')}: not a decode-step graph for 2 layers (missing prefix_mask, suffix_mask, prefix.0.key`);
+    // The model graph alone still serves it.
+    const plain = await openOnnxBackend({ modelDir: bad, threads: 1, kvCache: 'off' });
+    try {
+      expect((await plain.generate([greedy(0, 3)]))[0].tokenIds).toHaveLength(3);
+    } finally {
+      await plain.close();
+    }
   });
 });

@@ -41,7 +41,7 @@ export interface DecodeGraph {
 }
 
 /** Where the trainer's export puts the decode-step graph: beside the model's graph. */
-export const DECODE_FILE = 'decode.onnx';
+const DECODE_FILE = 'decode.onnx';
 
 export interface ModelConfig {
   layers: number;
@@ -205,7 +205,6 @@ export async function loadDecodeGraph(path: string, cfg: ModelConfig, opts: Sess
   }
   return graph;
 }
-
 
 /** A graph's logits output, checked to be float32. */
 export function logitsOf(result: ort.InferenceSession.ReturnType, graphPath: string): ort.Tensor {
