@@ -19,3 +19,6 @@ export function diffCalls(baseline: Baseline, parent: Span, children: Span[], mi
   const added = [...seen].filter((k) => !usual.has(k)).sort();
   return { missing, added, known: true };
 }
+
+/** A call signature ("service operation") of an error handler, e.g. Spring's BasicErrorController.error. */
+export const isErrorHandler = (sig: string): boolean => /\berror\b/i.test(sig.slice(sig.indexOf(' ') + 1));

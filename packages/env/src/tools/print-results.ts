@@ -1,7 +1,7 @@
 /** print_results(root_causes): the ranked answer; a valid call ends the episode. */
 import { z } from 'zod';
 import type { RootCause } from '../types';
-import { boundItems, okObservation } from './bound';
+import { boundItems, errorObservation, okObservation, shown as shownArg } from './bound';
 import { registerTool, type ToolContext } from './registry';
 
 export interface PrintResultsData {
@@ -15,20 +15,22 @@ const rootCause = z
     node: name.optional().describe('Node (host) name'),
     service: name.optional().describe('Service name'),
     pod: name.optional().describe('Pod name'),
+    span: name.optional().describe('Span id shown earlier: stands for that span\'s service and pod'),
     reason: z.string().max(2000).optional().describe('Short reason'),
     type: z.string().trim().min(1).max(100).optional().describe('Fault type, e.g. cpu_contention'),
     time: z.string().trim().min(1).max(40).optional().describe('Occurrence time, YYYY-MM-DD HH:MM:SS'),
   })
-  .refine((r) => r.node !== undefined || r.service !== undefined || r.pod !== undefined, {
-    message: 'each root cause needs at least one of node, service, pod',
+  .refine((r) => r.node !== undefined || r.service !== undefined || r.pod !== undefined || r.span !== undefined, {
+    message: 'each root cause needs at least one of node, service, pod, span',
   });
 
 const args = z.object({
   root_causes: z.array(rootCause).min(1).describe('Root causes, most likely first'),
 });
 
-function named(ctx: ToolContext, r: RootCause): string[] {
-  return [r.node, r.service, r.pod]
+function named(ctx: ToolContext, r: RootCause & { span?: string }): string[] {
+  const span = r.span === undefined ? undefined : ctx.dataset.traces.span(ctx.aliases.resolve(r.span));
+  return [r.node, r.service, r.pod, span?.pod]
     .filter((n): n is string => n !== undefined)
     .flatMap((n) => {
       const c = ctx.dataset.topology.resolve(n);
@@ -50,11 +52,18 @@ registerTool({
   terminal: true,
   argComponents: (ctx, a) => a.root_causes.flatMap((r) => named(ctx, r)),
   run(ctx, a) {
+    // A span named by the model (its alias with span aliases on) stands for its service and pod:
+    // a small model copies a span alias far more reliably than a service name (notes/tiny-model.md).
+    const unknown = a.root_causes.find((r) => r.span !== undefined && !ctx.dataset.traces.span(ctx.aliases.resolve(r.span)));
+    if (unknown) {
+      return errorObservation(ctx.settings, `unknown span id "${shownArg(unknown.span)}": pass a span id shown earlier in this conversation`);
+    }
     const answer: RootCause[] = a.root_causes.map((r) => {
       const out: RootCause = {};
+      const span = r.span === undefined ? undefined : ctx.dataset.traces.span(ctx.aliases.resolve(r.span));
       if (r.node !== undefined) out.node = r.node;
-      if (r.service !== undefined) out.service = r.service;
-      if (r.pod !== undefined) out.pod = r.pod;
+      if (r.service !== undefined || span) out.service = r.service ?? span!.service;
+      if (r.pod !== undefined || span) out.pod = r.pod ?? span!.pod;
       if (r.reason !== undefined) out.reason = r.reason;
       if (r.type !== undefined) out.type = r.type;
       if (r.time !== undefined) out.time = r.time;

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { Span } from '../types';
 import { boundItems, errorObservation, okObservation, shown } from './bound';
-import { diffCalls, type PatternDiff } from './call-pattern';
+import { diffCalls, isErrorHandler, type PatternDiff } from './call-pattern';
 import { registerTool, type ToolContext } from './registry';
 import { isoOfUs } from './timestamp';
 
@@ -69,12 +69,40 @@ function summarize(ctx: ToolContext, span: Span): SpanSummary {
 
 const ms = (us: number) => `${(us / 1000).toFixed(1)}ms`;
 
-function describe(s: SpanSummary): string {
+/** A span lasting at most this fraction of its usual duration (and 1 ms less) was cut short. */
+const CUT_SHORT_RATIO = 0.5;
+
+/** What is abnormal about a span, as one word, strongest first (toolSettings.verdicts). */
+/** search_traces' verdicts, most abnormal first. */
+export const VERDICTS = ['error', 'missing', 'slow', 'short', 'usual'] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
+export function verdictOf(s: SpanSummary): Verdict {
+  if (s.status === 'error' || s.calls.added.some((a) => isErrorHandler(a) && a.startsWith(`${s.service} `))) return 'error';
+  if (s.calls.missing.length) return 'missing';
+  if (s.slow) return 'slow';
+  const cut = s.ratio !== undefined && s.ratio <= CUT_SHORT_RATIO && (s.usualMeanUs ?? 0) - s.durationUs > 1000;
+  return cut ? 'short' : 'usual';
+}
+
+/**
+ * Most abnormal first: by verdict, then the slow by how many times their usual, the others
+ * with children before leaves (a leaf cannot be opened further); stable otherwise.
+ */
+function verdictRank(a: SpanSummary, b: SpanSummary): number {
+  const va = verdictOf(a);
+  const vb = verdictOf(b);
+  if (va !== vb) return VERDICTS.indexOf(va) - VERDICTS.indexOf(vb);
+  if (va === 'slow') return (b.ratio ?? 0) - (a.ratio ?? 0);
+  return Number(b.childCount > 0) - Number(a.childCount > 0);
+}
+
+function describe(s: SpanSummary, verdicts: boolean): string {
   const usual =
     s.usualMeanUs === undefined
       ? 'usual n/a'
-      : `usual ${ms(s.usualMeanUs)}, x${(s.ratio ?? 0).toFixed(2)}${s.slow ? ' SLOW' : ''}`;
-  const parts = [`${s.ref} ${isoOfUs(s.startUs)} ${s.service} pod=${s.pod}`];
+      : `usual ${ms(s.usualMeanUs)}, x${(s.ratio ?? 0).toFixed(2)}${s.slow && !verdicts ? ' SLOW' : ''}`;
+  const parts = [verdicts ? `${s.ref} ${verdictOf(s)} ${s.service} pod=${s.pod} ${isoOfUs(s.startUs)}` : `${s.ref} ${isoOfUs(s.startUs)} ${s.service} pod=${s.pod}`];
   if (s.node) parts.push(`node=${s.node}`);
   parts.push(`"${s.operation}" ${ms(s.durationUs)} (${usual})`);
   if (s.status !== 'unset') parts.push(`status=${s.status}`);
@@ -111,10 +139,12 @@ registerTool({
     const ranked = [...all].sort((x, y) => salience(y) - salience(x));
     const { shown: kept, note } = boundItems(ranked, ctx.settings.maxItems, 'child spans');
     const keptSet = new Set(kept);
+    const verdicts = ctx.settings.verdicts;
     const children = all.filter((c) => keptSet.has(c));
-    const lines = [`Span ${describe(parentSummary)}`];
+    if (verdicts) children.sort(verdictRank);
+    const lines = [`Span ${describe(parentSummary, verdicts)}`];
     lines.push(children.length ? `${all.length} child span(s):` : 'No child spans: this span is a leaf.');
-    for (const c of children) lines.push(`- ${describe(c)}`);
+    for (const c of children) lines.push(`- ${describe(c, verdicts)}`);
     if (note) lines.push(note);
     const data: SearchTracesData = { parent: parentSummary, children, omitted: all.length - children.length };
     const components = [parent, ...children].flatMap((s) => [s.service, s.pod, ...(s.node ? [s.node] : [])]);

@@ -50,6 +50,13 @@ export const ToolSettingsSchema = z
      * and the tools accept them (small models cannot copy 16-hex ids). Default false.
      */
     spanAliases: z.boolean().default(false),
+    /**
+     * When true, search_traces states plainly what is abnormal about each child span, in one word
+     * right after its span id (error, missing, slow, short for cut short, or usual), and lists the children
+     * most abnormal first, so that a small model reads the verdict instead of comparing durations
+     * (ThinkFL's tools distil; notes/tiny-model.md). Default false.
+     */
+    verdicts: z.boolean().default(false),
     /** Timestamp forms the tools accept: Unix seconds/ms/µs/ns (told apart by magnitude) and ISO-8601. Default all. */
     timestampFormats: z.array(z.enum(TIMESTAMP_FORMATS)).min(1).default([...TIMESTAMP_FORMATS]),
   })

@@ -41,6 +41,7 @@ export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]
       detours: sft.detours,
       seed: config.run.seed,
       reasoning: sft.reasoning,
+      answerSpans: sft.answer_spans,
     });
     const episodes = renamedEpisodes(data.episodes, dataset.topology, sft.rename, config.run.seed);
     const chat = chatModelFromConfig(config);

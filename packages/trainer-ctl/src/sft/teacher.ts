@@ -13,7 +13,11 @@ import {
   type Dataset,
   type EpisodeRecord,
   type Policy,
+  type SearchTracesData,
+  type SpanSummary,
   type ToolSpec,
+  VERDICTS,
+  verdictOf,
 } from '@thinkfl/env';
 import { DetourPolicy, DetourSettingsSchema, type DetourSettingsInput } from './detours';
 
@@ -36,6 +40,11 @@ export interface TeacherOptions {
    * learns the call format from a fifth of the tokens. Default true.
    */
   reasoning?: boolean;
+  /**
+   * Name each root cause of the answer by the alias of the span of its pod seen last in the
+   * conversation ({"span": "s4"}) instead of by service and pod. Default false.
+   */
+  answerSpans?: boolean;
 }
 
 export interface TeacherEpisode {
@@ -83,6 +92,46 @@ export function callsOnly(policy: Policy): Policy {
   };
 }
 
+/**
+ * The policy's answers with each root cause named by a span: the most abnormal span seen of its
+ * pod (else of its service; search_traces' verdicts, the latest among equals). Root causes no span shows (a node) keep their names.
+ */
+export function answersBySpan(policy: Policy): Policy {
+  return {
+    name: `${policy.name}-spans`,
+    async next(ctx) {
+      const m = await policy.next(ctx);
+      const found = /<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(m.content);
+      if (!found) return m;
+      const call = JSON.parse(found[1]) as { name: string; arguments: { root_causes?: Record<string, unknown>[] } };
+      if (call.name !== 'print_results' || !Array.isArray(call.arguments.root_causes)) return m;
+      // Per pod (and service) the most abnormal span seen, the latest among equals.
+      const byPod = new Map<string, SpanSummary>();
+      const byService = new Map<string, SpanSummary>();
+      const keep = (m: Map<string, SpanSummary>, key: string, s: SpanSummary) => {
+        const had = m.get(key);
+        if (!had || VERDICTS.indexOf(verdictOf(s)) <= VERDICTS.indexOf(verdictOf(had))) m.set(key, s);
+      };
+      for (const c of ctx.toolCalls) {
+        if (c.name !== 'search_traces' || !c.observation.ok) continue;
+        const d = c.observation.data as SearchTracesData;
+        for (const s of [d.parent, ...d.children]) {
+          keep(byPod, s.pod, s);
+          keep(byService, s.service, s);
+        }
+      }
+      const root_causes = call.arguments.root_causes.map((r) => {
+        const ref = ((typeof r.pod === 'string' && byPod.get(r.pod)) || (typeof r.service === 'string' && byService.get(r.service)) || undefined)?.ref;
+        if (!ref) return r;
+        const { node: _n, service: _s, pod: _p, ...rest } = r;
+        return { span: ref, ...rest };
+      });
+      const text = JSON.stringify({ ...call, arguments: { ...call.arguments, root_causes } });
+      return { ...m, content: m.content.replace(found[1], () => text) };
+    },
+  };
+}
+
 export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData> {
   const episode = parseEpisodeSettings(opts.episode ?? {});
   const expertSettings = ExpertSettingsSchema.parse({ dMax: episode.dMax, ...opts.expert });
@@ -94,7 +143,8 @@ export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData
   for (const [i, c] of opts.cases.entries()) {
     for (let v = 0; v < variants; v++) {
       const expert = createExpert(opts.dataset, expertSettings);
-      const policy = new DetourPolicy(opts.reasoning === false ? callsOnly(expert) : expert, detours, seed + i * variants + v);
+      const worded = opts.reasoning === false ? callsOnly(expert) : expert;
+      const policy = new DetourPolicy(opts.answerSpans ? answersBySpan(worded) : worded, detours, seed + i * variants + v);
       const record = await runEpisode({ dataset: opts.dataset, case: c, policy, protocol: 'rot', settings: episode });
       out.played++;
       if (!answeredCorrectly(opts.dataset, c, record)) continue;

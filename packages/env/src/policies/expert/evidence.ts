@@ -4,6 +4,7 @@
  * metric and log findings per component.
  */
 import type { SearchLogsData, SearchMetricsData, SearchTracesData, SpanSummary } from '../../tools';
+import { isErrorHandler } from '../../tools/call-pattern';
 import type { ToolCallRecord } from '../../types';
 
 export interface KnownSpan {
@@ -68,9 +69,6 @@ export function zScore(s: SpanSummary): number {
   const sd = Math.max(s.usualStdUs ?? 0, 0.1 * s.usualMeanUs, 200);
   return (s.durationUs - s.usualMeanUs) / sd;
 }
-
-/** A call signature ("service operation") of an error handler, e.g. Spring's BasicErrorController.error. */
-export const isErrorHandler = (sig: string): boolean => /\berror\b/i.test(sig.slice(sig.indexOf(' ') + 1));
 
 /** The span's own service started an error handler below it this time: an exception was caught there. */
 export const raisedError = (s: SpanSummary): boolean =>

@@ -67,6 +67,14 @@ export const StagesSection = z
                 "Keep the teacher's free text (the sentence before each call, the reasons in its answer). false trains " +
                   'on the calls and ranked components only: a tiny model learns the format from a fifth of the tokens. Default true.',
               ),
+            answer_spans: z
+              .boolean()
+              .default(false)
+              .describe(
+                "Name each root cause of the teacher's answer by the span alias of its pod seen last in the conversation " +
+                  '({"span": "s4"}, which print_results resolves to that span\'s service and pod) instead of by name: a tiny ' +
+                  'model copies a span alias it has just called far more reliably than a service name. Default false.',
+              ),
             epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
             warmup_steps: z
               .number()
