@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureNezhaDataset, NEZHA_RAW } from '../../../testkit/nezha';
 import { loadDataset, signature } from '../src/datasets/index';
+import { spreadCases } from '../src/eval/index';
 import {
   Toolbox, type PrintResultsData, type SearchLogsData, type SearchMetricsData, type SearchTracesData,
 } from '../src/tools/index';
@@ -115,6 +116,48 @@ describe('search_traces', () => {
     expect(o.text).not.toContain(d.children[0].spanId);
     const viaAlias = traces(tb.call('search_traces', { parent_span_id: d.children[0].ref }));
     expect(viaAlias.parent.spanId).toBe(d.children[0].spanId);
+  });
+
+  it('states each span\'s verdict after its alias and lists the most abnormal child first when verdicts are on', () => {
+    const order = ['error', 'missing', 'slow', 'short', 'usual'];
+    const seen = new Set<string>();
+    for (const c of spreadCases(ds.cases, 40)) {
+      const plain = new Toolbox(ds, { spanAliases: true });
+      const told = new Toolbox(ds, { spanAliases: true, verdicts: true });
+      const queue = [c.entrySpanId];
+      for (let n = 0; queue.length && n < 6; n++) {
+        const id = queue.shift()!;
+        const before = plain.call('search_traces', { parent_span_id: id });
+        const o = told.call('search_traces', { parent_span_id: id });
+        const d = traces(o);
+        // Same children as without verdicts, only the order and the words differ.
+        expect(d.children.map((x) => x.spanId).sort()).toEqual(traces(before).children.map((x) => x.spanId).sort());
+        const lines = o.text.split('\n').filter((l) => l.startsWith('- '));
+        expect(lines).toHaveLength(d.children.length);
+        const verdicts = lines.map((l, i) => {
+          const m = /^- (s\d+) (\S+) (\S+) pod=(\S+) /.exec(l);
+          expect(m, l).not.toBeNull();
+          const k = d.children[i];
+          expect([m![1], m![3], m![4]]).toEqual([k.ref, k.service, k.pod]);
+          // The verdict from the raw span and the baseline, not from the tool's own summary.
+          const span = ds.traces.span(k.spanId)!;
+          const usual = ds.baseline.duration(span);
+          const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
+          const ownHandler = k.calls.added.some((a) => a === `${span.service} BasicErrorController.error`);
+          const want = span.status === 'error' || ownHandler ? 'error'
+            : k.calls.missing.length ? 'missing'
+            : ratio !== undefined && ratio >= 2 ? 'slow'
+            : ratio !== undefined && ratio <= 0.5 && usual!.meanUs - span.durationUs > 1000 ? 'short' : 'usual';
+          expect(m![2], l).toBe(want);
+          seen.add(want);
+          return order.indexOf(want);
+        });
+        for (let i = 1; i < verdicts.length; i++) expect(verdicts[i]).toBeGreaterThanOrEqual(verdicts[i - 1]);
+        expect(before.text).not.toMatch(/^- s\d+ (error|missing|slow|short|usual) /m);
+        queue.push(...d.children.filter((k) => k.childCount > 0).map((k) => k.spanId));
+      }
+    }
+    for (const v of ['error', 'missing', 'slow', 'short', 'usual']) expect(seen, v).toContain(v);
   });
 
   it('bounds the observation and says what was cut', () => {
@@ -278,6 +321,19 @@ describe('print_results', () => {
     expect(o.components).toContain(pod.pod);
     expect(o.components).not.toContain('ts-made-up-service');
     expect(tb.isTerminal('print_results')).toBe(true);
+  });
+  it('takes a span shown earlier for its service and pod, and refuses one never shown', () => {
+    const c = ds.cases[0];
+    const tb = new Toolbox(ds, { spanAliases: true });
+    const child = traces(tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) })).children[0];
+    const span = ds.traces.span(child.spanId)!;
+    const o = tb.call('print_results', { root_causes: [{ span: child.ref }, { service: 'ts-order-service' }] });
+    expect(o.ok).toBe(true);
+    expect((o.data as PrintResultsData).answer).toEqual([{ service: span.service, pod: span.pod }, { service: 'ts-order-service' }]);
+    expect(o.components).toContain(span.pod);
+    const bad = tb.call('print_results', { root_causes: [{ span: 's999' }] });
+    expect(bad).toMatchObject({ ok: false });
+    expect(bad.text).toMatch(/unknown span id "s999"/);
   });
   it('refuses an empty list, an entry without a component and a wrong type', () => {
     const tb = new Toolbox(ds);

@@ -1,0 +1,65 @@
+/**
+ * Teacher answers named by span (stages.priming.sft.answer_spans) on real Nezha cases: the same
+ * conversations as the expert's own, except that each root cause of the answer is a span alias
+ * shown earlier, which print_results resolves to the service and pod the expert named.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadDataset, spreadCases, type Case, type Dataset } from '@thinkfl/env';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { splitCases, teacherEpisodes, type TeacherData } from '../src/sft/index';
+
+const episode = { dMax: 4, toolSettings: { spanAliases: true, verdicts: true } };
+const expert = { max_answers: 3, log_survey: 0, lead_checks: 0, confirmations: 0, logChecks: 0 };
+let dataset: Dataset;
+let cases: Case[];
+let byName: TeacherData;
+let bySpan: TeacherData;
+
+beforeAll(async () => {
+  dataset = await loadDataset(await ensureNezhaDataset());
+  cases = spreadCases(splitCases(dataset.cases, { by: 'fault', eval_fraction: 0.3 }, 0).train, 60);
+  byName = await teacherEpisodes({ dataset, cases, episode, expert, reasoning: false });
+  bySpan = await teacherEpisodes({ dataset, cases, episode, expert, reasoning: false, answerSpans: true });
+}, 120_000);
+
+const lastCall = (content: string) => JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(content)![1]) as {
+  name: string;
+  arguments: { root_causes: Record<string, unknown>[] };
+};
+
+describe('teacher answers by span', () => {
+  it('keeps the same correct conversations, answers by span alias, and resolves to the names the expert gave', () => {
+    expect(byName.correct).toBeGreaterThan(3);
+    expect(bySpan.played).toBe(byName.played);
+    expect(bySpan.correct).toBe(byName.correct);
+    for (const [i, ep] of bySpan.episodes.entries()) {
+      const named = byName.episodes[i];
+      expect(ep.case.id).toBe(named.case.id);
+      const msgs = ep.record.messages.filter((m) => m.role === 'assistant');
+      const given = lastCall(msgs[msgs.length - 1].content);
+      expect(given.name).toBe('print_results');
+      for (const r of given.arguments.root_causes) {
+        expect(Object.keys(r)).toEqual(['span']);
+        expect(r.span).toMatch(/^s\d+$/);
+      }
+      // The expert's own answer by name is the reference: same ranking at service and pod level.
+      expect(ep.record.answer!.map((r) => [r.service, r.pod])).toEqual(named.record.answer!.map((r) => [r.service, r.pod]));
+      // Each alias was shown in a search_traces result before the answer.
+      const shown = ep.record.messages.filter((m) => m.role === 'tool').map((m) => m.content).join('\n');
+      for (const r of given.arguments.root_causes) expect(shown).toMatch(new RegExp(`(^|\\n)(- |Span )${r.span} `));
+    }
+  });
+
+  it('names the most abnormal span of the pod, by the verdicts search_traces states', () => {
+    const rank = ['error', 'missing', 'slow', 'short', 'usual'];
+    for (const ep of bySpan.episodes) {
+      const msgs = ep.record.messages.filter((m) => m.role === 'assistant');
+      const first = lastCall(msgs[msgs.length - 1].content).arguments.root_causes[0].span as string;
+      const text = ep.record.messages.filter((m) => m.role === 'tool').map((m) => m.content).join('\n');
+      const lines = [...text.matchAll(/(?:^|\n)(?:- |Span )(s\d+) (\S+) \S+ pod=(\S+) /g)].map((m) => ({ ref: m[1], verdict: m[2], pod: m[3] }));
+      const chosen = lines.find((l) => l.ref === first)!;
+      const samePod = lines.filter((l) => l.pod === chosen.pod);
+      expect(Math.min(...samePod.map((l) => rank.indexOf(l.verdict)))).toBe(rank.indexOf(chosen.verdict));
+    }
+  });
+});
