@@ -1,75 +1,62 @@
 /**
- * Probe (issue 13): per-fault and per-request service MRR on the held-out and training cases of
- * a run config for rules a tiny model could follow from what search_traces shows, beside
- * selftime and MicroRank. Prints per fault its type, truth service and each rule's best rank.
+ * What a run config's SFT teacher can teach (issue 13): the scripted expert with the config's
+ * teacher settings and episode settings (D_max, tool settings), on the config's training and
+ * held-out cases, beside selftime and MicroRank: per-fault service MRR by best request and by
+ * majority vote, per-request MRR, requests answered right first, and per fault its type and the
+ * expert's best rank; then how often the teacher's search_traces call opens the child listed
+ * first (second, ...) in the result before it.
  *
  *   npx tsx scripts/heldout-rules.ts [--config configs/cpu-learn.yaml]
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { evaluate, loadDataset, solverFor, type Case, type Dataset, type RootCause, type Span } from '@thinkfl/env';
+import { createExpert, evaluate, ExpertSettingsSchema, loadDataset, parseEpisodeSettings, runEpisode, solverFor, type SearchTracesData, type Solve } from '@thinkfl/env';
 import { loadRunConfig } from '../packages/trainer-ctl/src/config/index';
 import { runCases } from '../packages/trainer-ctl/src/controller/cases';
 
-const argv = await yargs(hideBin(process.argv)).option('config', { type: 'string', default: 'configs/cpu-learn.yaml' }).parse();
+const argv = await yargs(hideBin(process.argv))
+  .scriptName('heldout-rules')
+  .strict()
+  .option('config', { type: 'string', default: 'configs/cpu-learn.yaml', describe: 'run config whose teacher and cases to use' })
+  .parse();
 const { config } = loadRunConfig(argv.config);
 const dataset = await loadDataset(config.dataset.path);
 const split = runCases(dataset, config);
-
-function abnormality(d: Dataset, s: Span): number {
-  const u = d.baseline.duration(s);
-  const ratio = u && u.meanUs > 0 ? s.durationUs / u.meanUs : 1;
-  let v = 0;
-  if (s.status === 'error') v += 100;
-  if (ratio >= 2) v += ratio;
-  return v;
-}
-
-/** Descend from the entry into the most abnormal child while one is abnormal; deepest first. */
-function descend(d: Dataset, c: Case): RootCause[] {
-  const path: Span[] = [];
-  let cur = d.traces.span(c.entrySpanId)!;
-  path.push(cur);
-  for (;;) {
-    const kids = d.traces.children(cur.spanId);
-    let best: Span | undefined;
-    let bv = 0;
-    for (const k of kids) {
-      const v = abnormality(d, k);
-      if (v > bv) { bv = v; best = k; }
-    }
-    if (!best) break;
-    cur = best;
-    path.push(cur);
-  }
-  const seen = new Set<string>();
-  const out: RootCause[] = [];
-  for (const s of path.reverse()) {
-    if (seen.has(s.service)) continue;
-    seen.add(s.service);
-    out.push({ service: s.service, pod: s.pod });
-  }
-  return out;
-}
-
-const mrr = (m: { service?: { mrr: number } } | undefined) => (m?.service ? m.service.mrr.toFixed(3) : '-');
-for (const [label, cases] of [['held-out', split.eval], ['train', split.train]] as const) {
-  console.log(`\n${label}: ${cases.length} cases, ${new Set(cases.map((c) => c.faultId)).size} faults`);
-  const solvers: [string, (c: Case) => Promise<{ answer: RootCause[] }>][] = [
-    ['descend', async (c) => ({ answer: descend(dataset, c) })],
-    ['selftime', solverFor(dataset, 'selftime') as never],
-    ['microrank', solverFor(dataset, 'microrank') as never],
-  ];
-  const per = new Map<string, string[]>();
+const mrr = (m: { service?: { mrr: number } } | undefined): string => (m?.service ? m.service.mrr.toFixed(3) : '-');
+const solvers: [string, Solve][] = [
+  ['teacher (expert)', solverFor(dataset, 'expert', { settings: config.stages.priming.sft.teacher, episode: config.episode })],
+  ['selftime', solverFor(dataset, 'selftime')],
+  ['microrank', solverFor(dataset, 'microrank')],
+];
+for (const [label, cases] of [['held-out', split.eval], ['training', split.train]] as const) {
+  console.log(`\n${label}: ${cases.length} cases of ${new Set(cases.map((c) => c.faultId)).size} faults`);
   for (const [name, solve] of solvers) {
     const r = await evaluate(dataset, cases, solve);
-    console.log(`${name}: per-fault ${mrr(r.perFault)} vote ${mrr(r.perFaultVote)} per-request ${mrr(r.perRequest)}`);
-    for (const f of r.faults ?? []) {
-      const key = f.faultId;
-      per.set(key, [...(per.get(key) ?? []), `${name}=${f.ranks.service}/${f.voteRanks.service}`]);
+    const first = r.requests.filter((q) => q.ranks.service === 0).length;
+    const faults = r.faults.map((f) => `${f.type}:${f.ranks.service ?? '-'}`).join(' ');
+    console.log(`${name}: per-fault ${mrr(r.perFault)} vote ${mrr(r.perFaultVote)} per-request ${mrr(r.perRequest)}, right first ${first}/${cases.length} [${faults}]`);
+  }
+}
+
+const episode = parseEpisodeSettings(config.episode);
+const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax, ...config.stages.priming.sft.teacher });
+for (const [label, cases] of [['held-out', split.eval], ['training', split.train]] as const) {
+  const at = new Map<string, number>();
+  let calls = 0;
+  for (const c of cases) {
+    const record = await runEpisode({ dataset, case: c, policy: createExpert(dataset, expert), protocol: 'rot', settings: episode });
+    let last: SearchTracesData | undefined;
+    for (const t of record.toolCalls) {
+      if (t.name !== 'search_traces' || !t.observation.ok) continue;
+      const asked = String((t.arguments as { parent_span_id: string }).parent_span_id);
+      if (last) {
+        const i = last.children.findIndex((k) => k.ref === asked || k.spanId === asked);
+        const key = i < 0 ? 'an earlier result' : `child ${i + 1}`;
+        at.set(key, (at.get(key) ?? 0) + 1);
+        calls++;
+      }
+      last = t.observation.data as SearchTracesData;
     }
   }
-  for (const f of dataset.faults.filter((f) => cases.some((c) => c.faultId === f.id))) {
-    console.log(`  ${f.id} ${f.type} ${f.truth.service} cases=${cases.filter((c) => c.faultId === f.id).length} ${(per.get(f.id) ?? []).join(' ')}`);
-  }
+  console.log(`\n${label}: the teacher's ${calls} search_traces calls after the first open ${[...at].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`);
 }

@@ -118,7 +118,7 @@ describe('search_traces', () => {
     expect(viaAlias.parent.spanId).toBe(d.children[0].spanId);
   });
 
-  it('states each span\'s verdict after its alias and lists the most abnormal child first when verdicts are on', () => {
+  it('states each span\'s verdict after its alias and lists openable, then most abnormal children first when verdicts are on', () => {
     const order = ['error', 'missing', 'slow', 'short', 'usual'];
     const seen = new Set<string>();
     for (const c of spreadCases(ds.cases, 40)) {
@@ -150,7 +150,8 @@ describe('search_traces', () => {
             : ratio !== undefined && ratio <= 0.5 && usual!.meanUs - span.durationUs > 1000 ? 'short' : 'usual';
           expect(m![2], l).toBe(want);
           seen.add(want);
-          return order.indexOf(want);
+          // Spans that can be opened first, then by verdict.
+          return (k.childCount > 0 ? 0 : order.length) + order.indexOf(want);
         });
         for (let i = 1; i < verdicts.length; i++) expect(verdicts[i]).toBeGreaterThanOrEqual(verdicts[i - 1]);
         expect(before.text).not.toMatch(/^- s\d+ (error|missing|slow|short|usual) /m);

@@ -86,10 +86,13 @@ export function verdictOf(s: SpanSummary): Verdict {
 }
 
 /**
- * Most abnormal first: by verdict, then the slow by how many times their usual, the others
- * with children before leaves (a leaf cannot be opened further); stable otherwise.
+ * Spans that can be opened (with children) before leaves, then the most abnormal first: by
+ * verdict, the slow by how many times their usual; stable otherwise. The scripted expert then
+ * opens the first listed child on every call (scripts/heldout-rules.ts), so a small model learns
+ * its calls as one copy.
  */
 function verdictRank(a: SpanSummary, b: SpanSummary): number {
+  if ((a.childCount > 0) !== (b.childCount > 0)) return Number(b.childCount > 0) - Number(a.childCount > 0);
   const va = verdictOf(a);
   const vb = verdictOf(b);
   if (va !== vb) return VERDICTS.indexOf(va) - VERDICTS.indexOf(vb);

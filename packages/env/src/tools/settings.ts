@@ -53,7 +53,7 @@ export const ToolSettingsSchema = z
     /**
      * When true, search_traces states plainly what is abnormal about each child span, in one word
      * right after its span id (error, missing, slow, short for cut short, or usual), and lists the children
-     * most abnormal first, so that a small model reads the verdict instead of comparing durations
+     * with children of their own first, most abnormal first, so that a small model reads the verdict instead of comparing durations
      * (ThinkFL's tools distil; notes/tiny-model.md). Default false.
      */
     verdicts: z.boolean().default(false),
