@@ -5,7 +5,7 @@ import { ensureNezhaDataset, NEZHA_RAW } from '../../../testkit/nezha';
 import { loadDataset, signature } from '../src/datasets/index';
 import { spreadCases } from '../src/eval/index';
 import {
-  Toolbox, type PrintResultsData, type SearchLogsData, type SearchMetricsData, type SearchTracesData,
+  getTool, Toolbox, toolSpec, type PrintResultsData, type SearchLogsData, type SearchMetricsData, type SearchTracesData,
 } from '../src/tools/index';
 import type { Case, Dataset, Span } from '../src/types';
 
@@ -332,6 +332,8 @@ describe('print_results', () => {
     expect(o.ok).toBe(true);
     expect((o.data as PrintResultsData).answer).toEqual([{ service: span.service, pod: span.pod }, { service: 'ts-order-service' }]);
     expect(o.components).toContain(span.pod);
+    // Accepted, not offered: runs that do not answer by span keep the schema they had.
+    expect(JSON.stringify(toolSpec(getTool('print_results')!).parameters)).not.toContain('span');
     const bad = tb.call('print_results', { root_causes: [{ span: 's999' }] });
     expect(bad).toMatchObject({ ok: false });
     expect(bad.text).toMatch(/unknown span id "s999"/);

@@ -10,22 +10,32 @@ export interface PrintResultsData {
 
 const name = z.string().trim().min(1).max(200);
 
-const rootCause = z
-  .object({
-    node: name.optional().describe('Node (host) name'),
-    service: name.optional().describe('Service name'),
-    pod: name.optional().describe('Pod name'),
-    span: name.optional().describe('Span id shown earlier: stands for that span\'s service and pod'),
-    reason: z.string().max(2000).optional().describe('Short reason'),
-    type: z.string().trim().min(1).max(100).optional().describe('Fault type, e.g. cpu_contention'),
-    time: z.string().trim().min(1).max(40).optional().describe('Occurrence time, YYYY-MM-DD HH:MM:SS'),
-  })
+const fields = z.object({
+  node: name.optional().describe('Node (host) name'),
+  service: name.optional().describe('Service name'),
+  pod: name.optional().describe('Pod name'),
+  reason: z.string().max(2000).optional().describe('Short reason'),
+  type: z.string().trim().min(1).max(100).optional().describe('Fault type, e.g. cpu_contention'),
+  time: z.string().trim().min(1).max(40).optional().describe('Occurrence time, YYYY-MM-DD HH:MM:SS'),
+});
+
+const rootCause = fields
+  .extend({ span: name.optional() })
   .refine((r) => r.node !== undefined || r.service !== undefined || r.pod !== undefined || r.span !== undefined, {
     message: 'each root cause needs at least one of node, service, pod, span',
   });
 
 const args = z.object({
   root_causes: z.array(rootCause).min(1).describe('Root causes, most likely first'),
+});
+
+/**
+ * `span` (a span id shown earlier, standing for its service and pod) is accepted but not offered:
+ * only a model fine-tuned on answers by span (stages.priming.sft.answer_spans) uses it, and every
+ * other run keeps the schema, prompts and tiny tokenizer it had.
+ */
+const offered = z.object({
+  root_causes: z.array(fields).min(1).describe('Root causes, most likely first'),
 });
 
 function named(ctx: ToolContext, r: RootCause & { span?: string }): string[] {
@@ -49,6 +59,7 @@ registerTool({
   name: 'print_results',
   description: 'Give the final answer: the root causes as a ranked list of {node, service, pod, reason}, most likely first. Ends the investigation.',
   args,
+  offered,
   terminal: true,
   argComponents: (ctx, a) => a.root_causes.flatMap((r) => named(ctx, r)),
   run(ctx, a) {

@@ -17,8 +17,10 @@ export interface ToolContext {
 export interface ToolDefinition<A = unknown> {
   name: string;
   description: string;
-  /** Arguments schema; also rendered as the JSON Schema the model sees. */
+  /** Arguments schema; also rendered as the JSON Schema the model sees, unless `offered` is given. */
   args: z.ZodType<A>;
+  /** The JSON Schema the model sees, where it leaves out arguments that `args` accepts. */
+  offered?: z.ZodType;
   /** A successful call ends the episode (print_results). */
   terminal: boolean;
   /** Arguments in the episode path: per-episode span aliases replaced by the span ids they stand for. */
@@ -46,7 +48,7 @@ export function toolNames(): string[] {
 
 /** OpenAI-style function spec of a tool, as the chat template renders it. */
 export function toolSpec(def: ToolDefinition<unknown>): ToolSpec {
-  const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.args, { io: 'input' }) as Record<string, unknown>;
+  const { $schema: _ignored, ...parameters } = z.toJSONSchema(def.offered ?? def.args, { io: 'input' }) as Record<string, unknown>;
   return { name: def.name, description: def.description, parameters };
 }
 
