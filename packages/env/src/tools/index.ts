@@ -6,7 +6,7 @@ export * from './registry';
 export * from './call-pattern';
 export * from './fluctuation';
 export type { SpanSummary, SearchTracesData } from './search-traces';
-export { VERDICTS, verdictOf, type Verdict } from './search-traces';
+export { raisedError, VERDICTS, verdictOf, type Verdict } from './search-traces';
 export type { MetricFluctuation, SearchMetricsData } from './search-metrics';
 export type { LogTemplateCount, SearchLogsData } from './search-logs';
 export type { PrintResultsData } from './print-results';

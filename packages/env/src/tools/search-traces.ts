@@ -77,8 +77,12 @@ const CUT_SHORT_RATIO = 0.5;
 export const VERDICTS = ['error', 'missing', 'slow', 'short', 'usual'] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
+/** The span's own service started an error handler below it this time: an exception was caught there. */
+export const raisedError = (s: SpanSummary): boolean =>
+  s.status === 'error' || s.calls.added.some((a) => isErrorHandler(a) && a.startsWith(`${s.service} `));
+
 export function verdictOf(s: SpanSummary): Verdict {
-  if (s.status === 'error' || s.calls.added.some((a) => isErrorHandler(a) && a.startsWith(`${s.service} `))) return 'error';
+  if (raisedError(s)) return 'error';
   if (s.calls.missing.length) return 'missing';
   if (s.slow) return 'slow';
   const cut = s.ratio !== undefined && s.ratio <= CUT_SHORT_RATIO && (s.usualMeanUs ?? 0) - s.durationUs > 1000;

@@ -13,6 +13,7 @@ import {
   type Dataset,
   type EpisodeRecord,
   type Policy,
+  type PolicyContext,
   type SearchTracesData,
   type SpanSummary,
   type ToolSpec,
@@ -68,12 +69,26 @@ export function answeredCorrectly(dataset: Dataset, c: Case, record: EpisodeReco
   return rankOfTruth(record.answer, c.truth, 'service', dataset.topology) === 0;
 }
 
-/** The answer without the free-text `reason` of each root cause (the ranking is unchanged). */
-function withoutReasons(call: string): string {
-  const parsed = JSON.parse(call) as { name: string; arguments: { root_causes?: Record<string, unknown>[] } };
-  if (parsed.name !== 'print_results' || !Array.isArray(parsed.arguments.root_causes)) return call;
-  const root_causes = parsed.arguments.root_causes.map(({ reason: _reason, ...rest }) => rest);
-  return JSON.stringify({ ...parsed, arguments: { ...parsed.arguments, root_causes } });
+type RootCauseArgs = Record<string, unknown>;
+
+/**
+ * The policy's messages with the root causes of a print_results call rewritten by `f`; with
+ * `callsOnly` the free text around the call is dropped too. Other messages are unchanged
+ * (or, with `callsOnly`, reduced to their call).
+ */
+function rewriteAnswers(policy: Policy, suffix: string, f: (r: RootCauseArgs[], ctx: PolicyContext) => RootCauseArgs[], callsOnlyText = false): Policy {
+  return {
+    name: `${policy.name}-${suffix}`,
+    async next(ctx) {
+      const m = await policy.next(ctx);
+      const found = /<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(m.content);
+      if (!found) return m;
+      const call = JSON.parse(found[1]) as { name: string; arguments: { root_causes?: RootCauseArgs[] } };
+      const answer = call.name === 'print_results' && Array.isArray(call.arguments.root_causes);
+      const text = answer ? JSON.stringify({ ...call, arguments: { ...call.arguments, root_causes: f(call.arguments.root_causes!, ctx) } }) : found[1];
+      return { ...m, content: callsOnlyText ? `<tool_call>\n${text}\n</tool_call>` : m.content.replace(found[1], () => text) };
+    },
+  };
 }
 
 /**
@@ -81,55 +96,42 @@ function withoutReasons(call: string): string {
  * of a print_results answer are dropped, the call and the ranked components stay.
  */
 export function callsOnly(policy: Policy): Policy {
-  return {
-    name: `${policy.name}-calls`,
-    async next(ctx) {
-      const m = await policy.next(ctx);
-      const found = /<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(m.content);
-      if (!found) return m;
-      return { ...m, content: `<tool_call>\n${withoutReasons(found[1])}\n</tool_call>` };
-    },
+  return rewriteAnswers(policy, 'calls', (rs) => rs.map(({ reason: _reason, ...rest }) => rest), true);
+}
+
+/** Per pod (and service) the most abnormal span the search_traces results showed, the latest among equals. */
+function spansShown(ctx: PolicyContext): { byPod: Map<string, SpanSummary>; byService: Map<string, SpanSummary> } {
+  const byPod = new Map<string, SpanSummary>();
+  const byService = new Map<string, SpanSummary>();
+  const keep = (m: Map<string, SpanSummary>, key: string, s: SpanSummary) => {
+    const had = m.get(key);
+    if (!had || VERDICTS.indexOf(verdictOf(s)) <= VERDICTS.indexOf(verdictOf(had))) m.set(key, s);
   };
+  for (const c of ctx.toolCalls) {
+    if (c.name !== 'search_traces' || !c.observation.ok) continue;
+    const d = c.observation.data as SearchTracesData;
+    for (const s of [d.parent, ...d.children]) {
+      keep(byPod, s.pod, s);
+      keep(byService, s.service, s);
+    }
+  }
+  return { byPod, byService };
 }
 
 /**
  * The policy's answers with each root cause named by a span: the most abnormal span seen of its
- * pod (else of its service; search_traces' verdicts, the latest among equals). Root causes no span shows (a node) keep their names.
+ * pod (else of its service; search_traces' verdicts). Root causes no span shows (a node) keep their names.
  */
 export function answersBySpan(policy: Policy): Policy {
-  return {
-    name: `${policy.name}-spans`,
-    async next(ctx) {
-      const m = await policy.next(ctx);
-      const found = /<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(m.content);
-      if (!found) return m;
-      const call = JSON.parse(found[1]) as { name: string; arguments: { root_causes?: Record<string, unknown>[] } };
-      if (call.name !== 'print_results' || !Array.isArray(call.arguments.root_causes)) return m;
-      // Per pod (and service) the most abnormal span seen, the latest among equals.
-      const byPod = new Map<string, SpanSummary>();
-      const byService = new Map<string, SpanSummary>();
-      const keep = (m: Map<string, SpanSummary>, key: string, s: SpanSummary) => {
-        const had = m.get(key);
-        if (!had || VERDICTS.indexOf(verdictOf(s)) <= VERDICTS.indexOf(verdictOf(had))) m.set(key, s);
-      };
-      for (const c of ctx.toolCalls) {
-        if (c.name !== 'search_traces' || !c.observation.ok) continue;
-        const d = c.observation.data as SearchTracesData;
-        for (const s of [d.parent, ...d.children]) {
-          keep(byPod, s.pod, s);
-          keep(byService, s.service, s);
-        }
-      }
-      const root_causes = call.arguments.root_causes.map((r) => {
-        const ref = ((typeof r.pod === 'string' && byPod.get(r.pod)) || (typeof r.service === 'string' && byService.get(r.service)) || undefined)?.ref;
-        if (!ref) return r;
-        const { node: _n, service: _s, pod: _p, ...rest } = r;
-        return { span: ref, ...rest };
-      });
-      const text = JSON.stringify({ ...call, arguments: { ...call.arguments, root_causes } });
-      return { ...m, content: m.content.replace(found[1], () => text) };
-    },
-  };
+  return rewriteAnswers(policy, 'spans', (rs, ctx) => {
+    const { byPod, byService } = spansShown(ctx);
+    return rs.map((r) => {
+      const span = (typeof r.pod === 'string' && byPod.get(r.pod)) || (typeof r.service === 'string' && byService.get(r.service)) || undefined;
+      if (!span) return r;
+      const { node: _n, service: _s, pod: _p, ...rest } = r;
+      return { span: span.ref, ...rest };
+    });
+  });
 }
 
 export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData> {

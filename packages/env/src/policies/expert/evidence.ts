@@ -70,9 +70,8 @@ export function zScore(s: SpanSummary): number {
   return (s.durationUs - s.usualMeanUs) / sd;
 }
 
-/** The span's own service started an error handler below it this time: an exception was caught there. */
-export const raisedError = (s: SpanSummary): boolean =>
-  s.status === 'error' || s.calls.added.some((a) => isErrorHandler(a) && a.startsWith(`${s.service} `));
+/** The span's own service started an error handler below it this time (one definition, beside the tool's verdicts). */
+export { raisedError } from '../../tools/search-traces';
 
 /** Changes of the call pattern other than a new error handler. */
 export const otherChanges = (s: SpanSummary): { missing: string[]; added: string[] } => ({
