@@ -74,6 +74,12 @@ describe('wrong types', () => {
     ]);
   });
 
+  it('refuses teacher answers drawn at random without answers by span, naming the key', () => {
+    expect(issuesOf(yaml('stages:\n  priming:\n    sft:\n      answer_choice: random'))).toEqual([
+      'bad.yaml:11: stages.priming.sft.answer_choice: answer_choice random draws spans: it needs answer_spans: true',
+    ]);
+  });
+
   it('refuses the GSPO sequence ratio with a token-level aggregation, naming the key', () => {
     const [msg] = issuesOf(yaml('grpo:\n  loss: { ratio_level: sequence, aggregation: token-mean }'));
     expect(msg).toMatch(/^bad\.yaml:\d+: grpo\.loss\.ratio_level: ratio_level sequence \(GSPO\) averages per sequence: it needs aggregation seq-mean-token-mean/);

@@ -14,12 +14,14 @@ let dataset: Dataset;
 let cases: Case[];
 let byName: TeacherData;
 let bySpan: TeacherData;
+let atRandom: TeacherData;
 
 beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());
   cases = spreadCases(splitCases(dataset.cases, { by: 'fault', eval_fraction: 0.3 }, 0).train, 60);
   byName = await teacherEpisodes({ dataset, cases, episode, expert, reasoning: false });
   bySpan = await teacherEpisodes({ dataset, cases, episode, expert, reasoning: false, answerSpans: true });
+  atRandom = await teacherEpisodes({ dataset, cases, episode, expert, reasoning: false, answerSpans: true, answerChoice: 'random' });
 }, 120_000);
 
 const lastCall = (content: string) => JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(content)![1]) as {
@@ -63,3 +65,49 @@ describe('teacher answers by span', () => {
     }
   });
 });
+
+describe('teacher answers drawn at random (answer_choice: random)', () => {
+  /** The span aliases the last search_traces result listed (its parent line and child lines). */
+  const lastResultSpans = (ep: TeacherData['episodes'][number]) => {
+    const results = ep.record.messages.filter((m) => m.role === 'tool' && /(^|\n)(- |Span )s\d+ /.test(m.content));
+    return new Set([...results[results.length - 1].content.matchAll(/(?:^|\n)(?:- |Span )(s\d+) /g)].map((m) => m[1]));
+  };
+
+  it('keeps every conversation, right or wrong, with the expert walk and its number of answers', () => {
+    expect(atRandom.played).toBe(byName.played);
+    expect(atRandom.episodes).toHaveLength(atRandom.played);
+    expect(atRandom.correct).toBeLessThan(atRandom.played);
+    // Variant 0 of every case without detours: the calls before the answer are the expert's own.
+    const plain = (d: TeacherData) => new Map(d.episodes.map((ep) => [ep.case.id, ep]));
+    const expertRuns = plain(bySpan);
+    let compared = 0;
+    for (const ep of atRandom.episodes) {
+      const other = expertRuns.get(ep.case.id);
+      if (!other) continue;
+      const calls = (e: typeof ep) => e.record.messages.filter((m) => m.role === 'assistant').slice(0, -1).map((m) => m.content);
+      expect(calls(ep)).toEqual(calls(other));
+      const n = (e: typeof ep) => {
+        const msgs = e.record.messages.filter((m) => m.role === 'assistant');
+        return lastCall(msgs[msgs.length - 1].content).arguments.root_causes.length;
+      };
+      expect(n(ep)).toBeLessThanOrEqual(n(other));
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(3);
+  });
+
+  it('answers distinct spans of the last search_traces result, not always the most abnormal one', () => {
+    let notFirst = 0;
+    for (const ep of atRandom.episodes) {
+      const msgs = ep.record.messages.filter((m) => m.role === 'assistant');
+      const spans = lastCall(msgs[msgs.length - 1].content).arguments.root_causes.map((r) => r.span as string);
+      const shown = lastResultSpans(ep);
+      expect(spans.length).toBeGreaterThan(0);
+      expect(new Set(spans).size).toBe(spans.length);
+      for (const s of spans) expect(shown.has(s)).toBe(true);
+      if (spans[0] !== [...shown][0]) notFirst++;
+    }
+    expect(notFirst).toBeGreaterThan(atRandom.episodes.length / 4);
+  });
+});
+

@@ -42,6 +42,7 @@ export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]
       seed: config.run.seed,
       reasoning: sft.reasoning,
       answerSpans: sft.answer_spans,
+      answerChoice: sft.answer_choice,
     });
     const episodes = renamedEpisodes(data.episodes, dataset.topology, sft.rename, config.run.seed);
     const chat = chatModelFromConfig(config);

@@ -1,7 +1,8 @@
 /**
  * Teacher conversations for stage-1 SFT: the scripted expert plays the `rot` protocol on
  * training cases (optionally with detours, several variants per case), and only episodes
- * whose answer puts the true root cause first at service level are kept.
+ * whose answer puts the true root cause first at service level are kept (all of them when the
+ * answers are drawn at random: answerChoice).
  */
 import {
   createExpert,
@@ -20,6 +21,7 @@ import {
   VERDICTS,
   verdictOf,
 } from '@thinkfl/env';
+import { Rng } from '@thinkfl/rollout';
 import { DetourPolicy, DetourSettingsSchema, type DetourSettingsInput } from './detours';
 
 export interface TeacherOptions {
@@ -46,6 +48,14 @@ export interface TeacherOptions {
    * conversation ({"span": "s4"}) instead of by service and pod. Default false.
    */
   answerSpans?: boolean;
+  /**
+   * Which spans the answers name (with answerSpans). 'teacher': the spans of the expert's root
+   * causes, and only conversations whose answer is right are kept. 'random': as many spans as the
+   * expert answered, drawn at random (seeded) from the last search_traces result, and every
+   * conversation is kept: the data teach the protocol but not which span to answer, which is
+   * left to the reward (GRPO). Default 'teacher'.
+   */
+  answerChoice?: 'teacher' | 'random';
 }
 
 export interface TeacherEpisode {
@@ -134,6 +144,24 @@ export function answersBySpan(policy: Policy): Policy {
   });
 }
 
+/**
+ * The policy's answers with each root cause replaced by a span drawn at random from the last
+ * search_traces result (its parent and children, distinct spans, as many as the answer had).
+ * An answer before any search_traces result is left as it is.
+ */
+export function answersAtRandom(policy: Policy, seed: number): Policy {
+  const rng = new Rng(seed);
+  return rewriteAnswers(policy, 'random-spans', (rs, ctx) => {
+    const last = ctx.toolCalls.filter((c) => c.name === 'search_traces' && c.observation.ok).at(-1);
+    if (!last) return rs;
+    const d = last.observation.data as SearchTracesData;
+    const pool = [...new Set([d.parent, ...d.children].map((s) => s.ref))];
+    const picked: string[] = [];
+    while (picked.length < Math.min(rs.length, pool.length)) picked.push(...pool.splice(Math.floor(rng.next() * pool.length), 1));
+    return picked.map((ref) => ({ span: ref }));
+  });
+}
+
 export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData> {
   const episode = parseEpisodeSettings(opts.episode ?? {});
   const expertSettings = ExpertSettingsSchema.parse({ dMax: episode.dMax, ...opts.expert });
@@ -141,16 +169,20 @@ export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData
   const variants = opts.variants ?? 1;
   if (!Number.isInteger(variants) || variants < 1) throw new Error(`variants must be a positive integer, got ${variants}`);
   const seed = opts.seed ?? 0;
+  const random = opts.answerChoice === 'random';
+  if (random && !opts.answerSpans) throw new Error("answerChoice 'random' names spans: it needs answerSpans");
   const out: TeacherData = { episodes: [], played: 0, correct: 0 };
   for (const [i, c] of opts.cases.entries()) {
     for (let v = 0; v < variants; v++) {
       const expert = createExpert(opts.dataset, expertSettings);
       const worded = opts.reasoning === false ? callsOnly(expert) : expert;
-      const policy = new DetourPolicy(opts.answerSpans ? answersBySpan(worded) : worded, detours, seed + i * variants + v);
+      const named = !opts.answerSpans ? worded : random ? answersAtRandom(worded, (seed + i * variants + v) ^ 0x5eed) /* a stream apart from the detours' */ : answersBySpan(worded);
+      const policy = new DetourPolicy(named, detours, seed + i * variants + v);
       const record = await runEpisode({ dataset: opts.dataset, case: c, policy, protocol: 'rot', settings: episode });
       out.played++;
-      if (!answeredCorrectly(opts.dataset, c, record)) continue;
-      out.correct++;
+      const right = answeredCorrectly(opts.dataset, c, record);
+      if (right) out.correct++;
+      if (!right && !random) continue;
       out.episodes.push({ case: c, record, tools: policy.firstTools, untrainedTurns: policy.detourTurns });
     }
   }

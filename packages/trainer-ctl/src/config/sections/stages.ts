@@ -75,6 +75,16 @@ export const StagesSection = z
                   '({"span": "s4"}, which print_results resolves to that span\'s service and pod) instead of by name: a tiny ' +
                   'model copies a span alias it has just called far more reliably than a service name. Default false.',
               ),
+            answer_choice: z
+              .enum(['teacher', 'random'])
+              .default('teacher')
+              .describe(
+                "Which spans the teacher's answers name (with answer_spans). teacher: the expert's root causes, and only " +
+                  'conversations whose answer is right are kept. random: as many spans as the expert answered, drawn at ' +
+                  'random (seeded by run.seed) from the last search_traces result, and every conversation is kept: SFT ' +
+                  'teaches the protocol but not which span to answer, so the choice is learnt from the GRPO reward alone. ' +
+                  'Default teacher.',
+              ),
             epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
             warmup_steps: z
               .number()
@@ -102,6 +112,10 @@ export const StagesSection = z
                 'SFT optimizer steps per train job (update); each update exports the policy and counts for ' +
                   'checkpoints.every_steps. More saves exports when steps are short (the tiny model). Default 1.',
               ),
+          })
+          .refine((s) => s.answer_choice !== 'random' || s.answer_spans, {
+            message: 'answer_choice random draws spans: it needs answer_spans: true',
+            path: ['answer_choice'],
           })
           .prefault({})
           .describe('Supervised fine-tuning on teacher conversations before GRPO (ThinkFL stage 1).'),
