@@ -41,8 +41,7 @@ export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]
       detours: sft.detours,
       seed: config.run.seed,
       reasoning: sft.reasoning,
-      answerSpans: sft.answer_spans,
-      answerChoice: sft.answer_choice,
+      answerSpans: sft.answer_spans ? sft.answer_choice : undefined,
     });
     const episodes = renamedEpisodes(data.episodes, dataset.topology, sft.rename, config.run.seed);
     const chat = chatModelFromConfig(config);

@@ -2,7 +2,7 @@
  * Teacher conversations for stage-1 SFT: the scripted expert plays the `rot` protocol on
  * training cases (optionally with detours, several variants per case), and only episodes
  * whose answer puts the true root cause first at service level are kept (all of them when the
- * answers are drawn at random: answerChoice).
+ * answers are drawn at random: answerSpans 'random').
  */
 import {
   createExpert,
@@ -44,18 +44,13 @@ export interface TeacherOptions {
    */
   reasoning?: boolean;
   /**
-   * Name each root cause of the answer by the alias of the span of its pod seen last in the
-   * conversation ({"span": "s4"}) instead of by service and pod. Default false.
+   * Name each root cause of the answer by a span alias ({"span": "s4"}) instead of by service and
+   * pod. 'teacher': the span of the expert's root cause, the most abnormal one seen of its pod.
+   * 'random': as many spans as the expert answered, drawn at random (seeded) from the last
+   * search_traces result, and every conversation is kept, right or wrong: the data teach the
+   * protocol but not which span to answer, which is left to the reward (GRPO). Absent: by name.
    */
-  answerSpans?: boolean;
-  /**
-   * Which spans the answers name (with answerSpans). 'teacher': the spans of the expert's root
-   * causes, and only conversations whose answer is right are kept. 'random': as many spans as the
-   * expert answered, drawn at random (seeded) from the last search_traces result, and every
-   * conversation is kept: the data teach the protocol but not which span to answer, which is
-   * left to the reward (GRPO). Default 'teacher'.
-   */
-  answerChoice?: 'teacher' | 'random';
+  answerSpans?: 'teacher' | 'random';
 }
 
 export interface TeacherEpisode {
@@ -169,15 +164,16 @@ export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData
   const variants = opts.variants ?? 1;
   if (!Number.isInteger(variants) || variants < 1) throw new Error(`variants must be a positive integer, got ${variants}`);
   const seed = opts.seed ?? 0;
-  const random = opts.answerChoice === 'random';
-  if (random && !opts.answerSpans) throw new Error("answerChoice 'random' names spans: it needs answerSpans");
+  const random = opts.answerSpans === 'random';
   const out: TeacherData = { episodes: [], played: 0, correct: 0 };
   for (const [i, c] of opts.cases.entries()) {
     for (let v = 0; v < variants; v++) {
       const expert = createExpert(opts.dataset, expertSettings);
       const worded = opts.reasoning === false ? callsOnly(expert) : expert;
-      const named = !opts.answerSpans ? worded : random ? answersAtRandom(worded, (seed + i * variants + v) ^ 0x5eed) /* a stream apart from the detours' */ : answersBySpan(worded);
-      const policy = new DetourPolicy(named, detours, seed + i * variants + v);
+      const episodeSeed = seed + i * variants + v;
+      // The random answers draw from a stream apart from the detours'.
+      const named = random ? answersAtRandom(worded, episodeSeed ^ 0x5eed) : opts.answerSpans ? answersBySpan(worded) : worded;
+      const policy = new DetourPolicy(named, detours, episodeSeed);
       const record = await runEpisode({ dataset: opts.dataset, case: c, policy, protocol: 'rot', settings: episode });
       out.played++;
       const right = answeredCorrectly(opts.dataset, c, record);
