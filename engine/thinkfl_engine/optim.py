@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 from torch import nn
 
+from . import torch_files
 from .distributed import is_main
 
 OPTIMIZER_FILE = 'optimizer.pt'
@@ -72,7 +73,7 @@ class PlainUpdater:
     def save(self, out_dir: Path, step: int) -> None:
         if is_main():
             tmp = out_dir / (OPTIMIZER_FILE + '.tmp')
-            torch.save({'optimizer': self.optimizer.state_dict(), 'step': step}, tmp)
+            torch_files.save({'optimizer': self.optimizer.state_dict(), 'step': step}, tmp)
             tmp.replace(out_dir / OPTIMIZER_FILE)
 
     def load(self, model_dir: Path) -> Optional[int]:

@@ -12,6 +12,7 @@ from typing import Dict, Iterator, Optional
 import torch
 from torch import nn
 
+from . import torch_files
 from .models import PolicyModel
 
 # A directory, so that copies of a model dir's plain files (tokenizer, chat template) never carry it along.
@@ -74,7 +75,7 @@ class Reference:
         path = out_dir / REFERENCE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix('.tmp')
-        torch.save({'tag': self.tag, 'lora': self.policy.lora, 'weights': weights}, tmp)
+        torch_files.save({'tag': self.tag, 'lora': self.policy.lora, 'weights': weights}, tmp)
         tmp.replace(path)
 
     def load(self, model_dir: Path) -> None:

@@ -5,6 +5,7 @@
  */
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writing } from '../disk-errors';
 
 export const METRICS_FILE = 'metrics.jsonl';
 /** logging.episodes_per_step whole episodes per step and evaluation, for reading what the policy does. */
@@ -13,7 +14,8 @@ export const EPISODES_FILE = 'episodes.jsonl';
 export type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' };
 
 export function appendMetrics(runDir: string, record: MetricsRecord): void {
-  appendFileSync(join(runDir, METRICS_FILE), `${JSON.stringify(record)}\n`);
+  const file = join(runDir, METRICS_FILE);
+  writing(file, () => appendFileSync(file, `${JSON.stringify(record)}\n`));
 }
 
 /** The records of a JSON-lines file (none when it is absent); a bad line is named by file:line. */
@@ -46,5 +48,6 @@ export function truncateMetrics(runDir: string, lines: number): void {
 /** Appends episodes for inspection (not part of the resume bookkeeping: a replayed step may add its own again). */
 export function appendEpisodes(runDir: string, tag: Record<string, unknown>, episodes: { reward?: number; episode: unknown }[]): void {
   if (episodes.length === 0) return;
-  appendFileSync(join(runDir, EPISODES_FILE), episodes.map((e) => `${JSON.stringify({ ...tag, ...e })}\n`).join(''));
+  const file = join(runDir, EPISODES_FILE);
+  writing(file, () => appendFileSync(file, episodes.map((e) => `${JSON.stringify({ ...tag, ...e })}\n`).join('')));
 }

@@ -71,7 +71,12 @@ export class RunTree {
       await stopWorkerProcesses(this.workers, this.graceMs);
       await this.transport?.close();
       await this.redis?.stop();
-      recordProcesses(this.runDir, []);
+      try {
+        recordProcesses(this.runDir, []);
+      } catch {
+        // A full or read-only run directory keeps the old list: its processes are gone, and the
+        // next controller stops only those still alive (stopLeftovers).
+      }
     })();
     return this.closing;
   }

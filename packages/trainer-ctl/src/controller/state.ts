@@ -3,8 +3,9 @@
  * (temp file + rename) at every boundary (an SFT update, a GRPO step, an evaluation), so a
  * killed run resumes from the last completed one and never applies an update twice.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writing } from '../disk-errors';
 import { STAGE_NAMES, type StageName } from '../config/index';
 
 export interface StageProgress {
@@ -65,8 +66,16 @@ export function writeState(runDir: string, state: RunState): void {
   const file = join(runDir, STATE_FILE);
   const tmp = `${file}.${process.pid}.tmp`;
   state.updatedAt = new Date().toISOString();
-  writeFileSync(tmp, `${JSON.stringify(state, null, 1)}\n`);
-  renameSync(tmp, file);
+  writing(file, () => {
+    try {
+      writeFileSync(tmp, `${JSON.stringify(state, null, 1)}\n`);
+    } catch (e) {
+      // The part written of a full disk's file is space the resume needs back.
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+    renameSync(tmp, file);
+  });
 }
 
 /**
@@ -79,8 +88,11 @@ export function snapshotFile(runDir: string, updates: number): string {
 }
 
 export function writeSnapshot(runDir: string, state: RunState): void {
-  mkdirSync(join(runDir, 'states'), { recursive: true });
-  writeFileSync(snapshotFile(runDir, state.updates), `${JSON.stringify(state, null, 1)}\n`);
+  const file = snapshotFile(runDir, state.updates);
+  writing(file, () => {
+    mkdirSync(join(runDir, 'states'), { recursive: true });
+    writeFileSync(file, `${JSON.stringify(state, null, 1)}\n`);
+  });
 }
 
 /**

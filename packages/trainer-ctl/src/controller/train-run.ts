@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { loadDataset } from '@thinkfl/env';
 import { RedisDiversityCache } from '@thinkfl/graders';
 import { loadRunConfig, type RunConfig } from '../config/index';
+import { diskFix, diskProblem, fsDiskError } from '../disk-errors';
 import type { ProgressStream } from '../progress';
 import { RedisAuthError, redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
 import { startEmbeddedRedis } from '../redis/index';
@@ -112,8 +113,10 @@ export async function trainRun(opts: TrainOptions): Promise<RunState> {
     await tree?.close();
     // A finished run that missed its expectations, or a refused password, is not a stopped run: resuming cannot help.
     if (!runDir || e instanceof ExpectationsFailed || e instanceof RedisAuthError) throw e;
-    const why = e instanceof RunStopped ? e : new RunStopped(`run stopped: ${(e as Error).message}`, 1);
-    throw new RunStopped(`${why.message}; ${resumeHint(opts, runDir)}`, why.exitCode);
+    const why = e instanceof RunStopped ? e : new RunStopped(`run stopped: ${(fsDiskError(e, runDir) ?? (e as Error)).message}`, 1);
+    // A full or read-only disk (the controller's own write, or a worker's reason) needs fixing first.
+    const disk = diskProblem(why.message);
+    throw new RunStopped(`${why.message}; ${disk ? `${diskFix(disk)}, then ` : ''}${resumeHint(opts, runDir)}`, why.exitCode);
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);

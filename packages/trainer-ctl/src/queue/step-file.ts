@@ -18,6 +18,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, fdatasyncSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { asDiskError, writing } from '../disk-errors';
 
 /** Where a bulk file is and how to recognise it whole. */
 export interface FileRef {
@@ -235,7 +236,7 @@ export class TokenBatchWriter {
       return { path: this.path, bytes: 8 + this.reserve + this.data, sha256, rows: this.rows, tokens: this.tokens, logprobs: this.columns!.logprobs, advantages: this.columns!.advantages };
     } catch (e) {
       this.abort();
-      throw e;
+      throw asDiskError(e, this.path) ?? e;
     }
   }
 
@@ -356,14 +357,16 @@ function rowColumn(
 
 /** Writes B rows as a one-block token-batch file and returns its reference. */
 export function writeTokenBatch(path: string, rows: TokenRowSource, opts: { where?: string; metadata?: Record<string, string> } = {}): TokenBatchRef {
-  const w = new TokenBatchWriter(path, { metadata: opts.metadata });
-  try {
-    w.append(rows, opts.where);
-  } catch (e) {
-    w.abort();
-    throw e;
-  }
-  return w.finish();
+  return writing(path, () => {
+    const w = new TokenBatchWriter(path, { metadata: opts.metadata });
+    try {
+      w.append(rows, opts.where);
+    } catch (e) {
+      w.abort();
+      throw e;
+    }
+    return w.finish();
+  });
 }
 
 /** Typed columns of a token batch read whole (small files: one trajectory), blocks concatenated. */

@@ -3,8 +3,9 @@
  * job to a player and stores the trajectory in its group's slot. Playing is the player's
  * business (episode-player.ts); a replayed job overwrites the same slot.
  */
-import { Worker } from 'bullmq';
+import { UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { DiskError } from '../disk-errors';
 import { withTimeout } from '../queue/with-timeout';
 import { GroupStore, type TrajectoryFiles } from '../queue/group-store';
 import { isConnectionError } from '../queue/connection';
@@ -32,6 +33,8 @@ export interface RolloutWorkerOptions {
   /** Where long trajectories go (the run's data directory); absent: stored inline in Redis. */
   files?: TrajectoryFiles;
   log?: (line: string) => void;
+  /** Called when the worker can take no more jobs: the run directory is full or read-only. */
+  onFatal?: (err: Error) => void;
 }
 
 export interface RolloutWorker {
@@ -51,7 +54,14 @@ export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<Ro
       const id = rolloutJobId(j.groupId, j.sampleIndex);
       log(`start ${id} attempt ${job.attemptsMade + 1} stalled ${job.stalledCounter} policy v${j.policyVersion}`);
       const t = await withTimeout(opts.play(j), jobTimeoutMs, () => `rollout job ${id}: episode not finished after ${jobTimeoutMs} ms`);
-      await store.put({ ...t, workerId: opts.workerId });
+      try {
+        await store.put({ ...t, workerId: opts.workerId });
+      } catch (e) {
+        if (!(e instanceof DiskError)) throw e;
+        // Every job would fail the same way: stop the worker (the run stops) instead of retrying.
+        opts.onFatal?.(e);
+        throw new UnrecoverableError(e.message);
+      }
       log(`done ${id} stop ${t.episode.stopReason} tokens ${t.ids.length}`);
     },
     {

@@ -6,6 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { asDiskError, writing } from '../disk-errors';
 
 /** Folder of exported policies: `adapters` for the servers of the vllm backend, `policies` otherwise. */
 export type PolicyFolder = 'policies' | 'adapters';
@@ -41,13 +42,28 @@ export function latestCheckpoint(runDir: string): Checkpoint | undefined {
   return listCheckpoints(runDir).at(-1);
 }
 
-/** Writes a directory through `write(tmpDir)` and renames it into place, replacing an older one. */
+/**
+ * Writes a directory through `write(tmpDir)` and renames it into place, replacing an older one.
+ * A failed write removes its temporary directory (giving back the space a full disk needs) and
+ * leaves `dir` as it was; a full or read-only file system is reported as a DiskError naming `dir`.
+ */
 export async function writeAtomically(dir: string, write: (tmp: string) => Promise<void>): Promise<void> {
   const tmp = `${dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  await write(tmp);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(tmp, dir);
+  try {
+    rmSync(tmp, { recursive: true, force: true });
+    await write(tmp);
+  } catch (e) {
+    try {
+      rmSync(tmp, { recursive: true, force: true });
+    } catch {
+      // A read-only directory keeps the partial one; the next write of `dir` removes it first.
+    }
+    throw asDiskError(e, dir) ?? e;
+  }
+  writing(dir, () => {
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+  });
 }
 
 export function writeTrainerState(dir: string, updates: number): void {

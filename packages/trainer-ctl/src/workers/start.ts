@@ -26,7 +26,7 @@ export interface StartWorkerOptions {
   /** Overrides of the queue settings (the prefix comes from queue.prefix). */
   queue?: QueueSettingsInput;
   log?: (line: string) => void;
-  /** The worker cannot go on (its train engine died, Redis refused its password); the caller should close it and exit non-zero. */
+  /** The worker cannot go on (its train engine died, Redis refused its password, the run directory is full); the caller should close it and exit non-zero. */
   onFatal?: (err: Error) => void;
   /** Aborts a start still waiting for Redis: startWorker then rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -67,6 +67,7 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
       play: player.play,
       files: { dataDir: dataDir(opts.runDir) },
       log,
+      onFatal: opts.onFatal,
     });
     return {
       id,

@@ -15,6 +15,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import { writeManifest } from '@thinkfl/rollout';
 import type { Redis } from 'ioredis';
 import type { RunConfig } from '../config/schema';
+import { DiskError } from '../disk-errors';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
 import { isConnectionError } from '../queue/connection';
 import { startHeartbeat } from '../queue/heartbeats';
@@ -235,6 +236,8 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         try {
           return await handle(job);
         } catch (e) {
+          // A full or read-only disk is the same on a retry: the run stops, to be resumed once it is fixed.
+          if (e instanceof DiskError) throw new UnrecoverableError(e.message);
           if (!engine.dead || closing) throw e;
           const why = (e as Error).message.split('\n')[0];
           if (restarts >= limit) {
