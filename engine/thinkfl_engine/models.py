@@ -4,10 +4,11 @@ A model dir holds config.json, generation_config.json, model.safetensors (or sha
 index) and the tokenizer files; optionally onnx/model.onnx. Files the engine does not write
 (tokenizer, chat template) are carried along on save, so every checkpoint is a complete model
 dir; weight files of an earlier save are removed first, so no stale shard or index remains.
+Those files are read once, when the model is loaded, and written from memory: the dir a policy
+was loaded from may be a checkpoint that retention deletes while the engine lives on.
 """
 import copy
 import importlib.util
-import shutil
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -27,6 +28,8 @@ DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.
 ENGINE_FILES = ('config.json', 'generation_config.json', 'model*.safetensors', 'model.safetensors.index.json',
                 'pytorch_model*.bin', 'pytorch_model.bin.index.json', 'optimizer.pt', 'adapter_config.json',
                 'adapter_model.safetensors', '*.tmp')
+# The control plane's own record in each checkpoint (how many updates it holds): not the model's.
+RUN_FILES = ('trainer-state.json',)
 
 
 def parse_dtype(name: str) -> torch.dtype:
@@ -68,12 +71,16 @@ def save_weights(model: PreTrainedModel, out_dir: Path, state: Optional[Dict[str
     model.save_pretrained(str(out_dir), state_dict=state, safe_serialization=True)
 
 
-def copy_side_files(source: Path, out_dir: Path) -> None:
-    """Tokenizer files and chat template: everything in the source dir that the engine does not write."""
+def read_side_files(source: Path) -> Dict[str, bytes]:
+    """Tokenizer files and chat template: every plain file of the source dir that the engine does not write."""
+    return {f.name: f.read_bytes() for f in sorted(source.iterdir())
+            if f.is_file() and not is_engine_file(f) and f.name not in RUN_FILES}
+
+
+def write_side_files(files: Dict[str, bytes], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    for f in source.iterdir():
-        if f.is_file() and not is_engine_file(f) and f.resolve() != (out_dir / f.name).resolve():
-            shutil.copy2(f, out_dir / f.name)
+    for name, data in files.items():
+        (out_dir / name).write_bytes(data)
 
 
 class PolicyModel:
@@ -81,6 +88,7 @@ class PolicyModel:
 
     def __init__(self, module: nn.Module, source: Path):
         self.module, self.source = module, source
+        self.side_files = read_side_files(source)
         self.lora = isinstance(module, PeftModel)
 
     @property
@@ -99,7 +107,7 @@ class PolicyModel:
 
     def save(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> None:
         """The checkpoint: full weights (`state` when the module's own are partitioned), or for LoRA the adapter alone."""
-        copy_side_files(self.source, out_dir)
+        write_side_files(self.side_files, out_dir)
         save_weights(self.module, out_dir, state)
 
     def save_merged(self, out_dir: Path, state: Optional[Dict[str, torch.Tensor]] = None) -> Path:
@@ -113,7 +121,7 @@ class PolicyModel:
             return out_dir
         self.save(out_dir)
         merged = out_dir / MERGED_DIR
-        copy_side_files(self.source, merged)
+        write_side_files(self.side_files, merged)
         save_weights(copy.deepcopy(self.module).merge_and_unload(), merged)
         return merged
 

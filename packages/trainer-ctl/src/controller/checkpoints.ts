@@ -1,6 +1,8 @@
 /**
  * checkpoints.keep_last: after each new checkpoint the oldest ones are deleted, except the
- * checkpoints that ended a stage (or SFT), which the run keeps as its per-stage results.
+ * checkpoints that ended a stage (or SFT), which the run keeps as its per-stage results, and the
+ * one the live train engine was loaded from: the engine reads nothing from it after loading, but
+ * its weights and every policy it published since derive from it, so it stays on disk with them.
  */
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -9,7 +11,7 @@ import type { RunState } from './state';
 
 /** Deletes surplus checkpoints; returns the directories deleted. */
 export function pruneCheckpoints(runDir: string, state: RunState, keepLast: number): string[] {
-  const keep = new Set(Object.values(state.stageCheckpoints ?? {}).map((d) => resolve(d)));
+  const keep = new Set([...Object.values(state.stageCheckpoints ?? {}), ...(state.engineCheckpoint ? [state.engineCheckpoint] : [])].map((d) => resolve(d)));
   const all = listCheckpoints(runDir);
   for (const c of all.slice(-keepLast)) keep.add(resolve(c.dir));
   const gone = all.map((c) => resolve(c.dir)).filter((d) => !keep.has(d));

@@ -52,6 +52,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
     state.policyVersion = result.version;
     state.policyDir = result.policyDir;
     if (result.checkpointDir) state.checkpoint = result.checkpointDir;
+    state.engineCheckpoint = result.engineCheckpoint;
   }
   if (record) {
     appendMetrics(ctx.runDir, record);

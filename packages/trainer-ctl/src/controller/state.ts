@@ -24,6 +24,8 @@ export interface RunState {
   policyDir: string;
   /** Newest checkpoint directory, when one was written. */
   checkpoint?: string;
+  /** The checkpoint the train engine that made the newest update was loaded from; kept by checkpoint pruning. */
+  engineCheckpoint?: string;
   /** The checkpoint each finished stage (and 'sft') ended with; kept by checkpoint pruning. */
   stageCheckpoints?: Record<string, string>;
   /** Stage-1 supervised fine-tuning: updates done, and whether it (and its evaluation) finished. */

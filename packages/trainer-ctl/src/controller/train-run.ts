@@ -40,7 +40,7 @@ export interface TrainOptions {
 /** Where `trainer-ctl status` finds the run's Redis and config. */
 export const RUN_INFO_FILE = 'run.json';
 
-function openState(config: RunConfig, runDir: string, resume: boolean | undefined): RunState {
+function openState(config: RunConfig, runDir: string, resume: boolean | undefined, note: (line: string) => void): RunState {
   const state = readState(runDir);
   const policy = config.checkpoints.resume;
   if (!state) {
@@ -50,7 +50,7 @@ function openState(config: RunConfig, runDir: string, resume: boolean | undefine
   if (policy === 'never') throw new Error(`${runDir} already holds a run (state.json) and checkpoints.resume is never; choose another --run-dir`);
   if (state.runName !== config.run.name) throw new Error(`${runDir} holds run ${state.runName}, not ${config.run.name}`);
   // The train worker resumes from the latest checkpoint; steps after it are played again.
-  const ckpt = latestCheckpoint(runDir);
+  const ckpt = latestCheckpoint(runDir, note);
   const from = rewindTo(runDir, state, ckpt?.updates, config.model.dir);
   truncateMetrics(runDir, from.metricsLines);
   return from;
@@ -140,7 +140,7 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
   const runDir = resolve(opts.runDir ?? early.runDir);
   mkdirSync(runDir, { recursive: true });
   // State first: a run stopped while its inputs are prepared is resumed like any other.
-  const state = openState(early.config, runDir, opts.resume);
+  const state = openState(early.config, runDir, opts.resume, note);
   if (state.done) {
     print(`run ${early.config.run.name} in ${runDir} is already complete (${state.updates} updates)`);
     gateRun(runDir, early.config, print);

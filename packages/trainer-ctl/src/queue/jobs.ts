@@ -94,6 +94,11 @@ export interface TrainResult {
   policyDir: string;
   metrics: Record<string, number>;
   checkpointDir?: string;
+  /**
+   * The checkpoint the engine that made this update was loaded from (absent: the base model).
+   * Retention keeps it: the engine and the policies it published came from it.
+   */
+  engineCheckpoint?: string;
 }
 
 /** Queue names and Redis keys, namespaced by run id so runs can share one Redis. */

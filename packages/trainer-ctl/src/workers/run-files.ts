@@ -2,11 +2,13 @@
  * Where the train worker keeps its outputs in the run directory: exported policies
  * (policies/v<version>, or adapters/v<version> with a checksum manifest when inference servers
  * load them over HTTP) and checkpoints (checkpoints/update-<n>, n = updates done). All are
- * written under a temporary name and renamed, so a directory that exists is complete.
+ * written under a temporary name and renamed; a checkpoint is also checked before a resume
+ * trusts it (checkpoint-integrity.ts).
  */
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { asDiskError, writing } from '../disk-errors';
+import { checkedTrainerState } from './checkpoint-integrity';
 
 /** Folder of exported policies: `adapters` for the servers of the vllm backend, `policies` otherwise. */
 export type PolicyFolder = 'policies' | 'adapters';
@@ -16,30 +18,54 @@ export const checkpointDir = (runDir: string, updates: number) => join(runDir, '
 /** Bulk data beside the queue (step files, long trajectories); shared by every worker of the run. */
 export const dataDir = (runDir: string) => join(runDir, 'data');
 
-/** Written into every checkpoint: how many updates its weights have seen. */
-export const TRAINER_STATE_FILE = 'trainer-state.json';
+export { TRAINER_STATE_FILE, writeTrainerState } from './checkpoint-integrity';
 
 export interface Checkpoint {
   dir: string;
   updates: number;
 }
 
-/** Checkpoints of the run directory, oldest first. */
-export function listCheckpoints(runDir: string): Checkpoint[] {
-  const root = join(runDir, 'checkpoints');
-  if (!existsSync(root)) return [];
-  return readdirSync(root)
-    .filter((n) => /^update-\d+$/.test(n) && existsSync(join(root, n, TRAINER_STATE_FILE)))
-    .map((n) => {
-      const dir = join(root, n);
-      const state = JSON.parse(readFileSync(join(dir, TRAINER_STATE_FILE), 'utf8')) as { updates: number };
-      return { dir, updates: state.updates };
-    })
-    .sort((a, b) => a.updates - b.updates);
+/** A checkpoint directory that is not whole, and why. */
+export interface TornCheckpoint {
+  dir: string;
+  why: string;
 }
 
-export function latestCheckpoint(runDir: string): Checkpoint | undefined {
-  return listCheckpoints(runDir).at(-1);
+/** Checkpoints of the run directory, oldest first: the whole ones, and those found torn. */
+export function scanCheckpoints(runDir: string): { good: Checkpoint[]; torn: TornCheckpoint[] } {
+  const root = join(runDir, 'checkpoints');
+  const good: Checkpoint[] = [];
+  const torn: TornCheckpoint[] = [];
+  if (!existsSync(root)) return { good, torn };
+  for (const n of readdirSync(root).filter((x) => /^update-\d+$/.test(x)).sort()) {
+    const dir = join(root, n);
+    try {
+      good.push({ dir, updates: checkedTrainerState(dir).updates });
+    } catch (e) {
+      torn.push({ dir, why: (e as Error).message });
+    }
+  }
+  good.sort((a, b) => a.updates - b.updates);
+  return { good, torn };
+}
+
+/** The whole checkpoints of the run directory, oldest first. */
+export function listCheckpoints(runDir: string): Checkpoint[] {
+  return scanCheckpoints(runDir).good;
+}
+
+/**
+ * The checkpoint a run resumes from: the newest whole one. `onTorn` hears of each newer one that
+ * is torn, named beside the one taken instead.
+ */
+export function latestCheckpoint(runDir: string, onTorn?: (line: string) => void): Checkpoint | undefined {
+  const { good, torn } = scanCheckpoints(runDir);
+  const latest = good.at(-1);
+  for (const t of torn) {
+    if (latest && t.dir < latest.dir) continue;
+    onTorn?.(`checkpoint ${t.dir} is torn (${t.why}); resuming from ${latest?.dir ?? 'the base model'} instead`);
+  }
+  return latest;
 }
 
 /**
@@ -66,8 +92,20 @@ export async function writeAtomically(dir: string, write: (tmp: string) => Promi
   });
 }
 
-export function writeTrainerState(dir: string, updates: number): void {
-  writeFileSync(join(dir, TRAINER_STATE_FILE), `${JSON.stringify({ updates, savedAt: new Date().toISOString() })}\n`);
+/**
+ * Deletes the temporary directories of writes that never finished (a train worker killed in an
+ * export or a checkpoint): the run's one train worker calls it before it writes anything.
+ */
+export function removeUnfinishedWrites(runDir: string, folder: PolicyFolder = 'policies'): string[] {
+  const gone: string[] = [];
+  for (const root of [join(runDir, 'checkpoints'), join(runDir, folder)]) {
+    if (!existsSync(root)) continue;
+    for (const n of readdirSync(root).filter((x) => /\.tmp-\d+$/.test(x))) {
+      rmSync(join(root, n), { recursive: true, force: true });
+      gone.push(join(root, n));
+    }
+  }
+  return gone;
 }
 
 /** Deletes exported policies older than `keepFrom` (rollout workers may still be asked for recent ones). */

@@ -24,7 +24,8 @@ import { PolicyRegistry } from '../queue/policy-registry';
 import type { QueueSettings } from '../queue/settings';
 import { pruneStepFiles, TrainQueue } from '../queue/train-queue';
 import { TrainResultStore } from '../queue/train-results';
-import { checkpointDir, dataDir, latestCheckpoint, listCheckpoints, policyDir, prunePolicies, writeAtomically, writeTrainerState, type Checkpoint } from './run-files';
+import { syncTree } from './checkpoint-integrity';
+import { checkpointDir, dataDir, latestCheckpoint, removeUnfinishedWrites, listCheckpoints, policyDir, prunePolicies, writeAtomically, writeTrainerState, type Checkpoint } from './run-files';
 import type { StepResult } from '../engine/protocol';
 import { engineStep, mergeSteps, stepMetrics, type EngineStep } from './train-step';
 
@@ -72,11 +73,13 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   const backend = config.generation.backend;
   const exportFormat = backend.kind === 'vllm' ? backend.policy_format : backend.kind === 'onnx' ? 'onnx' : 'weights';
   const folder = backend.kind === 'vllm' ? 'adapters' : 'policies';
-  const first = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir);
+  const first = config.checkpoints.resume === 'never' ? undefined : latestCheckpoint(runDir, log);
   if (config.checkpoints.resume === 'require' && !first) throw new Error(`checkpoints.resume is require, but ${runDir} has no checkpoint`);
 
   let engine: TrainEngine;
   let updates = 0;
+  /** The checkpoint the live engine was loaded from (undefined: the base model). */
+  let origin: string | undefined;
   /** Tag of the KL reference the engine holds (restored from the checkpoint), or null. */
   let reference: string | null = null;
   /** Starts an engine on `ckpt` (or the base model); the updates done are the checkpoint's. */
@@ -103,6 +106,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
       });
       updates = ckpt?.updates ?? 0;
+      origin = ckpt?.dir;
       reference = loaded.reference;
       log(
         `engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ` +
@@ -128,6 +132,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     log(`published policy v${version} (${dir})`);
   };
 
+  for (const d of removeUnfinishedWrites(runDir, folder)) log(`removed ${d}: a write that never finished`);
   await openEngine(first);
   try {
     await forgetFuture(opts.connection, opts.runId, opts.settings, updates, results);
@@ -195,10 +200,18 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       await writeAtomically(checkpoint, async (tmp) => {
         await engine.request('save', { dir: tmp });
         writeTrainerState(tmp, version);
+        syncTree(tmp);
       });
       pruneStepFiles(dataDir(runDir), version);
     }
-    const result: TrainResult = { update: job.update, version, policyDir: dir, metrics, ...(checkpoint && { checkpointDir: checkpoint }) };
+    const result: TrainResult = {
+      update: job.update,
+      version,
+      policyDir: dir,
+      metrics,
+      ...(checkpoint && { checkpointDir: checkpoint }),
+      ...(origin && { engineCheckpoint: origin }),
+    };
     await results.put(result);
     await publish(version, dir);
     unfinished = undefined;
