@@ -78,7 +78,11 @@ describe('trainer-ctl import', () => {
 
 describe('npm', () => {
   it('prints no warning before `npx trainer-ctl --help`', async () => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
+    // The project's npm settings, not the machine's: a user's ~/.npmrc (this machine's sets `nodedir`,
+    // which npm 11 warns about) is not the project's to answer for.
+    const userconfig = join(dir, 'empty-npmrc');
+    writeFileSync(userconfig, '');
+    const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_'))), NPM_CONFIG_USERCONFIG: userconfig };
     const { stdout, stderr } = await run('npx', ['--no-install', 'trainer-ctl', '--help'], { cwd: REPO_ROOT, env });
     expect(stdout).toContain('trainer-ctl <command>');
     expect(stderr).toBe('');

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { readMetrics, readState, type ProcessRecord, type RunState } from '../src/controller/index';
-import { connectRedis, keys, type RolloutJob, type TrainJob } from '../src/queue/index';
+import { connectRedis, keys, type TrainJob } from '../src/queue/index';
 import { latestCheckpoint } from '../src/workers/run-files';
 import { ENGINE_PYTHON } from '../src/engine/index';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
@@ -72,8 +72,9 @@ export interface TrainProcess {
   exited: Promise<Exit>;
 }
 
-export function spawnTrain(configFile: string, runDir: string, extra: string[] = []): TrainProcess {
-  const child = spawn(process.execPath, [CLI, 'train', configFile, '--run-dir', runDir, ...extra], { cwd: REPO_ROOT });
+/** `group`: the controller leads its own process group, as a command started in a terminal does (Ctrl-C reaches the group). */
+export function spawnTrain(configFile: string, runDir: string, extra: string[] = [], opts: { group?: boolean } = {}): TrainProcess {
+  const child = spawn(process.execPath, [CLI, 'train', configFile, '--run-dir', runDir, ...extra], { cwd: REPO_ROOT, detached: opts.group ?? false });
   let output = '';
   let stdout = '';
   child.stderr!.on('data', (b: Buffer) => (output += b));
@@ -149,14 +150,14 @@ export function enginePid(runDir: string): number | undefined {
   });
 }
 
-/** Polls `check` every 20 ms until it returns a value; fails after timeoutMs. */
-export async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 600_000): Promise<T> {
+/** Polls `check` every `everyMs` until it returns a value; fails after timeoutMs. */
+export async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 600_000, everyMs = 20): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
     if (v !== undefined && v !== null && (v as unknown) !== false) return v;
     if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 
@@ -185,19 +186,19 @@ async function activeJob<T>(redis: Redis, queue: string, prefix: string): Promis
 }
 
 export const activeTrainJob = (redis: Redis, runId: string, prefix = 'thinkfl') => activeJob<TrainJob>(redis, keys.trainQueue(runId), prefix);
-export const activeRolloutJob = (redis: Redis, runId: string, prefix = 'thinkfl') => activeJob<RolloutJob>(redis, keys.rolloutQueue(runId), prefix);
 
 export function stateOf(runDir: string): RunState | undefined {
   return existsSync(join(runDir, 'state.json')) ? readState(runDir) : undefined;
 }
 
-/** Max absolute difference of two checkpoints' weights, as torch reads them (an independent reader). */
+/** Max absolute difference of two checkpoints' weights (a LoRA checkpoint's: its adapter), as torch reads them (an independent reader). */
 export function maxWeightDiff(a: string, b: string): number {
   const py = [
-    'import sys',
+    'import os, sys',
     'from safetensors.torch import load_file',
-    "x = load_file(sys.argv[1] + '/model.safetensors')",
-    "y = load_file(sys.argv[2] + '/model.safetensors')",
+    "name = 'adapter_model.safetensors' if os.path.exists(sys.argv[1] + '/adapter_model.safetensors') else 'model.safetensors'",
+    "x = load_file(sys.argv[1] + '/' + name)",
+    "y = load_file(sys.argv[2] + '/' + name)",
     'assert x.keys() == y.keys(), (sorted(x), sorted(y))',
     'print(max(float((x[k].double() - y[k].double()).abs().max()) for k in x))',
   ].join('\n');

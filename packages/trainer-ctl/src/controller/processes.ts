@@ -6,8 +6,9 @@
  * append-only file, or two trainers on one run directory, would corrupt it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { writeJsonAtomically } from './state';
 
 const CLI = resolve(import.meta.dirname, '..', '..', 'bin', 'trainer-ctl.mjs');
 export const PROCESSES_FILE = 'processes.json';
@@ -49,12 +50,12 @@ export async function stopLeftovers(runDir: string): Promise<ProcessRecord[]> {
       await waitGone(p, 5_000);
     }
   }
-  writeFileSync(file, '[]\n');
+  writeJsonAtomically(file, []);
   return left;
 }
 
 export function recordProcesses(runDir: string, records: ProcessRecord[]): void {
-  writeFileSync(join(runDir, PROCESSES_FILE), `${JSON.stringify(records, null, 1)}\n`);
+  writeJsonAtomically(join(runDir, PROCESSES_FILE), records);
 }
 
 export interface WorkerProcess {

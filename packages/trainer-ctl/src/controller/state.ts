@@ -64,13 +64,15 @@ export function readState(runDir: string): RunState | undefined {
   }
 }
 
-export function writeState(runDir: string, state: RunState): void {
-  const file = join(runDir, STATE_FILE);
+/**
+ * Writes a run file as JSON through a temporary file and a rename: a reader (`trainer-ctl
+ * status`, a resuming controller) sees the old content or the new, never a half-written file.
+ */
+export function writeJsonAtomically(file: string, value: unknown): void {
   const tmp = `${file}.${process.pid}.tmp`;
-  state.updatedAt = new Date().toISOString();
   writing(file, () => {
     try {
-      writeFileSync(tmp, `${JSON.stringify(state, null, 1)}\n`);
+      writeFileSync(tmp, `${JSON.stringify(value, null, 1)}\n`);
     } catch (e) {
       // The part written of a full disk's file is space the resume needs back.
       rmSync(tmp, { force: true });
@@ -78,6 +80,11 @@ export function writeState(runDir: string, state: RunState): void {
     }
     renameSync(tmp, file);
   });
+}
+
+export function writeState(runDir: string, state: RunState): void {
+  state.updatedAt = new Date().toISOString();
+  writeJsonAtomically(join(runDir, STATE_FILE), state);
 }
 
 /**

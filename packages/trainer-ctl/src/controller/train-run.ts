@@ -19,7 +19,7 @@ import { startWorkerProcess, stopLeftovers } from './processes';
 import { RunTree } from './run-tree';
 import { RedisTransport } from './redis-transport';
 import { runStages } from './run-stages';
-import { initialState, readState, rewindTo, writeState, type RunState } from './state';
+import { initialState, readState, rewindTo, writeJsonAtomically, writeState, type RunState } from './state';
 import { dataDir, latestCheckpoint } from '../workers/run-files';
 import { configTeacher } from './teacher';
 import { EventFileWriter, TENSORBOARD_DIR } from '../logs/tensorboard';
@@ -173,7 +173,7 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
     await tree.addRedis(embedded);
     url = embedded.url;
   }
-  writeFileSync(join(runDir, RUN_INFO_FILE), `${JSON.stringify({ runId, redisUrl: redactUrl(url!), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid }, null, 1)}\n`);
+  writeJsonAtomically(join(runDir, RUN_INFO_FILE), { runId, redisUrl: redactUrl(url!), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid });
   const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note, dataDir(runDir));
   await tree.addTransport(transport);
   // A refused password fails here in one clear line instead of hanging the first queue command.

@@ -110,7 +110,10 @@ function serverArgs(port: number, dir: string): string[] {
 }
 
 async function launch(executable: string, port: number, dir: string, readyTimeoutS: number): Promise<ChildProcess> {
-  const child = spawn(executable, serverArgs(port, dir), { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: a Ctrl-C in the terminal reaches the controller and the workers, and
+  // the controller stops Redis last, once they are done with it. Given the SIGINT too, Redis would
+  // go first, under workers still writing, and its supervisor would start it again mid-shutdown.
+  const child = spawn(executable, serverArgs(port, dir), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   child.stderr?.resume();
   await waitReady(child, port, readyTimeoutS);
   child.stdout?.resume();
