@@ -7,6 +7,11 @@
  * A run config comes from a shipped preset, with only its lengths shortened (data, SFT
  * conversations, steps per stage): its checkpoint retention, train worker (autocast, micro
  * batches), group settings and LoRA are the preset's, because those are what a fault meets.
+ * One change more: each rollout worker plays one episode at a time (two workers instead of one
+ * worker playing two). Episodes played together are decoded as one batch, and a row's logits then
+ * depend on which rows share its batch (last bits), which is timing: two unbroken runs of the
+ * same config and seed ended 5.6e-4 apart in their weights that way, without any fault. Decoded
+ * alone, a run is reproducible, so a difference from the unbroken run is the fault's.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -99,6 +104,7 @@ export function shortPreset(
       {
         run: { name },
         model: { dir: modelDir },
+        workers: { rollout: { count: 2, concurrency: 1 } },
         dataset: { path: NEZHA_DATASET, max_cases_per_fault: 1, max_eval_cases: 1 },
         stages: {
           priming: { sft: { conversations: lengths.sftConversations, variants: 1, epochs: 1, steps_per_update: lengths.sftStepsPerUpdate, warmup_steps: 1 }, steps: priming },

@@ -34,7 +34,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const CASES: { name: string; preset: string; steps: [number, number, number]; extra?: Record<string, unknown> }[] = [
   // Priming long enough for a checkpoint inside it (every 2 updates) that is not its end.
   { name: 'ci-smoke', preset: 'ci-smoke', steps: [4, 1, 1] },
-  { name: 'cpu-learn', preset: 'cpu-learn', steps: [2, 1, 2] },
+  { name: 'cpu-learn', preset: 'cpu-learn', steps: [2, 2, 2] },
   { name: 'tiny-cpu with LoRA', preset: 'tiny-cpu', steps: [2, 2, 2], extra: { model: { lora: { r: 8, alpha: 16 } } } },
 ];
 
