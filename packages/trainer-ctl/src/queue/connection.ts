@@ -54,7 +54,25 @@ export function connectRedis(url: string, opts: ConnectOptions = {}): Redis {
     redis.disconnect();
     redis.emit(AUTH_FAILED, err);
   });
+  listenDuplicates(redis);
   return redis;
+}
+
+/**
+ * Every duplicate of `client` (ours for subscriptions, BullMQ's for blocking reads and queue
+ * events), and theirs in turn, gets an 'error' listener when it is made. A duplicate without one
+ * prints ioredis' "Unhandled error event" with a stack on each reconnect attempt while Redis is
+ * down (seen when the run's Redis was SIGKILLed); the parent connection already reports the outage
+ * in one line per attempt.
+ */
+function listenDuplicates(client: Redis): void {
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+    const copy = duplicate(...args);
+    copy.on('error', () => undefined);
+    listenDuplicates(copy);
+    return copy;
+  };
 }
 
 /** Resolves once `redis` is ready; rejects with RedisAuthError on refused credentials, or with the signal's reason on abort. */
