@@ -25,20 +25,24 @@ export async function createTinyModel(outDir: string, seed = 0, architecture: 'l
   return outDir;
 }
 
-/** A run config for the tiny model on the real Nezha dataset, written to <dir>/run.yaml. */
-export function writeRunConfig(dir: string, name: string, modelDir: string, extra = ''): LoadedRunConfig {
-  const file = join(dir, 'run.yaml');
+/**
+ * A run config for the tiny model on the real Nezha dataset, written to <dir>/run.yaml (or
+ * `opts.file`); `opts.model` adds entries to the model mapping (e.g. `lora: {...}`), `opts.train`
+ * is workers.train as a flow mapping.
+ */
+export function writeRunConfig(dir: string, name: string, modelDir: string, extra = '', opts: { file?: string; model?: string; train?: string } = {}): LoadedRunConfig {
+  const file = join(dir, opts.file ?? 'run.yaml');
   writeFileSync(
     file,
     `run: { name: ${name}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096 }
+model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096${opts.model ? `, ${opts.model}` : ''} }
 dataset: { path: ${NEZHA_DATASET} }
 episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
 generation:
   backend: { kind: onnx, threads: 1 }
   sampling: { max_tokens: 64 }
 grpo: { group_size: 4, loss: { kl_coef: 0.001 }, optimizer: { lr: 1.0e-3 } }
-workers: { rollout: { concurrency: 1 }, sync_timeout_s: 60 }
+workers: { rollout: { concurrency: 1 }, sync_timeout_s: 60${opts.train ? `, train: ${opts.train}` : ''} }
 ${extra}`,
   );
   return loadRunConfig(file);

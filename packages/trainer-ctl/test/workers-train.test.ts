@@ -6,7 +6,11 @@
  * version that never comes fails the sync with a clear error after its hard timeout; episodes
  * played at the same time decode as one batch. An engine
  * SIGKILLed during an update is started again and the update gives the unbroken run's loss;
- * with engine_restarts 0 the job fails for good.
+ * with engine_restarts 0 the job fails for good. A worker resumed from a checkpoint that
+ * retention then deletes (what checkpoints.keep_last does a few updates later) needs nothing
+ * from it: it goes on updating, exporting with the model's tokenizer files, checkpointing and
+ * restarting a killed engine, for a full model, a LoRA adapter and DeepSpeed ZeRO-2 on 2 CPU
+ * ranks, and every update's result names the checkpoint its engine came from (retention keeps it).
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,9 +20,9 @@ import type { Redis } from 'ioredis';
 import { loadDataset, type Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
-import { createEpisodePlayer, startTrainWorker, TRAINER_STATE_FILE, type TrainWorker } from '../src/workers/index';
+import { checkpointDir, createEpisodePlayer, listCheckpoints, startTrainWorker, TRAINER_STATE_FILE, type TrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
 
 const RUN = 'train-test';
@@ -28,6 +32,7 @@ let conn: Redis;
 let dataset: Dataset;
 let loaded: LoadedRunConfig;
 let samples: TrainSample[];
+let model: string;
 const logs: string[] = [];
 const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
 
@@ -42,7 +47,7 @@ beforeAll(async () => {
   conn = connectRedis(redis.url);
   dataset = await loadDataset(await ensureNezhaDataset());
   dir = scratch('train');
-  const model = await createTinyModel(join(dir, 'model'), 2);
+  model = await createTinyModel(join(dir, 'model'), 2);
   loaded = writeRunConfig(dir, RUN, model);
   // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
   samples = await expertSamples(dataset, model, [1, -1]);
@@ -213,4 +218,62 @@ describe('train worker', () => {
     await worker.close();
     await queue.close();
   }, 300_000);
+});
+
+const VARIANTS = {
+  full: { model: '', train: '{ autocast: auto }' },
+  lora: { model: 'lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] }', train: '{ autocast: auto }' },
+  'deepspeed zero-2': { model: '', train: `{ ranks: 2, deepspeed_config: ${join(REPO_ROOT, 'configs', 'deepspeed', 'zero2.json')} }` },
+};
+
+describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint that retention then deletes (%s)', (name, v) => {
+  it('goes on updating, exporting and checkpointing, and restarts a killed engine', async () => {
+    const run = `retention-${name.replace(/\W+/g, '-')}`;
+    const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, model: v.model, train: v.train });
+    const logs: string[] = [];
+    const start = () => startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
+    const job = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
+    const queue = new TrainQueue(conn, run, settings);
+    try {
+      let worker = await start();
+      for (const u of [0, 1]) {
+        await queue.submit(job(u));
+        expect((await queue.waitResult(u, 300_000)).engineCheckpoint).toBeUndefined();
+      }
+      await worker.close();
+
+      worker = await start();
+      expect(worker.updates).toBe(2);
+      const loaded = checkpointDir(runDir, 2);
+      expect(logs.some((l) => l.includes(`engine loaded checkpoint ${loaded}`))).toBe(true);
+      // Retention's work, keep_last updates later: the checkpoints the engine came from are gone.
+      rmSync(loaded, { recursive: true });
+      rmSync(checkpointDir(runDir, 1), { recursive: true });
+
+      await queue.submit(job(2));
+      const third = await queue.waitResult(2, 300_000);
+      expect(third).toMatchObject({ update: 2, version: 3, engineCheckpoint: loaded });
+      // The export carries the model's tokenizer files; the checkpoint is whole and holds them too.
+      const tokenizer = readFileSync(join(model, 'tokenizer.json'), 'utf8');
+      const exported = name === 'lora' ? join(third.policyDir, 'merged') : third.policyDir;
+      expect(readFileSync(join(exported, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
+      expect(readFileSync(join(third.checkpointDir!, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
+      expect(existsSync(join(third.checkpointDir!, 'trainer-state.json'))).toBe(true);
+      expect(listCheckpoints(runDir).map((c) => c.updates)).toEqual([3]);
+
+      // An engine killed now restarts from checkpoint 3 and makes update 3; then checkpoint 3 goes too.
+      process.kill(worker.enginePid!, 'SIGKILL');
+      await queue.submit(job(3));
+      const fourth = await queue.waitResult(3, 300_000);
+      expect(fourth).toMatchObject({ update: 3, version: 4, engineCheckpoint: checkpointDir(runDir, 3) });
+      expect(logs.some((l) => /engine died during update 3 .*restarting it from the latest checkpoint/.test(l))).toBe(true);
+      rmSync(checkpointDir(runDir, 3), { recursive: true });
+      await queue.submit(job(4));
+      expect(await queue.waitResult(4, 300_000)).toMatchObject({ update: 4, version: 5 });
+      expect(listCheckpoints(runDir).map((c) => c.updates)).toEqual([4, 5]);
+      await worker.close();
+    } finally {
+      await queue.close();
+    }
+  }, 900_000);
 });
