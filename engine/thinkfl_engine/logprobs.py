@@ -5,7 +5,7 @@ checkpointed, so backward recomputes its logits instead of keeping them. Peak me
 head is a few chunk x vocab float32 buffers, whatever the batch (logits, the softmax cross-entropy
 keeps, their gradient; the entropy adds two): measured bounds are in the engine-logprob-memory test.
 """
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -62,3 +62,28 @@ def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
     out = torch.cat(parts).view(b, t - 1, k) if parts else h.new_zeros(b, 0, k, dtype=torch.float32)
     out = torch.cat((torch.zeros_like(out[:, :1]), out), dim=1)
     return out[..., 0], (out[..., 1] if entropy else None)
+
+
+def model_logprobs(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: Sequence[float], chunk: int) -> torch.Tensor:
+    """[B, T] token log-probabilities of a transformers causal LM: its decoder's final hidden states, then its head in chunks."""
+    hidden = model.get_decoder()(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+    return token_logprobs(hidden, model.get_output_embeddings(), ids, temperature, chunk)[0]
+
+
+class LogprobModel(nn.Module):
+    """A causal LM as one module whose forward is its [B, T] token log-probabilities.
+
+    DeepSpeed's engine wraps this module, so that each training forward runs through the engine:
+    ZeRO-3 accumulates the gradients of a request's micro-batches only when the engine's forward
+    ran before each backward (it clears the optimizer's backward-seen flag there), and the
+    engine's forward must not compute the full-vocabulary logits that the model's own forward would.
+    """
+
+    def __init__(self, model: nn.Module, chunk: int):
+        super().__init__()
+        self.model = model
+        self.chunk = chunk
+
+    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: List[float]) -> torch.Tensor:
+        return model_logprobs(self.model, ids, attention_mask, temperature, self.chunk)

@@ -8,7 +8,7 @@ Those files are read once, when the model is loaded, and written from memory: th
 was loaded from may be a checkpoint that retention deletes while the engine lives on.
 """
 import copy
-import importlib.util
+import logging
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -19,6 +19,8 @@ from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedModel
 
 from .lora import ADAPTER_CONFIG, LoraSettings, adapter_base, load_adapter, wrap
 from .tiny_model import create_tiny_model
+
+log = logging.getLogger('thinkfl_engine')
 
 # Where a LoRA export keeps the merged model beside the adapter: vLLM loads the adapter dir itself
 # (load_lora_adapter), the onnx backend and `trainer-ctl serve` the merged export in it.
@@ -43,10 +45,19 @@ def is_engine_file(path: Path) -> bool:
 
 
 def attn_implementation(device: torch.device) -> str:
-    """flash-attention-2 on CUDA when the package is importable, PyTorch's sdpa otherwise."""
-    if device.type == 'cuda' and importlib.util.find_spec('flash_attn') is not None:
-        return 'flash_attention_2'
-    return 'sdpa'
+    """flash-attention-2 on CUDA when `import flash_attn` succeeds, PyTorch's sdpa otherwise; the choice is logged.
+
+    An installed package is not enough: a flash_attn built against another torch (NGC's) fails to import.
+    """
+    if device.type != 'cuda':
+        return 'sdpa'
+    try:
+        import flash_attn  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - an ImportError or a broken native extension alike
+        log.info('attention: sdpa (flash_attn does not import: %s: %s)', type(e).__name__, str(e).splitlines()[0] if str(e) else '')
+        return 'sdpa'
+    log.info('attention: flash_attention_2 (flash_attn %s)', getattr(flash_attn, '__version__', '?'))
+    return 'flash_attention_2'
 
 
 def create_tiny(out_dir: Path, config: Dict[str, Any], seed: int) -> int:

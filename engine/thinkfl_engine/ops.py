@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 
 from .batch import check_ragged, pad
-from .distributed import is_main
+from .distributed import Ranks, is_main
 from .grpo_loss import LossSettings, Normalizers, grpo_loss
 from .models import create_tiny
 from .step_file import batch_stats, step_args
@@ -14,7 +14,8 @@ from .trainer import Trainer, validate_ids
 
 
 class State:
-    def __init__(self) -> None:
+    def __init__(self, ranks: Optional[Ranks] = None) -> None:
+        self.ranks = ranks
         self.trainer: Optional[Trainer] = None
 
     def loaded(self) -> Trainer:
@@ -34,7 +35,7 @@ def create_tiny_op(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
 
 def load(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     state.trainer = None  # release the previous model before building the next one
-    state.trainer = Trainer(args)
+    state.trainer = Trainer(args, state.ranks)
     return state.trainer.describe()
 
 
@@ -149,6 +150,7 @@ OPS: Dict[str, Callable[[State, Dict[str, Any]], Any]] = {
     'grpo_step': lambda s, a: s.loaded().grpo_step(step_args(a)),
     'batch_stats': lambda s, a: batch_stats(a['batch']),
     'set_reference': lambda s, a: s.loaded().set_reference(a),
+    'reset_optimizer': lambda s, a: s.loaded().reset_optimizer(a),
     'save': lambda s, a: s.loaded().save(Path(a['dir'])),
     'export': export,
     'generate': generate,

@@ -61,7 +61,7 @@ def main() -> None:
         if main_rank:
             out.write(json.dumps(_finite(msg), allow_nan=False) + '\n')
 
-    state = State()
+    state = State(ranks)
     log.info('ready (pid %d)', os.getpid())
     for line in _requests(ranks):
         if not line.strip():

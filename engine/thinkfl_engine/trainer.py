@@ -3,10 +3,13 @@
 Every per-token array is aligned with the token ids of its sequence (position 0 carries no
 prediction). Log-probabilities are those of the temperature-scaled distribution each sequence
 was sampled from, computed from hidden states in chunks of `logprob_chunk` tokens; micro-batches
-hold at most `micro_batch_size` sequences and `micro_batch_tokens` padded tokens. Missing old
-log-probabilities mean on-policy data (old = current policy, detached); missing reference
-log-probabilities come from the reference policy taken by `set_reference` (e.g. at the start of
-GRPO), saved with every checkpoint and restored on resume (reference.py).
+hold at most `micro_batch_size` sequences and `micro_batch_tokens` padded tokens. With several
+ranks each runs its share of a request's micro-batches (distributed.share_of_rank, balanced by
+tokens): the loss normalizers are the whole batch's, every rank's loss is scaled by the number
+of ranks, whose gradients are averaged, so the update equals one process's over the whole batch.
+Missing old log-probabilities mean on-policy data (old = current policy, detached); missing
+reference log-probabilities come from the reference policy taken by `set_reference` (e.g. at the
+start of GRPO), saved with every checkpoint and restored on resume (reference.py).
 """
 import contextlib
 import logging
@@ -17,12 +20,12 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from .batch import check_ragged, micro_batches, pad, temperatures, unpad
-from .distributed import is_main, rank_device
+from .distributed import Ranks, is_main, rank_device, share_of_rank
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
-from .logprobs import DEFAULT_CHUNK, token_logprobs
+from .logprobs import DEFAULT_CHUNK, LogprobModel, model_logprobs
 from .lora import LoraSettings
 from .models import load_model
-from .optim import OptimSettings, make_updater
+from .optim import OptimSettings, Saved, make_updater
 from .precision import master_dtype, resolve_compute, set_threads
 from .reference import Reference
 
@@ -30,7 +33,9 @@ log = logging.getLogger('thinkfl_engine')
 
 
 class Trainer:
-    def __init__(self, args: Dict[str, Any]):
+    def __init__(self, args: Dict[str, Any], ranks: Optional[Ranks] = None):
+        self.ranks = ranks
+        self.world = ranks.world if ranks else 1
         if 'seed' in args:
             torch.manual_seed(int(args['seed']))
         self.model_dir = Path(args['model_dir'])
@@ -46,12 +51,15 @@ class Trainer:
                                  gradient_checkpointing=bool(args.get('gradient_checkpointing', True)))
         self.vocab_size = self.policy.module.get_input_embeddings().num_embeddings
         self.chunk = int(args.get('logprob_chunk', DEFAULT_CHUNK))
-        self.updater = make_updater(self.policy.module, OptimSettings.from_json(args.get('optimizer')),
-                                    args.get('deepspeed'))
+        self.updater = make_updater(LogprobModel(self.policy.module, self.chunk),
+                                    OptimSettings.from_json(args.get('optimizer')), args.get('deepspeed'))
         self.reference = Reference(self.policy, self.updater.partitioned)
         self.step = 0
+        # Which reset the optimizer's state dates from (reset_optimizer); None: from the load, as for SFT.
+        self.optimizer_tag: Optional[str] = None
         if args.get('resume', False):
-            self.step = self.updater.load(self.model_dir) or 0
+            saved = self.updater.load(self.model_dir) or Saved(0, None)
+            self.step, self.optimizer_tag = saved.step, saved.tag
             self.reference.load(self.model_dir)
 
     def describe(self) -> Dict[str, Any]:
@@ -62,40 +70,73 @@ class Trainer:
         return {'kind': self.policy.kind, 'parameters': params, 'trainable_parameters': trainable,
                 'lora': self.policy.lora, 'device': str(self.device), 'step': self.step,
                 'compute_dtype': str(self.autocast or self.master).replace('torch.', ''),
-                'precision': self.precision_reason, 'threads': self.threads, 'reference': self.reference.tag}
+                'precision': self.precision_reason, 'threads': self.threads, 'reference': self.reference.tag,
+                'optimizer': self.optimizer_tag, 'ranks': self.world}
 
     def set_reference(self, args: Dict[str, Any]) -> Dict[str, Any]:
         """Freezes the current policy as the KL reference, named by `tag` (e.g. the stage it was taken at)."""
         self.reference.take(args['tag'])
         return {'reference': self.reference.tag, 'step': self.step}
 
+    def reset_optimizer(self, args: Dict[str, Any]) -> Dict[str, Any]:
+        """A new optimizer (no moments, step count 0), named by `tag` (e.g. the GRPO stage it starts)."""
+        tag = args['tag']
+        if not isinstance(tag, str) or not tag:
+            raise ValueError('reset_optimizer: tag must be a non-empty string')
+        self.updater.reset()
+        self.optimizer_tag = tag
+        log.info('optimizer reset (%s): no state before update %d', tag, self.step)
+        return {'optimizer': tag, 'step': self.step}
+
     def _amp(self):
         if self.autocast is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self.autocast)
 
-    def _forward(self, module, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
+    def _inputs(self, ids: List[List[int]]):
         top = max(max(r) for r in ids)
         if top >= self.vocab_size:
             raise ValueError(f'input_ids: token id {top} is outside the model vocabulary ({self.vocab_size})')
         lengths = [len(r) for r in ids]
         t = pad(ids, torch.long, self.device)
         am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
+        return t, am
+
+    def _forward(self, module, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
+        """No-grad log-probabilities of the policy or the reference."""
+        t, am = self._inputs(ids)
         with self._amp():
-            hidden = self.policy.hidden(module, t, am)
-            return token_logprobs(hidden, self.policy.head(module), t, temperature, self.chunk)[0]
+            return model_logprobs(module, t, am, temperature, self.chunk)
+
+    def _train_forward(self, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
+        """The policy's log-probabilities through the updater (DeepSpeed's engine forward under ZeRO)."""
+        t, am = self._inputs(ids)
+        with self._amp():
+            return self.updater.forward(t, am, temperature)
 
     def logprobs(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
         temps = temperatures(args.get('temperature', 1.0), len(ids))
-        return {'logprobs': self._no_grad_logprobs(args.get('model', 'policy'), ids, temps, args)}
+        plan = self._plan(ids, args)
+        mine = self._no_grad_logprobs(args.get('model', 'policy'), ids, temps, plan)
+        rows: Dict[int, List[float]] = {}
+        for part in (self.ranks.gather(mine) if self.ranks else [mine]):
+            rows.update(part)
+        return {'logprobs': [rows[i] for i in range(len(ids))]}
 
-    def _no_grad_logprobs(self, model: str, ids: List[List[int]], temps: List[float], args: Dict[str, Any]) -> List[List[float]]:
-        out: List[List[float]] = []
+    def _no_grad_logprobs(self, model: str, ids: List[List[int]], temps: List[float],
+                          plan: List[Optional[range]]) -> Dict[int, List[float]]:
+        """Log-probabilities of the rows of this rank's micro-batches, by row index."""
+        out: Dict[int, List[float]] = {}
         with torch.no_grad(), self.model_scope(model) as module:
-            for r in self._micro_batches(ids, args):
+            for r in plan:
+                if r is None:
+                    # Runs the forward all ranks join under ZeRO-3 (it gathers weights), on a 2-token stand-in.
+                    self._forward(module, [ids[0][:2]], [1.0])
+                    continue
                 rows = [ids[i] for i in r]
-                out += unpad(self._forward(module, rows, [temps[i] for i in r]), [len(x) for x in rows])
+                values = unpad(self._forward(module, rows, [temps[i] for i in r]), [len(x) for x in rows])
+                out.update(zip(r, values))
         return out
 
     def model_scope(self, name: str):
@@ -105,14 +146,23 @@ class Trainer:
             return self.reference.module()
         raise ValueError(f"model must be 'policy' or 'reference', got {name!r}")
 
-    def _micro_batches(self, ids: List[List[int]], args: Dict[str, Any]) -> List[range]:
-        return micro_batches([len(r) for r in ids], args.get('micro_batch_size'), args.get('micro_batch_tokens'))
+    def _plan(self, ids: List[List[int]], args: Dict[str, Any]) -> List[Optional[range]]:
+        """This rank's micro-batches of the request, in order; None: a pass with no weight (see share_of_rank)."""
+        parts = micro_batches([len(r) for r in ids], args.get('micro_batch_size'), args.get('micro_batch_tokens'))
+        if self.world == 1:
+            return list(parts)
+        costs = [len(r) * max(len(ids[i]) for i in r) for r in parts]
+        share = share_of_rank(costs, self.world, self.ranks.rank)
+        real = [k for k in share if k is not None]
+        log.info('rank %d of %d: micro-batches %s of %d (%d of %d padded tokens)', self.ranks.rank, self.world, real,
+                 len(parts), sum(costs[k] for k in real), sum(costs))
+        return [None if k is None else parts[k] for k in share]
 
     def sft_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
         mask = validate_mask(args['mask'], ids)
         norm = Normalizers.of(pad(mask, torch.float32, torch.device('cpu')))
-        totals = self._accumulate(ids, args, lambda r, lp, m: {'loss': sft_loss(lp, m, norm)}, mask)
+        totals = self._accumulate(ids, args, self._plan(ids, args), lambda r, lp, m: {'loss': sft_loss(lp, m, norm)}, mask)
         return {**totals, 'tokens': int(sum(map(sum, mask)))}
 
     def grpo_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
@@ -128,10 +178,13 @@ class Trainer:
                 check_ragged(key, args[key], lengths)
         temps = temperatures(args.get('temperature', 1.0), len(ids))
         norm = Normalizers.of(pad(mask, torch.float32, torch.device('cpu')))
-        ref_rows = args.get('ref')
-        if settings.kl_coef != 0.0 and ref_rows is None:
+        plan = self._plan(ids, args)
+        ref_rows: Optional[Dict[int, List[float]]] = None
+        if args.get('ref') is not None:
+            ref_rows = dict(enumerate(args['ref']))
+        elif settings.kl_coef != 0.0:
             # Before any policy forward: a LoRA reference swaps adapter weights that the backward still needs.
-            ref_rows = self._no_grad_logprobs('reference', ids, temps, args)
+            ref_rows = self._no_grad_logprobs('reference', ids, temps, plan)
 
         def loss_of(r: range, logp: torch.Tensor, m: torch.Tensor) -> Dict[str, torch.Tensor]:
             old = self._given(args['old'], r) if args.get('old') is not None else logp.detach()
@@ -139,42 +192,53 @@ class Trainer:
             a = torch.tensor([adv[i] for i in r], dtype=torch.float32, device=self.device)
             return grpo_loss(logp, old, ref, m, a, settings, norm)
 
-        totals = self._accumulate(ids, args, loss_of, mask, temps)
+        totals = self._accumulate(ids, args, plan, loss_of, mask, temps)
         return {**totals, 'tokens': int(sum(map(sum, mask)))}
 
-    def _given(self, rows: List[List[float]], r: range) -> torch.Tensor:
+    def _given(self, rows, r: range) -> torch.Tensor:
         return pad([rows[i] for i in r], torch.float32, self.device)
 
-    def _accumulate(self, ids, args, loss_of, mask, temps: Optional[List[float]] = None) -> Dict[str, Any]:
-        """One optimizer step over all micro-batches; metrics are sums of whole-batch-normalised parts."""
+    def _accumulate(self, ids, args, plan: List[Optional[range]], loss_of, mask,
+                    temps: Optional[List[float]] = None) -> Dict[str, Any]:
+        """One optimizer step over this rank's micro-batches; metrics are sums of whole-batch-normalised parts over all ranks."""
         if args.get('lr') is not None:
             self.updater.set_lr(float(args['lr']))
         self.policy.module.train()
         self.updater.zero_grad()
-        parts = self._micro_batches(ids, args)
         totals: Dict[str, float] = {}
-        for k, r in enumerate(parts):
-            self.updater.boundary(last=k == len(parts) - 1)
-            logp = self._forward(self.policy.module, [ids[i] for i in r], [temps[i] if temps else 1.0 for i in r])
+        for k, r in enumerate(plan):
+            self.updater.boundary(last=k == len(plan) - 1)
+            if r is None:
+                # A pass with no weight, so that this rank joins the others' collectives (share_of_rank).
+                self.updater.backward(self._train_forward([ids[0][:2]], [1.0]).sum() * 0.0)
+                continue
+            logp = self._train_forward([ids[i] for i in r], [temps[i] if temps else 1.0 for i in r])
             m = pad([mask[i] for i in r], torch.float32, self.device)
             out = loss_of(r, logp, m)
-            self.updater.backward(out['loss'])
+            # The ranks' gradients are averaged: scaled by their number, they add up to the whole batch's.
+            self.updater.backward(out['loss'] * self.world)
             for name, v in out.items():
                 totals[name] = totals.get(name, 0.0) + float(v.detach())
+        if self.ranks is not None:
+            totals = self.ranks.sum(totals)
         if not math.isfinite(totals['loss']):
             self.updater.zero_grad()
             raise FloatingPointError(f'non-finite loss {totals["loss"]}; step skipped')
+        self.updater.reduce()
+        gradients = self.updater.full_gradients() if args.get('gradients') else None
         totals['grad_norm'] = self.updater.step()
         self.step += 1
         totals['step'] = self.step
+        if gradients is not None:
+            totals['gradients'] = {n: g.to('cpu', torch.float64).reshape(-1).tolist() for n, g in gradients.items()}
         return totals
 
     def save(self, out_dir: Path) -> Dict[str, Any]:
         self.write_model(out_dir, merged=False)
-        self.updater.save(out_dir, self.step)
+        self.updater.save(out_dir, Saved(self.step, self.optimizer_tag))
         if is_main():
             self.reference.save(out_dir)
-        return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference.tag}
+        return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference.tag, 'optimizer': self.optimizer_tag}
 
     def write_model(self, out_dir: Path, merged: bool) -> Path:
         """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first).

@@ -9,9 +9,10 @@
  *   whose q/k/v biases the bitwise check below covers), created by the engine's create_tiny
  *   with a tokenizer fitted to the Nezha data (scripts/create-tiny-model.ts); model.architecture
  *   stays the backbone's (config validate's memory estimate reads it);
- * - workers.train.device cuda -> cpu, and workers.train.ranks 1 -> 2: the preset's
- *   configs/deepspeed/zero2.json (bf16, ZeRO-2) is kept and runs on DeepSpeed's CPU accelerator
- *   with gloo, where two ranks make ZeRO partition the optimizer state for real;
+ * - workers.train.device cuda -> cpu: the preset's ranks (1) and configs/deepspeed/zero2.json
+ *   (bf16, ZeRO-2) are kept, so the engine starts as on the GPU node: through torchrun with one
+ *   rank, joining the launcher's process group (without it DeepSpeed looks for MPI and stops on
+ *   `No module named 'mpi4py'`), on DeepSpeed's CPU accelerator with gloo;
  * - generation.backend.policy_format weights -> onnx: the train worker then writes, beside the
  *   same PEFT adapter vLLM would load, the merged model, whose every weight is compared with
  *   the base model's (vLLM's replicas are never contacted by the train worker, so the
@@ -123,13 +124,13 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     raw.run.base_dir = REPO_ROOT;
     raw.run.output_dir = join(root, 'runs');
     raw.workers.train.device = 'cpu';
-    raw.workers.train.ranks = 2;
     raw.generation.backend.policy_format = 'onnx';
     const file = join(root, 'run.yaml');
     writeFileSync(file, stringify(raw));
     const { config, runDir } = loadRunConfig(file);
     const lora = config.model.lora!;
     expect(config.workers.train.deepspeed_config).toBe(join(REPO_ROOT, 'configs', 'deepspeed', 'zero2.json'));
+    expect(config.workers.train.ranks).toBe(1);
     expect(config.grpo.loss.kl_coef).toBeGreaterThan(0);
 
     // Two real expert episodes as one group, tokenized with the tiny model's own chat template.
@@ -164,6 +165,9 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     const trainable = modelConfig.num_hidden_layers * lora.target_modules.reduce((n, m) => n + lora.r * (shapes[m][0] + shapes[m][1]), 0);
     const loadLine = logs.find((l) => l.startsWith('engine loaded'));
     expect(loadLine).toContain(`(LoRA: ${trainable} trainable)`);
+    // Started by torchrun with the preset's one rank: the engine logs as rank 0 of its launcher's group.
+    expect(loadLine).toContain('1 rank,');
+    expect(logs.some((l) => l.includes('[engine rank 0]'))).toBe(true);
     // The preset's KL term (kl_coef > 0) took its reference before the update.
     expect(logs.some((l) => l.includes('KL reference: the policy before update 0 (grpo_start)'))).toBe(true);
 
@@ -221,7 +225,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     }
     expect(adapted).toBe(modelConfig.num_hidden_layers * lora.target_modules.length);
     console.log(
-      `[figure] ${preset}: ${architecture}, LoRA r ${lora.r} on ${lora.target_modules.join(',')} (${trainable} trainable), ZeRO-2 on 2 CPU ranks, ` +
+      `[figure] ${preset}: ${architecture}, LoRA r ${lora.r} on ${lora.target_modules.join(',')} (${trainable} trainable), ZeRO-2 on 1 CPU rank (torchrun), ` +
         `loss ${result.metrics.loss}, grad norm ${result.metrics.grad_norm}; merged dtype ${merged.values().next().value!.dtype}: ` +
         `${bitwise} tensors bit-identical to the base, ${adapted} adapted within ${worst.toExponential(2)} of W + (alpha/r) B A`,
     );

@@ -11,6 +11,9 @@
  * from it: it goes on updating, exporting with the model's tokenizer files, checkpointing and
  * restarting a killed engine, for a full model, a LoRA adapter and DeepSpeed ZeRO-2 on 2 CPU
  * ranks, and every update's result names the checkpoint its engine came from (retention keeps it).
+ * Each GRPO stage starts from a new optimizer (grpo.optimizer.reset): the first GRPO update
+ * equals a new engine's on the SFT checkpoint, and a run resumed inside a stage ends with the
+ * unbroken run's weights.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,6 +26,7 @@ import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type Roll
 import { checkpointDir, createEpisodePlayer, listCheckpoints, startTrainWorker, TRAINER_STATE_FILE, type TrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
+import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
 import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
 
 const RUN = 'train-test';
@@ -275,5 +279,82 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
     } finally {
       await queue.close();
     }
+  }, 900_000);
+});
+
+describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
+  /** Updates 0-1 SFT, 2-3 GRPO in priming, 4 GRPO in exploration; a checkpoint after each. */
+  const jobOf = (run: string, update: number): TrainJob => ({
+    runId: run,
+    stage: update < 4 ? 'priming' : 'exploration',
+    update,
+    kind: update < 2 ? 'sft' : 'grpo',
+    samples,
+    checkpoint: true,
+  });
+  const weightsOf = (runDir: string, version: number) => {
+    const w = readSafetensors(join(runDir, 'policies', `v${version}`, 'model.safetensors'));
+    return new Map([...w].map(([k, t]) => [k, tensorValues(t)]));
+  };
+  const maxDiff = (a: Map<string, Float64Array>, b: Map<string, Float64Array>) => {
+    expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+    let worst = 0;
+    for (const [k, v] of a) v.forEach((x, i) => (worst = Math.max(worst, Math.abs(x - b.get(k)![i]))));
+    return worst;
+  };
+  /** A train worker on `run` that makes `updates` in order, then closes; its log lines. */
+  async function play(run: string, loadedRun: LoadedRunConfig, updates: number[], job = (u: number) => jobOf(run, u)): Promise<string[]> {
+    const lines: string[] = [];
+    const worker = await startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config: loadedRun.config, runDir: loadedRun.runDir, log: (l) => lines.push(l) });
+    const queue = new TrainQueue(conn, run, settings);
+    try {
+      for (const u of updates) {
+        await queue.submit(job(u));
+        await queue.waitResult(u, 300_000);
+      }
+    } finally {
+      await queue.close();
+      await worker.close();
+    }
+    return lines;
+  }
+  const resets = (lines: string[]) => lines.flatMap((l) => /optimizer reset before update (\d+)/.exec(l)?.[1] ?? []).map(Number);
+
+  it('starts each GRPO stage from an optimizer with no state, as a new engine does, and a run resumed in a stage ends as an unbroken one', async () => {
+    const setup = (run: string, reset?: 'never'): LoadedRunConfig => {
+      const l = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
+      return reset ? { ...l, config: { ...l.config, grpo: { ...l.config.grpo, optimizer: { ...l.config.grpo.optimizer, reset } } } } : l;
+    };
+    // Unbroken, with the default reset (stage): a new optimizer before updates 2 and 4, logged by worker and engine.
+    const unbroken = setup('reset-unbroken');
+    const lines = await play('reset-unbroken', unbroken, [0, 1, 2, 3, 4]);
+    expect(unbroken.config.grpo.optimizer.reset).toBe('stage');
+    expect(resets(lines)).toEqual([2, 4]);
+    expect(lines.some((l) => l.includes('optimizer reset (stage:priming): no state before update 2'))).toBe(true);
+
+    // The first GRPO update is what a new engine on the SFT checkpoint makes with a new AdamW.
+    const fresh = writeRunConfig(dir!, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', { file: 'reset-fresh.yaml', train: '{ autocast: float32 }' });
+    await play('reset-fresh', fresh, [0], (u) => ({ ...jobOf('reset-fresh', 2), update: u }));
+    const first = maxDiff(weightsOf(unbroken.runDir, 3), weightsOf(fresh.runDir, 1));
+    expect(first).toBeLessThanOrEqual(1e-6);
+    // With reset never the same update carries SFT's Adam moments and ends elsewhere.
+    const never = setup('reset-never', 'never');
+    expect(resets(await play('reset-never', never, [0, 1, 2]))).toEqual([]);
+    const kept = maxDiff(weightsOf(unbroken.runDir, 3), weightsOf(never.runDir, 3));
+    expect(kept).toBeGreaterThan(1e-4);
+
+    // Stopped after the first GRPO update and resumed from its checkpoint: update 3 goes on with
+    // the optimizer the checkpoint holds (no second reset in priming), update 4 starts exploration anew.
+    const resumed = setup('reset-resumed');
+    expect(resets(await play('reset-resumed', resumed, [0, 1, 2]))).toEqual([2]);
+    const after = await play('reset-resumed', resumed, [3, 4]);
+    expect(after.some((l) => l.includes(`engine loaded checkpoint ${checkpointDir(resumed.runDir, 3)}`))).toBe(true);
+    expect(resets(after)).toEqual([4]);
+    const end = maxDiff(weightsOf(unbroken.runDir, 5), weightsOf(resumed.runDir, 5));
+    expect(end).toBeLessThanOrEqual(1e-6);
+    console.log(
+      `[figure] grpo.optimizer.reset stage: first GRPO update vs a new engine's ${first.toExponential(2)}; vs reset never ${kept.toExponential(2)}; ` +
+        `resumed in a stage vs unbroken after 5 updates ${end.toExponential(2)} (max |weight difference|)`,
+    );
   }, 900_000);
 });

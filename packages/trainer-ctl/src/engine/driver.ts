@@ -19,10 +19,17 @@ export interface EngineOptions {
   /** Directory holding the thinkfl_engine package. Default: the repository's engine/. */
   engineDir?: string;
   /**
-   * Processes to start (DeepSpeed ZeRO over N ranks, launched by torchrun on this machine); rank 0
-   * speaks the protocol and hands each request to the others. Default 1: a single process.
+   * Processes to start (launched by torchrun on this machine), each running its share of every
+   * request's micro-batches; rank 0 speaks the protocol and hands each request to the others.
+   * Default 1.
    */
   ranks?: number;
+  /**
+   * Start through torchrun even with one rank, so that the engine finds a launcher's process
+   * group (DeepSpeed needs one; without RANK/WORLD_SIZE it would look for MPI). Implied by ranks > 1.
+   * Default false: one rank is a plain python process.
+   */
+  distributed?: boolean;
   /** Extra environment for the engine process. */
   env?: Record<string, string>;
   /** Timeout of a request that names none, in ms. Default 10 minutes. */
@@ -65,7 +72,7 @@ export class TrainEngine {
     const pythonPath = [engineDir, process.env.PYTHONPATH].filter(Boolean).join(':');
     const ranks = opts.ranks ?? 1;
     if (!Number.isInteger(ranks) || ranks < 1) throw new Error(`engine ranks must be a positive integer, got ${ranks}`);
-    const launcher = ranks > 1 ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${ranks}`] : [];
+    const launcher = ranks > 1 || opts.distributed ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${ranks}`] : [];
     this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON, [...launcher, '-m', 'thinkfl_engine'], {
       // OpenMP threads that sleep while waiting: spinning ones starve each other (and the rollout
       // side) on a loaded CPU; measured 30 s vs > 300 s for the gradient check on 2 busy cores.

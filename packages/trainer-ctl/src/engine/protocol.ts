@@ -34,13 +34,16 @@ export interface LoadArgs {
   /** Token positions per chunk of the output head in log-probability computation. Default 1024. */
   logprob_chunk?: number;
   /**
-   * Restore optimizer state and step from the dir's optimizer.pt, and the KL reference from
-   * its reference/ dir, when present.
+   * Restore optimizer state, step and the optimizer's tag from the dir's optimizer.pt (DeepSpeed:
+   * its deepspeed/ dir), and the KL reference from its reference/ dir, when present.
    */
   resume?: boolean;
   seed?: number;
   optimizer?: Partial<OptimizerSettings>;
-  /** A DeepSpeed config; when given, training runs under DeepSpeed. */
+  /**
+   * A DeepSpeed config; when given, training runs under DeepSpeed. The engine joins its launcher's
+   * process group (EngineOptions.distributed), or sets up a one-rank group itself without one.
+   */
   deepspeed?: Record<string, unknown> | null;
 }
 
@@ -69,6 +72,10 @@ export interface LoadResult {
   threads: number;
   /** Tag of the KL reference policy held (restored on resume), or null when there is none. */
   reference: string | null;
+  /** Tag of the last reset_optimizer the optimizer state dates from (restored on resume); null: from the load. */
+  optimizer: string | null;
+  /** Engine processes; each runs its share of a request's micro-batches. */
+  ranks: number;
 }
 
 /**
@@ -96,6 +103,8 @@ export interface TokenBatch {
 export interface SftStepArgs extends TokenBatch {
   mask?: number[][];
   lr?: number;
+  /** Return every trainable weight's whole gradient (averaged over the ranks, before clipping): for checking data parallelism. */
+  gradients?: boolean;
 }
 
 export interface StepResult {
@@ -105,6 +114,8 @@ export interface StepResult {
   tokens: number;
   /** Optimizer steps taken since the model was created. */
   step: number;
+  /** With `gradients: true`: weight name (transformers' own) -> its flattened gradient. */
+  gradients?: Record<string, number[]>;
 }
 
 export interface GrpoStepArgs extends SftStepArgs {
@@ -162,8 +173,13 @@ export interface EngineOps {
    * a frozen copy, or with LoRA a copy of the adapter weights (the base is shared).
    */
   set_reference: { args: { tag: string }; result: { reference: string; step: number } };
+  /**
+   * A new optimizer (no moments, step count 0) named by tag, e.g. the GRPO stage it starts
+   * (grpo.optimizer.reset); the tag is saved with checkpoints and restored on resume.
+   */
+  reset_optimizer: { args: { tag: string }; result: { optimizer: string; step: number } };
   /** Weights (LoRA: the adapter), optimizer state and the reference policy (reference/) into dir. */
-  save: { args: { dir: string }; result: { dir: string; step: number; reference: string | null } };
+  save: { args: { dir: string }; result: { dir: string; step: number; reference: string | null; optimizer: string | null } };
   /** Greedy continuation by transformers' generate (stops at EOS); raw-distribution log-probabilities. */
   generate: {
     args: { input_ids: number[][]; max_new_tokens?: number; model?: 'policy' | 'reference' };

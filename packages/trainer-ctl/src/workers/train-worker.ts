@@ -82,15 +82,20 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   let origin: string | undefined;
   /** Tag of the KL reference the engine holds (restored from the checkpoint), or null. */
   let reference: string | null = null;
+  /** Tag of the reset the engine's optimizer dates from (restored from the checkpoint), or null. */
+  let optimizerTag: string | null = null;
   /** Starts an engine on `ckpt` (or the base model); the updates done are the checkpoint's. */
   const openEngine = async (ckpt: Checkpoint | undefined): Promise<void> => {
+    const deepspeed = config.workers.train.deepspeed_config;
     engine = new TrainEngine({
       python: config.workers.train.python,
       ranks: config.workers.train.ranks,
+      // DeepSpeed joins the launcher's process group, one rank included (it would look for MPI without one).
+      distributed: deepspeed !== undefined,
       onStderr: (t) => log(t.trimEnd()),
       ...opts.engine,
     });
-    const deepspeed = config.workers.train.deepspeed_config;
+    const { reset: _reset, ...optimizer } = config.grpo.optimizer;
     try {
       const loaded = await engine.request('load', {
         model_dir: ckpt?.dir ?? config.model.dir,
@@ -102,15 +107,17 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         gradient_checkpointing: config.workers.train.gradient_checkpointing,
         resume: ckpt !== undefined,
         seed: config.run.seed,
-        optimizer: config.grpo.optimizer,
+        optimizer,
         deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
       });
       updates = ckpt?.updates ?? 0;
       origin = ckpt?.dir;
       reference = loaded.reference;
+      optimizerTag = loaded.optimizer;
       log(
         `engine loaded ${ckpt ? `checkpoint ${ckpt.dir} (${updates} updates)` : config.model.dir}: ${loaded.parameters} parameters on ` +
-          `${loaded.device}${loaded.lora ? ` (LoRA: ${loaded.trainable_parameters} trainable)` : ''}, ${loaded.threads} threads, compute ${loaded.precision}${reference ? `, KL reference ${reference}` : ''}`,
+          `${loaded.device}${loaded.lora ? ` (LoRA: ${loaded.trainable_parameters} trainable)` : ''}, ${loaded.ranks} rank${loaded.ranks > 1 ? 's' : ''}, ` +
+          `${loaded.threads} threads, compute ${loaded.precision}${reference ? `, KL reference ${reference}` : ''}${optimizerTag ? `, optimizer since reset ${optimizerTag}` : ''}`,
       );
     } catch (e) {
       await engine.dispose();
@@ -151,6 +158,16 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     log(`KL reference: the policy before update ${job.update} (${want})`);
   };
 
+  /** A new optimizer (grpo.optimizer.reset) before the first GRPO update of the run or of each stage. */
+  const ensureFreshOptimizer = async (job: TrainJob) => {
+    const policy = config.grpo.optimizer.reset;
+    if (policy === 'never') return;
+    const want = policy === 'grpo' ? 'grpo' : `stage:${job.stage}`;
+    if (optimizerTag === want) return;
+    optimizerTag = (await engine.request('reset_optimizer', { tag: want })).optimizer;
+    log(`optimizer reset before update ${job.update} (grpo.optimizer.reset ${policy}): AdamW starts with no state`);
+  };
+
   /** The engine's step for a job: its SFT steps in order, or one GRPO step. */
   const step = async (job: TrainJob): Promise<StepResult> => {
     let s: EngineStep;
@@ -161,6 +178,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     }
     if (s.op === 'grpo_step') {
       await ensureReference(job);
+      await ensureFreshOptimizer(job);
       return engine.request('grpo_step', s.args);
     }
     const parts: StepResult[] = [];

@@ -34,9 +34,21 @@ export const GrpoSection = z
       ),
     optimizer: OptimizerSettingsSchema.extend({
       lr: z.number().positive().default(1e-6).describe('AdamW learning rate of GRPO updates. Default 1e-6 (DeepSeekMath GRPO).'),
+      reset: z
+        .enum(['stage', 'grpo', 'never'])
+        .default('stage')
+        .describe(
+          'When the train worker starts a new AdamW (no moments, step count 0) before a GRPO update: stage: before the ' +
+            'first update of each GRPO stage; grpo: once, before the first GRPO update (after SFT); never: GRPO goes on ' +
+            "with SFT's optimizer. Why: Adam's second moment carries the scale of SFT's cross-entropy gradients into RL, " +
+            "which sizes RL's first steps by SFT's gradients instead of its own, and its first moment keeps pushing in " +
+            "SFT's last direction; TRL, nanochat and prime-rl start RL with a new optimizer, and each ThinkFL " +
+            'stage has its own reward. The reset is recorded in every checkpoint, so a resumed run neither repeats nor ' +
+            'skips it. Default stage.',
+        ),
     })
       .prefault({})
-      .describe('AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm); packages/trainer-ctl/src/engine/optimizer-settings.ts.'),
+      .describe('AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm) and when it starts anew (reset); packages/trainer-ctl/src/engine/optimizer-settings.ts.'),
     max_refill_groups: z
       .number()
       .int()

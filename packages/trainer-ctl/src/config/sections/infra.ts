@@ -53,7 +53,12 @@ export const WorkersSection = z
           .int()
           .positive()
           .default(1)
-          .describe('Engine processes (torchrun on this machine; DeepSpeed ZeRO partitions across them, each runs the whole batch). Default 1.'),
+          .describe(
+            "Engine processes, started by torchrun on this machine: each trains its share of every update's micro-batches " +
+              '(balanced by tokens) and their gradients are averaged, so an update is the same as one process makes over ' +
+              'the whole batch; DeepSpeed ZeRO partitions optimizer state (stage 3: weights too) across them. An engine ' +
+              'with a deepspeed_config goes through torchrun at 1 rank too. Default 1.',
+          ),
         job_timeout_s: z
           .number()
           .positive()
