@@ -8,12 +8,14 @@
  * the server) that also holds the run directory of docker/run.yaml, whose vllm backend names
  * the vLLM service. No Docker engine runs here: the file is checked, not started.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { loadRunConfig } from '../src/config/index';
+import { ENGINE_PYTHON } from '../src/engine/driver';
 import { REPO_ROOT } from '../../../testkit/nezha';
 
 const DOCKER = join(REPO_ROOT, 'docker');
@@ -110,10 +112,18 @@ describe('docker/compose.yaml', () => {
     expect(new URL(config.queue.redis_url!).hostname).toBe('redis');
   });
 
-  it('builds the trainer from a pinned GPU image with the engine\'s pinned Python packages', () => {
+  it('builds the trainer on a CUDA base of the pinned torch wheel\'s CUDA major, with the engine\'s pinned Python packages', () => {
     const trainer = readFileSync(join(DOCKER, 'trainer.Dockerfile'), 'utf8');
-    expect(trainer).toMatch(/^ARG BASE=nvcr\.io\/nvidia\/pytorch:\d+\.\d+-py3$/m);
+    // No torch in the base (an NGC PyTorch image has one, which pip would swap for PyPI's): a plain CUDA toolkit
+    // whose major version is the one PyPI's wheel of the pinned torch is built for (+cu132: CUDA 13).
+    const base = /^ARG BASE=nvidia\/cuda:(\d+)\.(\d+)\.\d+-devel-ubuntu\d+\.\d+$/m.exec(trainer);
+    expect(base).not.toBeNull();
+    const torch = /^torch==(\S+)$/m.exec(readFileSync(join(REPO_ROOT, 'engine', 'requirements.txt'), 'utf8'))![1];
+    const wheelCuda = execFileSync(ENGINE_PYTHON, ['-c', 'import torch; print(torch.__version__, torch.version.cuda)'], { encoding: 'utf8' }).trim().split(' ');
+    expect(wheelCuda[0].split('+')[0]).toBe(torch);
+    expect(wheelCuda[1].split('.')[0]).toBe(base![1]);
     expect(trainer).toContain('pip install --no-cache-dir -r engine/requirements.txt');
+    expect(trainer).toContain('ONNXRUNTIME_NODE_INSTALL=skip npm ci');
     expect(readFileSync(join(DOCKER, 'control-plane.Dockerfile'), 'utf8')).toMatch(/^FROM node:\d+\.\d+\.\d+-bookworm-slim$/m);
     expect(S.trainer.build.dockerfile).toBe('docker/trainer.Dockerfile');
     expect(S.rollout.build.dockerfile).toBe('docker/control-plane.Dockerfile');
