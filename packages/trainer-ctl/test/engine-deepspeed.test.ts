@@ -5,7 +5,7 @@
  * of the loss), and the saved 16-bit model loads with transformers and computes the same
  * log-probabilities as the engine that saved it.
  */
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,6 +92,40 @@ describe('a DeepSpeed config in an engine started without a launcher', () => {
       expect(logs).not.toMatch(/mpi4py|MPI environment/);
     } finally {
       await engine.shutdown();
+    }
+  });
+
+  it('checkpoints a LoRA run without its frozen base, and resumes from that checkpoint', async () => {
+    const lora = { r: 2, alpha: 4, target_modules: ['q_proj', 'v_proj'] };
+    const deepspeed = { zero_optimization: { stage: 2 } };
+    const saved = join(dir, 'lora-zero2');
+    const engine = new TrainEngine();
+    let before: number[][];
+    let next: number;
+    try {
+      await engine.request('load', { model_dir: base, seed: 0, optimizer: OPTIMIZER, lora, deepspeed });
+      await trajectory(engine, 2);
+      await engine.request('save', { dir: saved });
+      before = (await engine.request('logprobs', { input_ids: IDS })).logprobs;
+      next = (await engine.request('sft_step', { input_ids: IDS, mask: MASK, micro_batch_size: 2 })).loss;
+    } finally {
+      await engine.shutdown();
+    }
+    // DeepSpeed's module state holds the adapter alone: far below the base model's weights, which it held before.
+    const states = statSync(join(saved, 'deepspeed', 'engine', 'mp_rank_00_model_states.pt')).size;
+    const baseWeights = statSync(join(base, 'model.safetensors')).size;
+    expect(states).toBeLessThan(baseWeights / 4);
+    const resumed = new TrainEngine();
+    try {
+      const loaded = await resumed.request('load', { model_dir: saved, seed: 0, optimizer: OPTIMIZER, lora, deepspeed, resume: true });
+      expect(loaded.step).toBe(STEPS);
+      const after = (await resumed.request('logprobs', { input_ids: IDS })).logprobs;
+      after.forEach((row, i) => row.forEach((v, t) => expect(Math.abs(v - before[i][t])).toBeLessThan(1e-6)));
+      // The optimizer state came back with it: the next step is the one the saving engine made.
+      const again = (await resumed.request('sft_step', { input_ids: IDS, mask: MASK, micro_batch_size: 2 })).loss;
+      expect(Math.abs(again - next)).toBeLessThan(1e-6);
+    } finally {
+      await resumed.shutdown();
     }
   });
 });
