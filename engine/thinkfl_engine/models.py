@@ -50,6 +50,7 @@ def attn_implementation(device: torch.device) -> str:
     An installed package is not enough: a flash_attn built against another torch (NGC's) fails to import.
     """
     if device.type != 'cuda':
+        log.info('attention: sdpa (flash-attention is for CUDA; device %s)', device.type)
         return 'sdpa'
     try:
         import flash_attn  # noqa: F401
