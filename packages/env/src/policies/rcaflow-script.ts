@@ -11,7 +11,8 @@ import type { RcaFlowRequest } from '../episodes/rcaflow/protocol';
 import type { AssistantMessage, Policy, PolicyContext, RootCause } from '../types';
 import { type Evidence, gatherEvidence, type KnownSpan, otherChanges, raisedError } from './expert/evidence';
 import { hermes } from './expert/messages';
-import { interest, rankSuspects, type SuspectSettings } from './expert/suspects';
+import { interest, rankSuspects } from './expert/decide';
+import type { SuspectSettings } from './expert/kinds/kind';
 import { registerPolicy } from './registry';
 
 export const RcaFlowScriptSettingsSchema = z.object({

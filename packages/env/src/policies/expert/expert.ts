@@ -8,9 +8,11 @@
 import { z } from 'zod';
 import type { AssistantMessage, Dataset, Policy, PolicyContext, RootCause } from '../../types';
 import { registerPolicy } from '../registry';
+import { interest, rankSuspects, type Suspect } from './decide';
 import { type Evidence, gatherEvidence, isFast, isSlow, type KnownSpan, otherChanges, raisedError } from './evidence';
+import { type EvidenceKind, evidenceKinds, type SuspectSettings } from './kinds/kind';
 import { hermes, spanName, vsUsual } from './messages';
-import { interest, rankSuspects, type Suspect, type SuspectSettings } from './suspects';
+import { type Check, checks, type PlanSettings, turnsForChecks } from './plan';
 
 export const ExpertSettingsSchema = z.object({
   /** Tool turns of the protocol (D_max); the expert answers within them. Default 10 (ThinkFL). */
@@ -54,35 +56,30 @@ export const ExpertSettingsSchema = z.object({
    * Default 0.7, chosen on the tuning faults of scripts/expert-split.ts (docs/experiments.md).
    */
   calm_fast_lead_bonus: z.number().nonnegative().default(0.7),
+  /**
+   * A slow lead whose excess over its usual duration is at least this share of the entry span's
+   * excess carries the request's delay: while it is open, no turn is kept for checks, so the
+   * descent reaches a deep callee within D_max. Default 1 (docs/expert-tuning.md).
+   */
+  slow_path_share: z.number().positive().default(1),
 });
 export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 
-/** The expert's settings in the form the suspect ranking takes. */
+/** The expert's settings in the form the kinds of evidence take. */
 export function suspectSettings(s: ExpertSettings): SuspectSettings {
   return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight, fastLeadWeight: s.fast_lead_weight, calmFastLeadBonus: s.calm_fast_lead_bonus };
 }
 
-type Check = { tool: 'search_fluctuating_metrics' | 'search_logs'; target: string; suspect?: Suspect };
-
-/** Nodes of the spans seen, most spans first (then deepest), for the log survey. */
-function surveyNodes(ev: Evidence): string[] {
-  const count = new Map<string, number>();
-  const depth = new Map<string, number>();
-  for (const k of ev.spans.values()) {
-    const n = k.summary.node;
-    if (!n) continue;
-    count.set(n, (count.get(n) ?? 0) + 1);
-    depth.set(n, Math.max(depth.get(n) ?? 0, k.depth));
-  }
-  return [...count.keys()].sort((a, b) => count.get(b)! - count.get(a)! || depth.get(b)! - depth.get(a)! || a.localeCompare(b));
+function planSettings(s: ExpertSettings): PlanSettings {
+  return { logSurvey: s.log_survey, logChecks: s.logChecks, confirmations: s.confirmations, leadChecks: s.lead_checks, strongLead: s.strongLead, slowPathShare: s.slow_path_share, slowZ: s.slowZ };
 }
 
 /** The unopened span most worth opening; when nothing points anywhere, the latest call deepest down. */
-function nextSpan(ev: Evidence, s: ExpertSettings): { span: KnownSpan; why: 'evidence' | 'follow'; value: number } | undefined {
+function nextSpan(ev: Evidence, s: ExpertSettings, kinds: readonly EvidenceKind[]): { span: KnownSpan; why: 'evidence' | 'follow'; value: number } | undefined {
   let best: KnownSpan | undefined;
   let bestV = 0;
   for (const k of ev.spans.values()) {
-    const v = interest(ev, k, suspectSettings(s));
+    const v = interest(ev, k, suspectSettings(s), kinds);
     if (v > bestV) {
       best = k;
       bestV = v;
@@ -106,19 +103,6 @@ function openReason(k: KnownSpan, why: 'evidence' | 'follow', s: ExpertSettings)
   if (isSlow(sum, s.slowZ)) return `${spanName(sum)} ${vsUsual(sum)}; the delay continues below it, so I open its children.`;
   if (isFast(sum, s.fastRatio)) return `${spanName(sum)} ${vsUsual(sum)}, as if cut short; I open it to see where it stopped.`;
   return `Its caller looks abnormal, and ${spanName(sum)} is among the calls it made last; I open it.`;
-}
-
-/**
- * Logs of the nodes the trace ran on (exceptions and wrong results show there, for every pod of
- * a node at once), then of top suspects on no surveyed node, then the leader's metrics.
- */
-function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>, s: ExpertSettings): Check[] {
-  const nodes = surveyNodes(ev).slice(0, s.log_survey);
-  const covered = (sus: Suspect) => [...ev.spans.values()].some((k) => k.summary.pod === sus.pod && k.summary.node !== undefined && nodes.includes(k.summary.node));
-  const plan: Check[] = nodes.map((n) => ({ tool: 'search_logs', target: n }));
-  for (const sus of suspects.slice(0, s.logChecks)) if (!covered(sus)) plan.push({ tool: 'search_logs', target: sus.service, suspect: sus });
-  if (suspects[0]) plan.push({ tool: 'search_fluctuating_metrics', target: suspects[0].pod, suspect: suspects[0] });
-  return plan.filter((c) => offered.has(c.tool) && !(c.tool === 'search_logs' ? ev.logs.has(c.target) : ev.metrics.has(c.target)));
 }
 
 function checkReason(c: Check, first: boolean): string {
@@ -151,7 +135,8 @@ function answer(ev: Evidence, suspects: Suspect[], max: number): RootCause[] {
   return out.slice(0, max);
 }
 
-export function createExpert(_dataset: Dataset, settings: ExpertSettings): Policy {
+/** `kinds`: the kinds of evidence weighed (default: every registered kind). */
+export function createExpert(_dataset: Dataset, settings: ExpertSettings, kinds: readonly EvidenceKind[] = evidenceKinds()): Policy {
   return {
     name: 'expert',
     async next(ctx: PolicyContext): Promise<AssistantMessage> {
@@ -160,7 +145,7 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings): Polic
       // Every turn spends one of D_max, a failed call included (a detour in teacher data).
       // The last of them is kept for print_results, so the expert answers on its own.
       const left = settings.dMax - 1 - ctx.turn;
-      const suspects = rankSuspects(ev, suspectSettings(settings));
+      const suspects = rankSuspects(ev, suspectSettings(settings), kinds);
       const print = (): AssistantMessage => {
         const root_causes = answer(ev, suspects, settings.maxAnswers);
         const top = suspects[0];
@@ -178,9 +163,9 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings): Polic
           { parent_span_id: entryRef(ctx) },
         );
       }
-      const todo = checks(suspects, ev, offered, settings);
-      const next = nextSpan(ev, settings);
-      const reserve = Math.min(next && next.value >= settings.strongLead ? settings.lead_checks : settings.confirmations, todo.length);
+      const todo = checks(suspects, ev, offered, planSettings(settings));
+      const next = nextSpan(ev, settings, kinds);
+      const reserve = turnsForChecks(ev, next, todo.length, planSettings(settings));
       if (next && left > reserve) {
         return hermes(openReason(next.span, next.why, settings), 'search_traces', { parent_span_id: next.span.summary.ref });
       }
