@@ -21,8 +21,8 @@ export interface PlanSettings {
   leadChecks: number;
   /** Interest from which a lead counts as strong. */
   strongLead: number;
-  /** A slow lead carrying at least this share of the request's excess keeps no turn for checks. */
-  slowPathShare: number;
+  /** A slow lead carrying at least this share of the request's excess keeps no turn for checks; null: none does. */
+  slowPathShare: number | null;
   slowZ: number;
 }
 
@@ -55,6 +55,6 @@ export function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>, 
 
 /** Turns to keep for the `pending` checks given the lead to open next (none: all of them). */
 export function turnsForChecks(ev: Evidence, lead: { span: KnownSpan; value: number } | undefined, pending: number, s: PlanSettings): number {
-  if (lead && carriesRequest(ev, lead.span, s.slowPathShare, s.slowZ)) return 0;
+  if (lead && s.slowPathShare !== null && carriesRequest(ev, lead.span, s.slowPathShare, s.slowZ)) return 0;
   return Math.min(lead && lead.value >= s.strongLead ? s.leadChecks : s.confirmations, pending);
 }

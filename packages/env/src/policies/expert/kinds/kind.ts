@@ -43,6 +43,8 @@ export interface Finding {
 
 export interface EvidenceKind {
   name: string;
+  /** Scores only pods that other kinds blamed; weighed after every kind that blames. */
+  confirms?: boolean;
   /** How much a span's own signs of this kind promise when opened (0 when none). */
   lead?(ev: Evidence, k: KnownSpan, s: SuspectSettings): number;
   /**
@@ -54,14 +56,14 @@ export interface EvidenceKind {
 
 const kinds: EvidenceKind[] = [];
 
-/** Kinds are weighed in registration order; a confirming kind comes after those it confirms. */
 export function registerEvidenceKind(kind: EvidenceKind): void {
   if (kinds.some((k) => k.name === kind.name)) throw new Error(`evidence kind ${kind.name} registered twice`);
   kinds.push(kind);
 }
 
+/** The registered kinds in the order they are weighed: registration order, confirming kinds last. */
 export function evidenceKinds(): readonly EvidenceKind[] {
-  return kinds;
+  return [...kinds.filter((k) => !k.confirms), ...kinds.filter((k) => k.confirms)];
 }
 
 /** Position of every known span in the evidence's order (findings of all kinds sort by it). */

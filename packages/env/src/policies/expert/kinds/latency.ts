@@ -22,13 +22,14 @@ function entry(ev: Evidence): KnownSpan | undefined {
 }
 
 /**
- * Whether a slow span carries at least `share` of the whole request's excess: the delay of the
- * request runs through it, so the path below it leads to the cause, however deep.
+ * Whether the request is slow and a slow span carries at least `share` of its excess: the
+ * request's delay runs through the span, so the path below it leads to the cause, however deep.
+ * (Under a request of usual duration, a slow call is noise of the kind that exceptions leave.)
  */
 export function carriesRequest(ev: Evidence, k: KnownSpan, share: number, slowZ: number): boolean {
   const e = entry(ev);
-  const total = e ? excessUs(e.summary) : 0;
-  return total > 0 && isSlow(k.summary, slowZ) && excessUs(k.summary) >= share * total;
+  if (!e || !isSlow(e.summary, slowZ)) return false;
+  return isSlow(k.summary, slowZ) && excessUs(k.summary) >= share * excessUs(e.summary);
 }
 
 /**

@@ -11,6 +11,7 @@ const PER_SERIES = 0.15;
 
 export const resources: EvidenceKind = {
   name: 'resources',
+  confirms: true,
   findings(ev, _s, suspects) {
     const out: Finding[] = [];
     for (const [pod, service] of suspects) {
