@@ -101,23 +101,41 @@ const ranked = played.map((p, i) => ({ i, m: merit(p.rows) })).sort((a, b) => b.
 console.log('Best 5 on all faults, min and sum of best/0.8, vote/0.6, request/0.4:');
 for (const { i, m } of ranked.slice(0, 5)) console.log(`  ${f3(m[0])} ${f3(m[1])}  ${label(played[i].combo)}`);
 console.log('');
-console.log(`| fault type | faults | requests | in-sample best / vote / request MRR | leave-one-fault-out best / vote / request MRR | worst fold best / vote / request${baseline ? ' | baseline best / vote / request MRR' : ''} |`);
+const of = (type: string) => <T extends FaultRow>(rows: T[]): T[] => rows.filter((r) => type === 'all' || r.type === type);
+const worstOf = (rows: FaultRow[], value: (r: FaultRow) => number): string => {
+  const w = rows.reduce((a, r) => (value(r) < value(a) ? r : a));
+  return `${f3(value(w))} (${w.faultId.slice(-6)})`;
+};
+const ins = summarizeRows(shipped.rows);
+const out = summarizeRows(heldOut);
+const base = baseline && summarizeRows(baseline);
+console.log(`| measure (service level) | in-sample | leave-one-fault-out | worst fold${base ? ' | baseline' : ''} |`);
+console.log(`| --- | --- | --- | ---${base ? ' | ---' : ''} |`);
+const measures: [string, keyof ReturnType<typeof summarizeRows>, (r: FaultRow) => number][] = [
+  ['per-request MRR', 'request', (r) => r.requestMrr],
+  ['per-request R@10', 'requestR10', (r) => r.top10 / r.requests],
+  ['per-fault MRR (best request)', 'best', (r) => rr(r.best)],
+  ['per-fault MRR by vote', 'vote', (r) => rr(r.vote)],
+  ['RCLAgent-V2 batches of 10 (MRR)', 'batch', (r) => summarizeRows([r]).batch],
+];
+for (const [name, key, value] of measures) {
+  console.log(`| ${name} | ${f3(ins[key])} | ${f3(out[key])} | ${worstOf(heldOut, value)}${base ? ` | ${f3(base[key])}` : ''} |`);
+}
+console.log(`\n| fault type | faults | requests | in-sample best / vote / request MRR | leave-one-fault-out best / vote / request MRR | worst fold best / vote / request${baseline ? ' | baseline best / vote / request MRR' : ''} |`);
 console.log(`| --- | --- | --- | --- | --- | --- |${baseline ? ' --- |' : ''}`);
 for (const type of ['all', ...faultTypes(shipped.rows)]) {
-  const of = <T extends FaultRow>(rows: T[]): T[] => rows.filter((r) => type === 'all' || r.type === type);
-  const ins = summarizeRows(of(shipped.rows));
-  const out = summarizeRows(of(heldOut));
-  const worst = (m: 'best' | 'vote') => of(heldOut).reduce((a, r) => (rr(r[m]) < rr(a[m]) ? r : a));
-  const worstReq = of(heldOut).reduce((a, r) => (r.requestMrr < a.requestMrr ? r : a));
+  const a = summarizeRows(of(type)(shipped.rows));
+  const b = summarizeRows(of(type)(heldOut));
+  const w = of(type)(heldOut);
   const cells = [
-    type, String(ins.faults), String(ins.requests),
-    `${f3(ins.best)} / ${f3(ins.vote)} / ${f3(ins.request)}`,
-    `${f3(out.best)} / ${f3(out.vote)} / ${f3(out.request)}`,
-    `${f3(rr(worst('best').best))} (${worst('best').faultId.slice(-6)}) / ${f3(rr(worst('vote').vote))} (${worst('vote').faultId.slice(-6)}) / ${f3(worstReq.requestMrr)} (${worstReq.faultId.slice(-6)})`,
+    type, String(a.faults), String(a.requests),
+    `${f3(a.best)} / ${f3(a.vote)} / ${f3(a.request)}`,
+    `${f3(b.best)} / ${f3(b.vote)} / ${f3(b.request)}`,
+    `${worstOf(w, (r) => rr(r.best))} / ${worstOf(w, (r) => rr(r.vote))} / ${worstOf(w, (r) => r.requestMrr)}`,
   ];
   if (baseline) {
-    const b = summarizeRows(baseline.filter((r) => type === 'all' || r.type === type));
-    cells.push(`${f3(b.best)} / ${f3(b.vote)} / ${f3(b.request)}`);
+    const c = summarizeRows(of(type)(baseline));
+    cells.push(`${f3(c.best)} / ${f3(c.vote)} / ${f3(c.request)}`);
   }
   console.log(`| ${cells.join(' | ')} |`);
 }

@@ -57,6 +57,8 @@ describe("the expert's regression table on Nezha 2023-01-29", () => {
     expect(s.vote).toBeCloseTo(result.perFaultVote!.service!.mrr, 9);
     // Request MRRs are pinned to 3 decimals.
     expect(Math.abs(s.request - result.perRequest.service!.mrr)).toBeLessThan(5e-4);
+    expect(s.requestR10).toBeCloseTo(result.perRequest.service!.recall[10], 9);
+    expect(s.batch).toBeCloseTo(result.perBatchVote!.service!.mrr, 9);
   });
 
   it('fails on a deliberate one-line regression: the silence kind left out of the registry', async () => {

@@ -6,7 +6,7 @@
  * evaluation lacked votes) is tabled by the same code.
  */
 import type { EvalResult } from '../eval/evaluate';
-import { bestRank, summarizeRanks, voteRank } from '../eval/metrics';
+import { batchVoteRanks, bestRank, summarizeRanks, voteRank } from '../eval/metrics';
 
 export interface RequestOutcome {
   faultId: string;
@@ -28,6 +28,10 @@ export interface FaultRow extends FaultInfo {
   vote: number | null;
   /** Mean reciprocal rank of the fault's requests, rounded to 3 decimals (as pinned). */
   requestMrr: number;
+  /** Requests whose answer holds the truth within its first 10 (Recall@10). */
+  top10: number;
+  /** Rank by vote within each consecutive batch of 10 requests (RCLAgent-V2's evaluation script). */
+  batchVotes: (number | null)[];
 }
 
 const round3 = (x: number): number => Math.round(1000 * x) / 1000;
@@ -41,6 +45,8 @@ export function faultRows(faults: FaultInfo[], requests: RequestOutcome[]): Faul
       best: bestRank(rs.map((r) => r.rank)),
       vote: voteRank(rs.map((r) => r.top), f.service),
       requestMrr: round3(summarizeRanks(rs.map((r) => r.rank)).mrr),
+      top10: rs.filter((r) => r.rank !== null && r.rank < 10).length,
+      batchVotes: batchVoteRanks(rs.map((r) => r.top), f.service),
     };
   });
 }
@@ -56,10 +62,13 @@ export function outcomesOf(r: EvalResult): { faults: FaultInfo[]; requests: Requ
 export interface TypeSummary {
   faults: number;
   requests: number;
-  /** Per-fault MRR by best request and by vote; per-request MRR over all the faults' requests. */
+  /** Per-fault MRR by best request and by vote; per-request MRR and Recall@10 over all the faults' requests. */
   best: number;
   vote: number;
   request: number;
+  requestR10: number;
+  /** MRR over every batch of 10 requests, each ranked by its own vote (RCLAgent-V2's script). */
+  batch: number;
 }
 
 export function summarizeRows(rows: FaultRow[]): TypeSummary {
@@ -70,6 +79,8 @@ export function summarizeRows(rows: FaultRow[]): TypeSummary {
     best: summarizeRanks(rows.map((r) => r.best)).mrr,
     vote: summarizeRanks(rows.map((r) => r.vote)).mrr,
     request: n === 0 ? 0 : rows.reduce((a, r) => a + r.requestMrr * r.requests, 0) / n,
+    requestR10: n === 0 ? 0 : rows.reduce((a, r) => a + r.top10, 0) / n,
+    batch: summarizeRanks(rows.flatMap((r) => r.batchVotes)).mrr,
   };
 }
 
@@ -80,8 +91,9 @@ const worse = (now: number | null, then: number | null): boolean => now !== then
 
 /**
  * Faults whose figures moved against a pinned table: `lowered` names each fault and measure that
- * got worse (a later best or vote rank, a lower request MRR), `raised` each that got better;
- * faults missing from either side count as changed.
+ * got worse (a later best or vote rank, a lower request MRR, fewer requests in the top 10, a
+ * lower MRR of its batch votes), `raised` each that got better or changed without getting
+ * worse; a fault missing from the table counts as raised, one no longer evaluated as lowered.
  */
 export function compareRows(pinned: FaultRow[], now: FaultRow[]): { lowered: string[]; raised: string[] } {
   const lowered: string[] = [];
@@ -99,6 +111,11 @@ export function compareRows(pinned: FaultRow[], now: FaultRow[]): { lowered: str
     }
     if (r.requestMrr < p.requestMrr) lowered.push(`${p.faultId} request MRR ${p.requestMrr} -> ${r.requestMrr}`);
     else if (r.requestMrr > p.requestMrr) raised.push(`${p.faultId} request MRR ${p.requestMrr} -> ${r.requestMrr}`);
+    if (r.top10 < p.top10) lowered.push(`${p.faultId} requests in the top 10 ${p.top10} -> ${r.top10}`);
+    else if (r.top10 > p.top10) raised.push(`${p.faultId} requests in the top 10 ${p.top10} -> ${r.top10}`);
+    const batches = summarizeRanks(r.batchVotes).mrr - summarizeRanks(p.batchVotes).mrr;
+    if (batches < -1e-9) lowered.push(`${p.faultId} batch vote ranks ${JSON.stringify(p.batchVotes)} -> ${JSON.stringify(r.batchVotes)}`);
+    else if (batches > 1e-9 || JSON.stringify(r.batchVotes) !== JSON.stringify(p.batchVotes)) raised.push(`${p.faultId} batch vote ranks ${JSON.stringify(p.batchVotes)} -> ${JSON.stringify(r.batchVotes)}`);
   }
   for (const r of now) if (!pinned.some((p) => p.faultId === r.faultId)) raised.push(`${r.faultId}: not in the table`);
   return { lowered, raised };
