@@ -2,8 +2,8 @@
  * The README's tables of every registered policy (expert, classic baselines, the seed systems'
  * scripted stand-ins) on one dataset: per-fault service Recall@1/3/5 and MRR with the fault
  * ranked by its best request and by the majority vote of its requests (RCLAgent Eq. 10), and
- * the per-request service MRR; then the MRRs by fault type, so that a gain on one type cannot
- * hide a loss on another. Prints Markdown.
+ * the per-request service MRR; each policy's row is followed by one row per fault type, so that a
+ * gain on one type cannot hide a loss on another. Prints Markdown.
  *
  * With --regression FILE it writes the expert's regression table instead (its per-fault figures
  * with its default settings, packages/env/test/policies-expert-regression.test.ts); with --at
@@ -18,8 +18,8 @@ import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from
 import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { evaluate, getPolicy, loadDataset, policyNames, solverFor, type RankSummary } from '@thinkfl/env';
-import { type FaultInfo, faultRows, faultTypes, outcomesOf, type RequestOutcome, summarizeRows } from '../packages/env/src/policies/fault-table';
+import { evaluate, getPolicy, loadDataset, policyNames, solverFor, summarizeRanks, type RankSummary } from '@thinkfl/env';
+import { type FaultInfo, faultRows, outcomesOf, type RequestOutcome, summarizeRows } from '../packages/env/src/policies/fault-table';
 import { ensureNezhaDataset, REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))
@@ -85,8 +85,8 @@ const ds = await loadDataset(argv.dataset ?? (await ensureNezhaDataset()));
 const pct = (x: number) => (100 * x).toFixed(1);
 const cells = (s: RankSummary) => [pct(s.recall[1]), pct(s.recall[3]), pct(s.recall[5]), s.mrr.toFixed(3)];
 const faults = new Set(ds.cases.map((c) => c.faultId)).size;
-const byType: string[] = [];
-console.log(`Nezha ${ds.meta.name}: ${ds.cases.length} requests of ${faults} faults, service level.\n`);
+const types = [...new Set(ds.cases.map((c) => ds.faults.find((f) => f.id === c.faultId)?.type ?? 'unknown'))].sort();
+console.log(`Nezha ${ds.meta.name}: ${ds.cases.length} requests of ${faults} faults, service level; each policy's row, then a row per fault type.\n`);
 console.log('| policy | protocol | best R@1 | best R@3 | best R@5 | best MRR | vote R@1 | vote R@3 | vote R@5 | vote MRR | request MRR |');
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const name of policyNames()) {
@@ -97,12 +97,10 @@ for (const name of policyNames()) {
   console.log(`| ${label} | ${protocol} | ${[...cells(r.perFault.service!), ...cells(r.perFaultVote!.service!), r.perRequest.service!.mrr.toFixed(3)].join(' | ')} |`);
   const o = outcomesOf(r);
   const rows = faultRows(o.faults, o.requests);
-  for (const type of faultTypes(rows)) {
-    const s = summarizeRows(rows.filter((x) => x.type === type));
-    byType.push(`| ${label} | ${type} | ${s.faults} | ${s.requests} | ${s.best.toFixed(3)} | ${s.vote.toFixed(3)} | ${s.request.toFixed(3)} |`);
+  for (const type of types) {
+    const of = rows.filter((x) => x.type === type);
+    const best = summarizeRanks(of.map((x) => x.best));
+    const vote = summarizeRanks(of.map((x) => x.vote));
+    console.log(`| ${label}: ${type} (${of.length} faults) | | ${[...cells(best), ...cells(vote), summarizeRows(of).request.toFixed(3)].join(' | ')} |`);
   }
 }
-console.log('\nBy fault type (MRR):\n');
-console.log('| policy | fault type | faults | requests | best MRR | vote MRR | request MRR |');
-console.log('| --- | --- | --- | --- | --- | --- | --- |');
-for (const line of byType) console.log(line);
