@@ -1,7 +1,7 @@
 /**
  * The expert's one decision step: which span to open next, and which pods are most suspicious,
- * from what every kind of evidence (kinds/) found. Scores add up across kinds; each kind's
- * weights are settings chosen by leave-one-fault-out (scripts/expert-split.ts).
+ * from what every kind of evidence (kinds/) found. Scores add up across kinds; the weights tuned
+ * on data are settings chosen by leave-one-fault-out (scripts/expert-split.ts).
  */
 import type { Evidence, KnownSpan } from './evidence';
 import './kinds/builtin';

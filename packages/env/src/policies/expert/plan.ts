@@ -1,8 +1,8 @@
 /**
  * The expert's turn plan: which log and metric checks to make, and how many of the turns left
- * to keep for them rather than for opening spans. A descent along a path that carries the
- * request's delay gets every turn it needs: a deep callee (route, 8 spans down) is reachable
- * within D_max only when no check interrupts the descent.
+ * to keep for them rather than for opening spans. In a slow request, a descent along a path
+ * that carries the request's delay gets every turn it needs: a deep callee (route, 8 spans
+ * down) is reachable within D_max only when no check interrupts the descent.
  */
 import type { Evidence, KnownSpan } from './evidence';
 import type { Suspect } from './decide';
