@@ -52,4 +52,6 @@ if ! "$TB_VENV/bin/python" -c "import tensorboard, sys; sys.exit(tensorboard.__v
   python3 -m venv --clear "$TB_VENV"
   "$TB_VENV/bin/python" -m pip install --quiet "tensorboard==$TB_VERSION"
 fi
+# kustomize renders deploy/k8s for k8s-manifests.test.ts: built once from its Go module into .cache/.
+bash deploy/k8s/kustomize.sh >/dev/null
 echo "setup: done" >&2

@@ -5,6 +5,9 @@ Started by a launcher (torchrun) as N ranks, rank 0 reads the requests and hands
 rank, all run it (DeepSpeed ZeRO needs every rank in each forward and step), and rank 0 alone
 responds. Only responses go to the real stdout: anything else that writes to fd 1 (prints, native
 library warnings) is redirected to stderr, where all logs go. Non-finite floats are sent as null.
+A collective that fails because a rank is gone (its process, its node, the network) leaves a world
+that can run no other: the request gets {ok: false, fatal: true, error} naming that, and the
+engine exits; the train worker decides what follows.
 """
 import json
 import logging
@@ -12,8 +15,9 @@ import math
 import os
 import sys
 import traceback
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Tuple
 
+import torch.distributed as dist
 import transformers
 
 from .distributed import Ranks
@@ -32,6 +36,20 @@ def _finite(x: Any) -> Any:
     return x
 
 
+class PeerLost(Exception):
+    """A collective failed: a rank of the world is gone (its process died, or its node or the network did)."""
+
+    def __init__(self, line: Optional[str], cause: BaseException):
+        super().__init__(str(cause).splitlines()[0] if str(cause) else type(cause).__name__)
+        self.line = line
+
+
+def _collective_failure(e: BaseException) -> bool:
+    # gloo reports a peer that went away as a RuntimeError naming itself; NCCL and the c10d store as DistError.
+    return isinstance(e, dist.DistError) or (isinstance(e, RuntimeError) and any(
+        k in str(e) for k in ('Connection closed by peer', 'Connection reset by peer', 'Broken pipe', 'gloo', 'NCCL')))
+
+
 def _requests(ranks: Optional[Ranks]) -> Iterator[Optional[str]]:
     """Request lines: read by rank 0 and handed to every rank, so all ranks run each op together."""
     if ranks is None:
@@ -40,10 +58,24 @@ def _requests(ranks: Optional[Ranks]) -> Iterator[Optional[str]]:
     lines = sys.stdin if ranks.main else iter(())
     while True:
         line = next(lines, None) if ranks.main else None
-        line = ranks.share(line)
+        try:
+            line = ranks.share(line)
+        except Exception as e:  # noqa: BLE001 - only a failed collective is turned into PeerLost
+            if _collective_failure(e):
+                raise PeerLost(line, e) from e
+            raise
         if line is None:
             return
         yield line
+
+
+def _request_of(line: Optional[str]) -> Tuple[Any, Any]:
+    """The id and op of a request line, as far as it can be read."""
+    try:
+        req = json.loads(line) if line else None
+        return (req.get('id'), req.get('op')) if isinstance(req, dict) else (None, None)
+    except ValueError:
+        return None, None
 
 
 def main() -> None:
@@ -63,7 +95,24 @@ def main() -> None:
 
     state = State(ranks)
     log.info('ready (pid %d)', os.getpid())
-    for line in _requests(ranks):
+
+    def lost(rid: Any, op: Any, e: BaseException) -> None:
+        """A world with a rank gone cannot run another collective: say so once, then exit."""
+        msg = (f'{op or "request"}: lost a peer of the {ranks.world}-process engine (a rank, or its node, is gone or '
+               f'unreachable): {e}')
+        log.error(msg)
+        respond({'id': rid, 'ok': False, 'fatal': True, 'error': msg})
+        out.flush()
+        os._exit(3)
+
+    requests = _requests(ranks)
+    while True:
+        try:
+            line = next(requests, None)
+        except PeerLost as e:
+            lost(*_request_of(e.line), e)
+        if line is None:
+            break
         if not line.strip():
             continue
         try:
@@ -83,6 +132,8 @@ def main() -> None:
         except KeyError as e:
             respond({'id': rid, 'ok': False, 'error': f'{op}: missing argument {e}'})
         except Exception as e:  # noqa: BLE001 - every failure of an op is reported, the engine lives on
+            if ranks is not None and ranks.world > 1 and _collective_failure(e):
+                lost(rid, op, e)
             tb = traceback.format_exc()
             log.error('%s failed: %s', op, tb)
             respond({'id': rid, 'ok': False, 'error': f'{op}: {type(e).__name__}: {e}', 'traceback': tb[-4000:]})

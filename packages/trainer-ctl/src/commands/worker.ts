@@ -4,13 +4,16 @@
  * redacted. SIGTERM or SIGINT stops taking jobs, lets running ones finish for up to
  * STOP_GRACE_MS and exits 0 (a job cut off is retried by another worker once its lock
  * expires); a signal while Redis is still unreachable stops at once. A refused Redis password
- * or a dead train engine exits 1 with one line.
+ * or a dead train engine exits 1 with one line. `worker train --node-rank K` (K > 0) on the other
+ * nodes of a multi-node engine (workers.train.nodes) serves that node's ranks and needs no Redis.
  */
 import type { CommandModule } from 'yargs';
 import { loadRunConfig } from '../config/load';
+import type { RunConfig } from '../config/schema';
 import { RedisAuthError } from '../queue/connection';
 import { REDIS_PASSWORD_ENV, REDIS_URL_ENV, redactSecrets, resolveRedisUrl } from '../queue/redis-url';
 import { startWorker, type WorkerKind } from '../workers/start';
+import { startTrainNode } from '../workers/train-node';
 
 /** After a signal the worker is gone within this time, whatever it was doing, ms. */
 const STOP_GRACE_MS = 8000;
@@ -24,6 +27,7 @@ interface WorkerArgs {
   concurrency?: number;
   'lock-duration-ms'?: number;
   'stalled-interval-ms'?: number;
+  'node-rank'?: number;
 }
 
 export const command: CommandModule<object, WorkerArgs> = {
@@ -42,12 +46,20 @@ export const command: CommandModule<object, WorkerArgs> = {
       .option('concurrency', { type: 'number', describe: 'rollout jobs played at once (default workers.rollout.concurrency)' })
       .option('lock-duration-ms', { type: 'number', describe: 'job lock lifetime; a dead worker\'s job is retried after it (default 30000)' })
       .option('stalled-interval-ms', { type: 'number', describe: 'how often to look for jobs of dead workers (default 30000)' })
+      .option('node-rank', {
+        type: 'number',
+        describe: "train: this node's index among workers.train.nodes (default workers.train.node_rank); above 0 it serves its node's ranks of the engine and takes no jobs",
+      })
       .check((a) => {
+        if (a['node-rank'] !== undefined && (!Number.isInteger(a['node-rank']) || a['node-rank'] < 0)) throw new Error('--node-rank must be an integer >= 0');
+        if (a['node-rank'] !== undefined && a.kind !== 'train') throw new Error('--node-rank is for `worker train`');
         if (a.concurrency !== undefined && (!Number.isInteger(a.concurrency) || a.concurrency < 1)) throw new Error('--concurrency must be a positive integer');
         return true;
       }),
   handler: async (args) => {
     const loaded = loadRunConfig(args.config);
+    const nodeRank = args['node-rank'] ?? loaded.config.workers.train.node_rank;
+    if (args.kind === 'train' && nodeRank > 0) return serveNode(loaded.config, nodeRank);
     const redisUrl = resolveRedisUrl(args.redis, loaded.config.queue.redis_url);
     if (!redisUrl) throw new Error(`worker: give --redis URL or ${REDIS_URL_ENV} (the run config has queue.redis_url: null)`);
     const tag = `[worker ${args.kind} ${process.pid}]`;
@@ -111,3 +123,17 @@ export const command: CommandModule<object, WorkerArgs> = {
     }
   },
 };
+
+/** Another node's ranks of a multi-node engine, until SIGTERM or SIGINT. */
+async function serveNode(config: RunConfig, nodeRank: number): Promise<void> {
+  const tag = `[worker train node ${nodeRank} ${process.pid}]`;
+  const log = (line: string) => process.stderr.write(`${tag} ${redactSecrets(line)}\n`);
+  const node = startTrainNode(config, nodeRank, log);
+  const why = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  log(`${why}: stopping this node's ranks`);
+  await node.close();
+  log('stopped');
+}

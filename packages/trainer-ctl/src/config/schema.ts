@@ -47,6 +47,21 @@ export const RunConfigSchema = snakeKeys(deepStrict(
       message: 'resources needs model.architecture (the backbone\'s config.json numbers) to estimate memory',
     });
   }
+  const train = c.workers.train;
+  if (train.nodes > 1 && train.rendezvous === null) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['workers', 'train', 'rendezvous'],
+      message: `workers.train.nodes is ${train.nodes}: give the host:port where node 0 serves the rendezvous`,
+    });
+  }
+  if (train.node_rank >= train.nodes) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['workers', 'train', 'node_rank'],
+      message: `node_rank ${train.node_rank} is not one of the ${train.nodes} node(s) (0 to ${train.nodes - 1})`,
+    });
+  }
   const backend = c.generation.backend;
   if (backend.kind === 'vllm' && backend.policy_format === 'weights' && c.model.lora === undefined) {
     ctx.addIssue({

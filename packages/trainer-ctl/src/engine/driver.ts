@@ -30,6 +30,12 @@ export interface EngineOptions {
    * Default false: one rank is a plain python process.
    */
   distributed?: boolean;
+  /**
+   * A world of several nodes: this process tree is node `rank` of `count`, each with `ranks`
+   * processes, meeting at `rendezvous` (host:port of node 0's torchrun agent). Node ranks are
+   * fixed (torchrun's static rendezvous), so global rank 0, which speaks the protocol, is on node 0.
+   */
+  nodes?: { count: number; rank: number; rendezvous: string; timeoutS: number };
   /** Extra environment for the engine process. */
   env?: Record<string, string>;
   /** Timeout of a request that names none, in ms. Default 10 minutes. */
@@ -72,7 +78,7 @@ export class TrainEngine {
     const pythonPath = [engineDir, process.env.PYTHONPATH].filter(Boolean).join(':');
     const ranks = opts.ranks ?? 1;
     if (!Number.isInteger(ranks) || ranks < 1) throw new Error(`engine ranks must be a positive integer, got ${ranks}`);
-    const launcher = ranks > 1 || opts.distributed ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${ranks}`] : [];
+    const launcher = launcherArgs(ranks, opts);
     this.child = spawn(opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON, [...launcher, '-m', 'thinkfl_engine'], {
       // OpenMP threads that sleep while waiting: spinning ones starve each other (and the rollout
       // side) on a loaded CPU; measured 30 s vs > 300 s for the gradient check on 2 busy cores.
@@ -101,6 +107,11 @@ export class TrainEngine {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** Resolves once the process has exited (for whatever reason). */
+  get exited(): Promise<void> {
+    return this.closed;
   }
 
   /** True once the process has exited or been killed; every later request is rejected. */
@@ -135,6 +146,17 @@ export class TrainEngine {
       await this.closed;
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * SIGTERM, then SIGKILL after timeoutMs: a torchrun agent stops its ranks on SIGTERM (a SIGKILLed
+   * agent would leave them running). For an engine that takes no requests (another node's ranks).
+   */
+  async terminate(timeoutMs = 10_000): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.kill('engine killed: it did not exit after SIGTERM'), timeoutMs);
+    await this.closed;
+    clearTimeout(timer);
   }
 
   /** Kills the process now; pending requests are rejected. */
@@ -177,7 +199,27 @@ export class TrainEngine {
     }
     this.pending.delete(msg.id as number);
     clearTimeout(p.timer);
-    if (msg.ok) p.resolve(msg.result);
-    else p.reject(new EngineError(msg.error, p.op, 'failed', msg.traceback));
+    if (msg.ok) {
+      p.resolve(msg.result);
+      return;
+    }
+    // A fatal failure (a lost peer rank) leaves an engine that cannot serve again: it is dead from now on.
+    if (msg.fatal) this.kill(`engine failed for good: ${msg.error}`);
+    p.reject(new EngineError(msg.error, p.op, msg.fatal ? 'exited' : 'failed', msg.traceback));
   }
+}
+
+/** torchrun's arguments, or none for a single plain process. */
+function launcherArgs(ranks: number, opts: EngineOptions): string[] {
+  const n = opts.nodes;
+  if (n && n.count > 1) {
+    const at = n.rendezvous.lastIndexOf(':');
+    return [
+      '-m', 'torch.distributed.run',
+      `--nnodes=${n.count}`, `--node-rank=${n.rank}`, `--nproc-per-node=${ranks}`,
+      `--master-addr=${n.rendezvous.slice(0, at)}`, `--master-port=${n.rendezvous.slice(at + 1)}`,
+      `--rdzv-conf=timeout=${Math.ceil(n.timeoutS)}`,
+    ];
+  }
+  return ranks > 1 || opts.distributed ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${ranks}`] : [];
 }

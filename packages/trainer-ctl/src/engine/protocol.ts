@@ -206,4 +206,4 @@ export interface EngineRequest {
 
 export type EngineResponse =
   | { id: number | null; ok: true; result: unknown }
-  | { id: number | null; ok: false; error: string; traceback?: string };
+  | { id: number | null; ok: false; error: string; traceback?: string; /** The engine cannot go on (a lost peer rank) and exits. */ fatal?: boolean };

@@ -6,4 +6,5 @@ export * from './run-files';
 export { safetensorsProblem, syncTree } from './checkpoint-integrity';
 export * from './train-step';
 export * from './train-worker';
+export * from './train-node';
 export * from './start';

@@ -8,7 +8,9 @@
  * dies during a job (OOM kill, crash) is started again from the latest checkpoint, takes the
  * updates after it again from their jobs' data, and the job is retried, at most
  * workers.train.engine_restarts times per job. Closing stops a busy engine at once: the update
- * it was making is redone by whoever runs the job next.
+ * it was making is redone by whoever runs the job next. With several train nodes this worker is
+ * node 0's: an engine that dies, or loses a node, fails the job for good (the other nodes'
+ * workers restart their ranks; the run is resumed), see train-node.ts.
  */
 import { readFileSync } from 'node:fs';
 import { UnrecoverableError, Worker } from 'bullmq';
@@ -65,6 +67,18 @@ async function forgetFuture(conn: Redis, runId: string, settings: QueueSettings,
   }
 }
 
+/** How this node starts its part of the engine: its ranks, and the world of nodes they join. */
+export function engineLaunch(config: RunConfig): EngineOptions {
+  const t = config.workers.train;
+  return {
+    python: t.python,
+    ranks: t.ranks,
+    // DeepSpeed joins the launcher's process group, one rank included (it would look for MPI without one).
+    distributed: t.deepspeed_config !== undefined,
+    ...(t.nodes > 1 && { nodes: { count: t.nodes, rank: t.node_rank, rendezvous: t.rendezvous!, timeoutS: t.rendezvous_timeout_s } }),
+  };
+}
+
 export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainWorker> {
   const { config, runDir } = opts;
   const log = opts.log ?? (() => undefined);
@@ -88,10 +102,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   const openEngine = async (ckpt: Checkpoint | undefined): Promise<void> => {
     const deepspeed = config.workers.train.deepspeed_config;
     engine = new TrainEngine({
-      python: config.workers.train.python,
-      ranks: config.workers.train.ranks,
-      // DeepSpeed joins the launcher's process group, one rank included (it would look for MPI without one).
-      distributed: deepspeed !== undefined,
+      ...engineLaunch(config),
       onStderr: (t) => log(t.trimEnd()),
       ...opts.engine,
     });
@@ -259,6 +270,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
 
   let closing = false;
   let busy = false;
+  const nodes = config.workers.train.nodes;
   const guarded = async (job: TrainJob): Promise<TrainResult> => {
     const limit = config.workers.train.engine_restarts;
     busy = true;
@@ -271,6 +283,16 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
           if (e instanceof DiskError) throw new UnrecoverableError(e.message);
           if (!engine.dead || closing) throw e;
           const why = (e as Error).message.split('\n')[0];
+          if (nodes > 1) {
+            // The other nodes' ranks went down with it (or were the cause): only their workers can bring them back.
+            const death = new Error(
+              `train engine of ${nodes} nodes failed during update ${job.update}: ${why}; a multi-node engine is started ` +
+                "again by every node's train worker: check that each node's `trainer-ctl worker train --node-rank K` runs, " +
+                'then continue the run with --resume',
+            );
+            opts.onEngineDeath?.(death);
+            throw new UnrecoverableError(death.message);
+          }
           if (restarts >= limit) {
             // The job fails for good; the worker's owner decides what happens to the worker.
             const death = new Error(`train engine died${limit > 0 ? ` ${limit + 1} times` : ''} (workers.train.engine_restarts ${limit}): ${why}`);

@@ -59,6 +59,37 @@ export const WorkersSection = z
               'the whole batch; DeepSpeed ZeRO partitions optimizer state (stage 3: weights too) across them. An engine ' +
               'with a deepspeed_config goes through torchrun at 1 rank too. Default 1.',
           ),
+        nodes: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe(
+            'Train nodes forming one engine world of nodes x ranks processes (one DeepSpeed world, driven through global ' +
+              "rank 0 on node 0). Every node runs `trainer-ctl worker train --node-rank K`; node 0's worker takes the " +
+              "train jobs, the others start their node's ranks and start them again when the engine restarts. Default 1.",
+          ),
+        node_rank: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .describe('This node\'s index among workers.train.nodes (0 drives the engine); `trainer-ctl worker train --node-rank` overrides it. Default 0.'),
+        rendezvous: z
+          .string()
+          .regex(/^[^\s:/]+:\d{1,5}$/, { error: 'expected host:port, e.g. trainer-0.trainer:29500' })
+          .nullable()
+          .default(null)
+          .describe(
+            "host:port where node 0's torchrun agent serves the rendezvous (a c10d TCPStore) of a multi-node engine; every " +
+              'node must reach it, and the ranks must reach each other. Node ranks are fixed (torchrun\'s static ' +
+              'rendezvous): global rank 0, which speaks to the train worker, is always on node 0. Required when nodes > 1. Default null.',
+          ),
+        rendezvous_timeout_s: z
+          .number()
+          .positive()
+          .default(600)
+          .describe('How long a multi-node engine waits for all its nodes to join, seconds. Default 600.'),
         job_timeout_s: z
           .number()
           .positive()
