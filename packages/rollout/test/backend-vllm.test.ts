@@ -30,7 +30,7 @@ async function policyVersion(v: number): Promise<string> {
 
 beforeAll(async () => {
   modelDir = await createTinyModel(join(dir, 'base'), 7);
-  serve = await startServeProcess(modelDir, ['--name', 'base']);
+  serve = await startServeProcess(modelDir, ['--name', 'base', '--enable-lora']);
   // A port that was free a moment ago: connections to it are refused.
   const probe = createServer();
   await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));

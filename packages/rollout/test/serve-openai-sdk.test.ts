@@ -32,7 +32,7 @@ beforeAll(async () => {
   const caller = await toolCallerModel(base, join(dir, 'tool-caller'));
   expect(caller.loss).toBeLessThan(0.05);
   ({ tools, messages, entrySpanId, dir: toolCallerDir } = caller);
-  serve = await startServeProcess(base, ['--name', 'base']);
+  serve = await startServeProcess(base, ['--name', 'base', '--enable-lora']);
   origin = new URL(serve.url).origin;
   client = new OpenAI({ baseURL: serve.url, apiKey: 'unused', maxRetries: 0 });
 }, 600_000);

@@ -1,7 +1,8 @@
 /**
  * Admission of generations: at most `maxRunning` at once, up to `maxWaiting` more queued in
  * arrival order, and a 429 with Retry-After beyond that. A queued request whose client left
- * leaves the queue. Counts are exposed for /metrics.
+ * leaves the queue. While paused (a sleeping server) nothing new starts: requests queue until
+ * `resume`. Counts are exposed for /metrics.
  */
 import { ApiError } from './errors';
 
@@ -22,6 +23,9 @@ export class GenerationGate {
   completed = 0;
   cancelled = 0;
   private readonly queue: Waiter[] = [];
+  private paused = false;
+  /** Called once nothing runs (see `idle`). */
+  private drained: (() => void)[] = [];
   /** Moving average of a generation's wall time, seconds: what Retry-After is estimated from. */
   private meanSeconds = 1;
 
@@ -33,7 +37,7 @@ export class GenerationGate {
 
   /** Runs `fn` once a slot is free; rejects with the 429 when the queue is full, with the signal's reason once aborted while queued. */
   async run<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limits.maxRunning) await this.enqueue(signal);
+    if (this.paused || this.running >= this.limits.maxRunning) await this.enqueue(signal);
     else this.running++;
     const t0 = performance.now();
     try {
@@ -77,10 +81,31 @@ export class GenerationGate {
     });
   }
 
-  /** Hands the slot to the first queued request, or frees it. */
+  /** New generations wait in the queue from now on. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Starts queued generations again, as many as there are free slots. */
+  resume(): void {
+    this.paused = false;
+    while (this.running < this.limits.maxRunning && this.queue.length) {
+      this.running++;
+      this.queue.shift()!.start();
+    }
+  }
+
+  /** Resolves once no generation runs. */
+  idle(): Promise<void> {
+    if (this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
+  /** Hands the slot to the first queued request (unless paused), or frees it. */
   private release(): void {
-    const next = this.queue.shift();
-    if (next) next.start();
-    else this.running--;
+    const next = this.paused ? undefined : this.queue.shift();
+    if (next) return next.start();
+    this.running--;
+    if (this.running === 0) for (const done of this.drained.splice(0)) done();
   }
 }

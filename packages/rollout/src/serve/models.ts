@@ -34,6 +34,15 @@ export class ServedModels {
     this.byId.set(model.id, { model, path, holders: 0, retired: false });
   }
 
+  /**
+   * Serves `model` under its name in place of the one there (vLLM's load_inplace), loaded from
+   * `path`; the old one is closed once the requests holding it have finished.
+   */
+  replace(model: ServedModel, path: string): void {
+    this.remove(model.id);
+    this.add(model, path);
+  }
+
   has(id: string): boolean {
     return this.byId.has(id);
   }

@@ -18,6 +18,16 @@ const sampling = {
   seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullish(),
   stop,
   n: z.literal(1, unsupported('n other than 1')).nullish(),
+  /**
+   * vLLM's other sampling fields, accepted at the values that turn them off (what the vllm
+   * backend sends so that a server's generation_config defaults do not apply): this server has
+   * no top-k, min-p or penalties, and answering as if it had would sample another distribution.
+   */
+  top_k: z.union([z.literal(0), z.literal(-1)], unsupported('top_k other than 0 or -1 (off)')).nullish(),
+  min_p: z.literal(0, unsupported('min_p other than 0')).nullish(),
+  repetition_penalty: z.literal(1, unsupported('repetition_penalty other than 1')).nullish(),
+  presence_penalty: z.literal(0, unsupported('presence_penalty other than 0')).nullish(),
+  frequency_penalty: z.literal(0, unsupported('frequency_penalty other than 0')).nullish(),
   /** Answer as server-sent events, chunk by chunk. */
   stream: z.boolean().nullish(),
   /** With stream: a last chunk carrying the usage. */
@@ -88,8 +98,8 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   throw new BadRequest(`${param || 'body'}: ${issue.message}`, param || undefined);
 }
 
-/** vLLM's POST /v1/load_lora_adapter. */
-export const loadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_path: z.string().min(1) });
+/** vLLM's POST /v1/load_lora_adapter; load_inplace replaces the weights of a name already loaded. */
+export const loadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_path: z.string().min(1), load_inplace: z.boolean().nullish() });
 
 /** vLLM's POST /v1/unload_lora_adapter. */
 export const unloadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_int_id: z.number().int().nullish() });

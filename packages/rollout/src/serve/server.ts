@@ -2,7 +2,8 @@
  * An OpenAI-compatible HTTP server over local models, speaking vLLM's endpoints:
  * POST /v1/completions and POST /v1/chat/completions (whole or streamed as server-sent
  * events), GET /v1/models (exactly what is loaded), POST /v1/load_lora_adapter and
- * /v1/unload_lora_adapter, GET /health, and GET /metrics (Prometheus text). Every error
+ * /v1/unload_lora_adapter, GET /health, GET /metrics (Prometheus text), and with sleep mode
+ * POST /sleep, POST /wake_up and GET /is_sleeping (sleep.ts). Every error
  * is answered in OpenAI's shape: 400 naming the field, 404 for a model not served, 413 for a
  * body over the limit, 429 with Retry-After when the generation queue is full, 500 with the
  * reason. A request whose client closes the connection stops its generation.
@@ -19,6 +20,7 @@ import { GenerationGate } from './gate';
 import { InvalidJson, JsonThread } from './json-thread';
 import { ServedModels } from './models';
 import type { ServedModel } from './served-model';
+import { SleepMode } from './sleep';
 import { EventStream } from './stream';
 
 export interface ServerOptions {
@@ -31,8 +33,10 @@ export interface ServerOptions {
   maxConcurrent?: number;
   /** Generation requests queued behind those; one more is answered 429. Default 64. */
   maxQueue?: number;
-  /** Opens the model of POST /v1/load_lora_adapter; without it that endpoint answers 400. */
+  /** Opens the model of POST /v1/load_lora_adapter; without it that endpoint answers 500 as vLLM without --enable-lora does. */
   loadAdapter?: AdapterLoader;
+  /** Serve the sleep mode endpoints (vLLM's --enable-sleep-mode); without it they are 404. Default false. */
+  sleepMode?: boolean;
 }
 
 export interface RunningServer {
@@ -59,18 +63,21 @@ interface Served {
   /** Generations answered per model name, for /metrics. */
   generated: Map<string, number>;
   maxBodyBytes: number;
+  sleep?: SleepMode;
 }
 
 export async function startServer(models: ServedModel | ServedModels, opts: ServerOptions = {}): Promise<RunningServer> {
   const host = opts.host ?? '127.0.0.1';
   const served0 = models instanceof ServedModels ? models : new ServedModels([models]);
+  const gate = new GenerationGate({ maxRunning: opts.maxConcurrent ?? 4, maxWaiting: opts.maxQueue ?? 64 });
   const served: Served = {
     models: served0,
     adapters: new Adapters(served0, opts.loadAdapter),
     generated: new Map(),
-    gate: new GenerationGate({ maxRunning: opts.maxConcurrent ?? 4, maxWaiting: opts.maxQueue ?? 64 }),
+    gate,
     json: new JsonThread(),
     maxBodyBytes: opts.maxBodyBytes ?? 32 * 1024 * 1024,
+    ...(opts.sleepMode ? { sleep: new SleepMode(gate) } : {}),
   };
   const server = createServer((req, res) => {
     handle(served, req, res).catch((e) => send(res, new ApiError(500, `internal error: ${(e as Error).message}`, 'server_error')));
@@ -100,13 +107,25 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
   res.on('close', () => {
     if (!res.writableFinished) gone.abort(new Error('the client closed the connection'));
   });
-  const path = (req.url ?? '/').split('?')[0].replace(/\/+$/, '');
-  if (path === '/v1/models' || path === '/metrics' || path === '/health') {
+  const [rawPath, rawQuery] = (req.url ?? '/').split('?');
+  const path = rawPath.replace(/\/+$/, '');
+  if (path === '/v1/models' || path === '/metrics' || path === '/health' || (served.sleep && path === '/is_sleeping')) {
     if (req.method !== 'GET') return send(res, new ApiError(405, `${req.method} ${path}: use GET`));
-    if (path === '/metrics') return sendText(res, metrics(served.gate, served.generated));
-    // vLLM answers a live server with an empty 200.
+    if (path === '/metrics') return sendText(res, metrics(served));
+    // vLLM answers a live server with an empty 200, asleep or not.
     if (path === '/health') return sendText(res, '');
+    if (path === '/is_sleeping') return sendJson(res, 200, { is_sleeping: served.sleep!.sleeping });
     return sendJson(res, 200, { object: 'list', data: served.models.list().map(modelCard) });
+  }
+  if (served.sleep && (path === '/sleep' || path === '/wake_up')) {
+    if (req.method !== 'POST') return send(res, new ApiError(405, `${req.method} ${path}: use POST`));
+    const query = new URLSearchParams(rawQuery ?? '');
+    try {
+      return sendJson(res, 200, path === '/sleep' ? await served.sleep.sleep(query) : served.sleep.wakeUp(query));
+    } catch (e) {
+      if (e instanceof ApiError) return send(res, e);
+      throw e;
+    }
   }
   const adapter = path === '/v1/load_lora_adapter' || path === '/v1/unload_lora_adapter';
   const route = posts[path];
@@ -122,7 +141,9 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
     signal: gone.signal,
     generate: (model, request) =>
       served.gate.run(gone.signal, async () => {
-        const [gen] = await model.backend.generate([{ ...request, signal: gone.signal }]);
+        // Taken once admitted: a sleep in abort mode stops the generations running at that moment.
+        const signal = served.sleep ? AbortSignal.any([gone.signal, served.sleep.signal]) : gone.signal;
+        const [gen] = await model.backend.generate([{ ...request, signal }]);
         served.generated.set(model.id, (served.generated.get(model.id) ?? 0) + 1);
         return gen;
       }),
@@ -206,7 +227,7 @@ function drain(req: IncomingMessage, error: ApiError): ApiError {
   return error;
 }
 
-function metrics(gate: GenerationGate, generated: Map<string, number>): string {
+function metrics({ gate, generated, sleep }: Served): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, value: number) =>
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
@@ -214,6 +235,11 @@ function metrics(gate: GenerationGate, generated: Map<string, number>): string {
   metric('thinkfl_generations_waiting', 'gauge', 'Generation requests queued for a free slot.', gate.waiting);
   metric('thinkfl_generations_completed_total', 'counter', 'Generations finished with their client still there (answered or failed).', gate.completed);
   metric('thinkfl_generations_cancelled_total', 'counter', 'Generations stopped because their client closed the connection.', gate.cancelled);
+  if (sleep) {
+    metric('thinkfl_sleeping', 'gauge', 'Whether the server is asleep (POST /sleep, until POST /wake_up).', sleep.sleeping ? 1 : 0);
+    metric('thinkfl_sleeps_total', 'counter', 'POST /sleep calls answered.', sleep.sleeps);
+    metric('thinkfl_wake_ups_total', 'counter', 'POST /wake_up calls answered.', sleep.wakeUps);
+  }
   lines.push('# HELP thinkfl_model_generations_total Generations finished per served model (base model or loaded adapter).', '# TYPE thinkfl_model_generations_total counter');
   for (const [id, n] of generated) lines.push(`thinkfl_model_generations_total{model=${JSON.stringify(id)}} ${n}`);
   return `${lines.join('\n')}\n`;

@@ -36,7 +36,8 @@ export const chatResponseSchema = z.object({
     .min(1),
 });
 
-export const modelsResponseSchema = z.object({ data: z.array(z.object({ id: z.string() })) });
+/** vLLM lists an adapter with the lora_path it was loaded from as `root`. */
+export const modelsResponseSchema = z.object({ data: z.array(z.object({ id: z.string(), root: z.string().nullish() })) });
 
 export function describeIssue(err: z.ZodError): string {
   const i = err.issues[0];
@@ -63,7 +64,8 @@ export function readCompletionChoice(choice: z.infer<typeof completionChoiceSche
     tokenIds,
     logprobs: logprobs.map((x) => x ?? -Infinity),
     text: choice.text,
-    finishReason: choice.finish_reason === 'length' ? 'length' : 'stop',
+    // vLLM ends requests it stopped (a sleep in abort mode, a shutdown) with "abort".
+    finishReason: choice.finish_reason === 'length' ? 'length' : choice.finish_reason === 'abort' ? 'abort' : 'stop',
     promptTokens,
   };
   if (s.topLogprobs > 0 && lp?.top_logprobs) {

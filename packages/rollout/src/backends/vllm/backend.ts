@@ -1,9 +1,15 @@
 /**
  * The `vllm` backend: token-in/token-out completions on several vLLM servers, with the policy
  * synced over HTTP as LoRA adapters. Loading version N (a directory the trainer wrote with a
- * checksum manifest) calls POST /v1/load_lora_adapter on every replica in rotation and checks
- * GET /v1/models lists `<prefix>-v<N>`; only then are requests for N sent, always naming that
- * model (never the base model: a reply from another model is an error). Versions older than
+ * checksum manifest) calls POST /v1/load_lora_adapter on every replica in rotation under
+ * `<prefix>-v<N>-<digest of the manifest>`, a name no other weights can have (vLLM keeps the
+ * first adapter loaded under a name: a resumed run, or a second run of the same name, would
+ * otherwise sample what a long-lived server still holds), and checks that GET /v1/models lists
+ * it with the version's directory as root; only then are requests for N sent, always naming that
+ * model (never the base model: a reply from another model is an error). Sampling fields vLLM
+ * would otherwise take from the model's generation_config.json (top_k, min_p, penalties) are
+ * sent switched off, so that with --logprobs-mode processed_logprobs the log-probabilities are
+ * log-softmax(logits / T), what the train engine recomputes. Versions older than
  * the staleness window are unloaded once their last request has finished. A replica that
  * fails is taken out of rotation, probed at GET /health, and taken back only after it holds
  * the current version again; a request it failed is retried on another.
@@ -14,9 +20,10 @@ import { z } from 'zod';
 import { HttpError } from '../openai/http';
 import { completionResponseSchema, describeIssue, readCompletionChoice } from '../openai/responses';
 import { resolveSampling, type Generation, type GenerationBackend, type GenerationRequest } from '../types';
-import { verifyManifest } from './manifest';
+import { manifestDigest, verifyManifest } from './manifest';
 import { Replica } from './replica';
 import { vllmSettingsSchema, type VllmSettings } from './settings';
+import { SleepClient } from './sleep';
 
 interface Version {
   dir: string;
@@ -47,6 +54,8 @@ export class VllmBackend implements GenerationBackend {
   private readonly stopIds: number[];
   private readonly timer: NodeJS.Timeout;
   private probing = false;
+  /** With sleep_during_updates, per replica: a replica found asleep is woken before a load. */
+  private readonly sleepers = new Map<Replica, SleepClient>();
 
   constructor(
     settings: VllmSettings,
@@ -55,14 +64,17 @@ export class VllmBackend implements GenerationBackend {
     this.s = vllmSettingsSchema.parse(settings);
     const key = process.env[this.s.api_key_env];
     this.replicas = this.s.replicas.map((url) => new Replica(url, key, this.s));
+    if (this.s.sleep_during_updates) for (const r of this.replicas) this.sleepers.set(r, new SleepClient(r.url, key, this.s.load_timeout_s * 1000));
     this.stopIds = stopTokenIds(this.s.model_dir);
     this.timer = setInterval(() => void this.probe(), this.s.health_interval_ms);
     this.timer.unref();
   }
 
-  /** The model name version N is served under. */
+  /** The model name loaded version N is served under. */
   modelName(version: number): string {
-    return `${this.s.lora_prefix ?? 'policy'}-v${version}`;
+    const v = this.versions.get(version);
+    if (!v) throw new Error(`vllm backend: policy version ${version} is not loaded`);
+    return v.name;
   }
 
   /**
@@ -72,8 +84,7 @@ export class VllmBackend implements GenerationBackend {
    */
   async reload(dir: string, version?: number): Promise<void> {
     if (version === undefined) throw new Error(`vllm backend: loading ${dir} needs its policy version`);
-    await verifyManifest(dir, version);
-    const name = this.modelName(version);
+    const name = `${this.s.lora_prefix ?? 'policy'}-v${version}-${manifestDigest(await verifyManifest(dir, version))}`;
     this.versions.set(version, { dir, name, inflight: 0, retired: false });
     const first = this.current === undefined;
     const targets = this.replicas.filter((r) => r.ready || (first && r.reason === 'not synced yet'));
@@ -114,6 +125,11 @@ export class VllmBackend implements GenerationBackend {
       max_tokens: s.maxTokens,
       temperature: s.temperature,
       top_p: s.topP,
+      top_k: 0,
+      min_p: 0,
+      repetition_penalty: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
       ...(s.stop.length ? { stop: s.stop } : {}),
       ...(s.seed !== undefined ? { seed: s.seed } : {}),
       ...(this.stopIds.length ? { stop_token_ids: this.stopIds } : {}),
@@ -133,7 +149,10 @@ export class VllmBackend implements GenerationBackend {
           const res = completionResponseSchema.extend({ model: z.string() }).safeParse(raw);
           if (!res.success) throw new Error(`${replica.url}: unexpected completion response: ${describeIssue(res.error)}`);
           if (res.data.model !== entry.name) throw new Error(`${replica.url} answered ${entry.name} (policy version ${version}) with model ${res.data.model}`);
-          return readCompletionChoice(res.data.choices[0], s, request.promptIds.length);
+          const gen = readCompletionChoice(res.data.choices[0], s, request.promptIds.length);
+          // The replica stopped the generation itself (put to sleep, shutting down): not the model's answer.
+          if (gen.finishReason === 'abort') throw new HttpError('the replica aborted the generation', undefined, true);
+          return gen;
         } catch (e) {
           const err = e as Error;
           const status = e instanceof HttpError ? e.status : undefined;
@@ -172,6 +191,12 @@ export class VllmBackend implements GenerationBackend {
     let last = '';
     for (let attempt = 0; attempt <= this.s.load_retries; attempt++) {
       try {
+        // The train worker wakes the replicas after each update; one that it could not wake is woken here, before vLLM loads into memory it gave up.
+        const sleeper = this.sleepers.get(replica);
+        if (sleeper && (await sleeper.isSleeping())) {
+          await sleeper.wakeUp();
+          this.log(`vllm: ${replica.url} was asleep; woke it to load ${v.name}`);
+        }
         await replica.load(v.name, v.dir, this.s.load_timeout_s * 1000);
         replica.loaded.add(version);
         if (join) {

@@ -5,6 +5,7 @@ import { vllmSettingsSchema, type VllmSettings } from './settings';
 
 export { VllmBackend, stopTokenIds } from './backend';
 export { vllmSettingsSchema, type VllmSettings } from './settings';
-export { MANIFEST_FILE, verifyManifest, writeManifest, type Manifest } from './manifest';
+export { MANIFEST_FILE, manifestDigest, verifyManifest, writeManifest, type Manifest } from './manifest';
+export { ReplicaSleep, SleepClient } from './sleep';
 
 export const vllmKind: BackendKind = { name: 'vllm', settings: vllmSettingsSchema, open: async (s, log) => new VllmBackend(s as VllmSettings, log) };

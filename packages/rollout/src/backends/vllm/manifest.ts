@@ -38,6 +38,17 @@ export async function writeManifest(dir: string, version: number): Promise<Manif
   return manifest;
 }
 
+/**
+ * A short digest of what a manifest lists (every file's path, size and SHA-256): two policy
+ * directories with the same digest hold the same bytes, so the digest can name their contents.
+ */
+export function manifestDigest(m: Manifest): string {
+  const files = Object.keys(m.files)
+    .sort()
+    .map((f) => [f, m.files[f].bytes, m.files[f].sha256]);
+  return createHash('sha256').update(JSON.stringify(files)).digest('hex').slice(0, 12);
+}
+
 /** Checks dir against its manifest (and its version); throws naming the first file that differs. */
 export async function verifyManifest(dir: string, version: number): Promise<Manifest> {
   const file = join(dir, MANIFEST_FILE);

@@ -38,6 +38,15 @@ export const vllmSettingsSchema = z
     staleness: z.number().int().min(0).default(1),
     /** How often a replica out of rotation is probed at GET /health to take it back, milliseconds. Default 1000. */
     health_interval_ms: z.number().int().positive().default(1000),
+    /**
+     * Colocated mode: the replicas share the train ranks' GPU and sleep through every update
+     * (level 1: weights and adapters to host memory, KV cache freed), woken before the new
+     * version is loaded. The train worker calls POST /sleep and /wake_up; the backend wakes a
+     * replica it finds asleep before loading a version on it. Needs vLLM started with
+     * --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1 (trainer-ctl serve: --enable-sleep-mode),
+     * and workers.max_staleness 0 (no rollout overlaps an update). Default false.
+     */
+    sleep_during_updates: z.boolean().default(false),
   })
   .strict();
 
