@@ -24,6 +24,11 @@
  *               autocast, 2*T*(4h + (H + 2kv)*d + H*d + 4I) bytes (norm inputs, q/k/v, attention
  *               output, gate/up outputs, their product and activation); and the output head in
  *               chunks of 1024 positions, 3 float32 chunk x V buffers (logits, softmax, gradient).
+ * Colocated (resources.colocate) with a static split, a train rank has (1 - vllm_gpu_memory_utilization)
+ * of its GPU throughout. With generation.backend.sleep_during_updates the replicas sleep through
+ * each update (level 1: weights, adapters and CUDA graphs to host memory, KV cache freed), so
+ * the update may use the whole GPU, but what the rank keeps between updates (weights, gradients,
+ * optimizer, reference: activations are freed) must fit beside the awake replica's share.
  * A vLLM replica (its --gpu-memory-utilization share of one GPU must hold):
  *   weights at 2 bytes (bfloat16), the loaded adapters (staleness + 1 versions, 2 bytes per LoRA
  *   parameter), and the KV cache of one max_context_tokens sequence, 2 (K and V) x L x kv x d x
@@ -45,8 +50,10 @@ export interface TrainRankMemory {
   reference: number;
   activations: number;
   total: number;
-  /** What each train rank's GPU gives it, bytes. */
+  /** What each train rank's GPU gives it during an update, bytes. */
   budget: number;
+  /** With replicas asleep during updates: what the rank keeps between updates (weights, gradients, optimizer, reference), and the room beside an awake replica. */
+  between?: { total: number; budget: number };
 }
 
 export interface VllmReplicaMemory {
@@ -155,6 +162,7 @@ export function estimateMemory(c: RunConfig): MemoryEstimate {
   const mem = res.gpu_memory_gib * GIB;
   const util = res.vllm_gpu_memory_utilization;
   const shared = vllmOn && res.colocate;
+  const sleeping = shared && c.generation.backend.kind === 'vllm' && c.generation.backend.sleep_during_updates;
 
   const train: TrainRankMemory = {
     weights: (parameters * wBytes) / shard(3),
@@ -163,9 +171,10 @@ export function estimateMemory(c: RunConfig): MemoryEstimate {
     reference: c.model.lora === undefined && c.grpo.loss.kl_coef > 0 ? base * wBytes : 0,
     activations: a.layers * tokens * h * wBytes + layerSaved + head,
     total: 0,
-    budget: shared ? mem * (1 - util) : mem,
+    budget: shared && !sleeping ? mem * (1 - util) : mem,
   };
   train.total = train.weights + train.gradients + train.optimizer + train.reference + train.activations;
+  if (sleeping) train.between = { total: train.weights + train.gradients + train.optimizer + train.reference, budget: mem * (1 - util) };
 
   const problems: string[] = [];
   const gpusNeeded = shared ? Math.max(ranks, replicas) : ranks + replicas;
@@ -175,14 +184,22 @@ export function estimateMemory(c: RunConfig): MemoryEstimate {
         `but resources.gpus is ${res.gpus}`,
     );
   }
-  const budgetWhy = shared
+  const budgetWhy = shared && !sleeping
     ? `resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${util}), colocated with vLLM`
-    : `resources.gpu_memory_gib ${res.gpu_memory_gib}`;
+    : `resources.gpu_memory_gib ${res.gpu_memory_gib}${sleeping ? ', the vLLM replica asleep' : ''}`;
   if (train.total > train.budget) {
     problems.push(
       `a train rank needs at least ${gib(train.total)} (weights ${gib(train.weights)} + gradients ${gib(train.gradients)} + ` +
         `optimizer ${gib(train.optimizer)} + reference ${gib(train.reference)} + activations ${gib(train.activations)}) ` +
         `but has ${gib(train.budget)} (${budgetWhy})`,
+    );
+  }
+
+  if (train.between && train.between.total > train.between.budget) {
+    problems.push(
+      `between updates a train rank keeps at least ${gib(train.between.total)} (weights ${gib(train.weights)} + gradients ` +
+        `${gib(train.gradients)} + optimizer ${gib(train.optimizer)} + reference ${gib(train.reference)}) but an awake vLLM replica ` +
+        `leaves it ${gib(train.between.budget)} (resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${util}))`,
     );
   }
 
@@ -215,7 +232,8 @@ export function formatMemoryEstimate(e: MemoryEstimate): string {
     `  memory: ${(e.parameters / 1e9).toFixed(3)}B parameters, ${(e.trainable / 1e6).toFixed(1)}M trainable, ` +
       `ZeRO stage ${e.zeroStage}; train ranks ${e.ranks}, vLLM replicas ${e.replicas}, GPUs ${e.gpusNeeded} of ${e.gpus}`,
     `  train rank: weights ${gib(t.weights)} + gradients ${gib(t.gradients)} + optimizer ${gib(t.optimizer)} + ` +
-      `reference ${gib(t.reference)} + activations ${gib(t.activations)} = ${gib(t.total)} of ${gib(t.budget)}`,
+      `reference ${gib(t.reference)} + activations ${gib(t.activations)} = ${gib(t.total)} of ${gib(t.budget)}` +
+      (t.between ? ` (vLLM asleep); between updates ${gib(t.between.total)} of ${gib(t.between.budget)} beside vLLM` : ''),
   ];
   if (e.vllm !== undefined) {
     const v = e.vllm;

@@ -63,6 +63,25 @@ export const RunConfigSchema = snakeKeys(deepStrict(
     });
   }
   const backend = c.generation.backend;
+  if (backend.kind === 'vllm' && c.generation.sampling.topP < 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['generation', 'sampling', 'top_p'],
+      message:
+        `${c.generation.sampling.topP} with the vllm backend: vLLM's processed_logprobs are renormalized over the top-p nucleus, while the ` +
+        'train engine recomputes log-softmax(logits / T) over the whole vocabulary, so the importance ratios would be off from the ' +
+        'first update and the clip would cut in; use 1',
+    });
+  }
+  if (backend.kind === 'vllm' && backend.sleep_during_updates && c.workers.max_staleness > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['generation', 'backend', 'sleep_during_updates'],
+      message:
+        `needs workers.max_staleness 0 (it is ${c.workers.max_staleness}): the replicas sleep through every update, so rollouts ` +
+        'of the next version cannot overlap it',
+    });
+  }
   if (backend.kind === 'vllm' && backend.policy_format === 'weights' && c.model.lora === undefined) {
     ctx.addIssue({
       code: 'custom',

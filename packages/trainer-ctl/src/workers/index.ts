@@ -8,3 +8,4 @@ export * from './train-step';
 export * from './train-worker';
 export * from './train-node';
 export * from './start';
+export * from './colocation';

@@ -7,6 +7,7 @@ import type { RunConfig } from '../config/schema';
 import { connectRedis, onAuthFailure, waitReady } from '../queue/connection';
 import { PolicyRegistry } from '../queue/policy-registry';
 import { parseQueueSettings, type QueueSettingsInput } from '../queue/settings';
+import { colocatedSteps } from './colocation';
 import { createEpisodePlayer } from './episode-player';
 import { dataDir } from './run-files';
 import { startRolloutWorker } from './rollout-worker';
@@ -52,7 +53,17 @@ export async function startWorker(opts: StartWorkerOptions): Promise<RunningWork
     await waitReady(connection, opts.signal);
     onAuthFailure(connection, (e) => opts.onFatal?.(e));
     if (opts.kind === 'train') {
-      const w = await startTrainWorker({ connection, runId, workerId: id, settings, config, runDir: opts.runDir, log, onEngineDeath: opts.onFatal });
+      const w = await startTrainWorker({
+        connection,
+        runId,
+        workerId: id,
+        settings,
+        config,
+        runDir: opts.runDir,
+        log,
+        onEngineDeath: opts.onFatal,
+        aroundStep: colocatedSteps(config, log),
+      });
       return { id, close: async () => (await w.close(), connection.disconnect()) };
     }
     const registry = new PolicyRegistry(connection, runId);

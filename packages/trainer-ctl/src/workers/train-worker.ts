@@ -42,6 +42,8 @@ export interface TrainWorkerOptions {
   log?: (line: string) => void;
   /** Called once the engine process has died: this worker can take no more jobs. */
   onEngineDeath?: (err: Error) => void;
+  /** Runs around each engine step (an update, or one redone after an engine restart): colocated vLLM replicas sleep through it (colocation.ts). Default: the step alone. */
+  aroundStep?: <T>(update: number, step: () => Promise<T>) => Promise<T>;
 }
 
 export interface TrainWorker {
@@ -180,7 +182,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   };
 
   /** The engine's step for a job: its SFT steps in order, or one GRPO step. */
-  const step = async (job: TrainJob): Promise<StepResult> => {
+  const stepAlone = async (job: TrainJob): Promise<StepResult> => {
     let s: EngineStep;
     try {
       s = engineStep(job, config);
@@ -196,6 +198,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     for (const args of s.args) parts.push(await engine.request('sft_step', args));
     return mergeSteps(parts);
   };
+  const step = (job: TrainJob): Promise<StepResult> => (opts.aroundStep ? opts.aroundStep(job.update, () => stepAlone(job)) : stepAlone(job));
 
   const queue = new TrainQueue(opts.connection, opts.runId, opts.settings);
   /**
