@@ -4,14 +4,19 @@
  * naming the file; a replica that cannot load a version leaves rotation with a reason naming it
  * and the version, while the one that could serves every request under `<prefix>-v<N>`; no
  * replica able to load is an error naming each; a version outside the staleness window is
- * refused; stop token ids come from generation_config.json.
+ * refused; stop token ids come from generation_config.json. Issue 25: a resumed run that writes
+ * other weights into a version's directory while the replica still holds the first ones loads
+ * them under a new name (run, version, manifest digest) and samples exactly what an in-process
+ * onnx backend on the new weights samples; the same weights at another path are pointed there
+ * with load_inplace; serve refuses a held name and runs without --enable-lora as vLLM 0.33 does.
  */
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VllmBackend, stopTokenIds, verifyManifest, writeManifest } from '../src/backends/index';
 import { loadChatModel } from '../src/chat/chat-model';
+import { openLocalModel } from '../src/serve/index';
 import { createTinyModel, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
 
 const dir = scratchDir('vllm');
@@ -102,4 +107,78 @@ describe('vllm backend', () => {
     writeFileSync(join(d, 'generation_config.json'), JSON.stringify({ eos_token_id: 2 }));
     expect(stopTokenIds(d)).toEqual([2]);
   });
+});
+
+describe('vllm backend against a replica that outlives runs', () => {
+  const post = async (path: string, body: unknown) => {
+    const r = await fetch(`${serve.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: r.status, text: await r.text() };
+  };
+  const cards = async () => ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
+  /** `src` copied to `out` as the trainer writes version v there. */
+  const writeVersion = async (src: string, out: string, v: number) => {
+    rmSync(out, { recursive: true, force: true });
+    cpSync(src, out, { recursive: true });
+    await writeManifest(out, v);
+    return out;
+  };
+
+  it('samples the new weights of a version rewritten in place, under a new name, while the replica keeps the old', async () => {
+    const other = await createTinyModel(join(dir, 'other'), 8);
+    const path = join(dir, 'resume', 'v1');
+    const first = new VllmBackend({ replicas: [serve.url], lora_prefix: 'res', ...fast });
+    await first.reload(await writeVersion(modelDir, path, 1), 1);
+    const stale = first.modelName(1);
+    // The resumed run writes its own version 1, other weights, into the same directory.
+    const resumed = new VllmBackend({ replicas: [serve.url], lora_prefix: 'res', ...fast });
+    await resumed.reload(await writeVersion(other, path, 1), 1);
+    const fresh = resumed.modelName(1);
+    expect(fresh).not.toBe(stale);
+    expect(stale).toMatch(/^res-v1-[0-9a-f]{12}$/);
+    // Both listed from the same directory: the root alone could not tell them apart.
+    const listed = await cards();
+    expect(listed.find((c) => c.id === stale)?.root).toBe(path);
+    expect(listed.find((c) => c.id === fresh)?.root).toBe(path);
+    // What the replica samples for version 1 is what the new weights sample in process, token for token.
+    const prompt = loadChatModel(modelDir).tokenizer.encode('ts-order-service search_traces');
+    const sampling = { seed: 11, maxTokens: 12, temperature: 0.7 };
+    const [got] = await resumed.generate([{ promptIds: prompt, sampling, policyVersion: 1 }]);
+    const reference = async (d: string) => {
+      const m = await openLocalModel(d, { threads: 1 });
+      try {
+        return (await m.backend.generate([{ promptIds: prompt, sampling }]))[0];
+      } finally {
+        await m.close();
+      }
+    };
+    const [want, old] = [await reference(other), await reference(modelDir)];
+    console.log(`[figure] resumed v1: replica ${got.tokenIds.join(' ')}; new weights in process ${want.tokenIds.join(' ')}; old weights ${old.tokenIds.join(' ')}`);
+    expect(got.tokenIds).toEqual(want.tokenIds);
+    got.logprobs.forEach((lp, i) => expect(Math.abs(lp - want.logprobs[i])).toBeLessThan(1e-5));
+    expect(old.logprobs.some((lp, i) => Math.abs(lp - got.logprobs[i]) > 1e-3) || old.tokenIds.join() !== got.tokenIds.join()).toBe(true);
+    // The same weights from another path: the held name is pointed there (load_inplace), and the check of its root passes.
+    const moved = await writeVersion(other, join(dir, 'moved', 'v1'), 1);
+    const again = new VllmBackend({ replicas: [serve.url], lora_prefix: 'res', ...fast });
+    await again.reload(moved, 1);
+    expect(again.modelName(1)).toBe(fresh);
+    expect((await cards()).find((c) => c.id === fresh)?.root).toBe(moved);
+    // As vLLM 0.33: a held name is refused without load_inplace, and a base model's name is never an adapter's.
+    expect(await post('/load_lora_adapter', { lora_name: fresh, lora_path: moved })).toEqual({
+      status: 400,
+      text: expect.stringContaining(`The lora adapter '${fresh}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`),
+    });
+    expect((await post('/load_lora_adapter', { lora_name: 'base', lora_path: moved, load_inplace: true })).status).toBe(400);
+    await Promise.all([first.close(), resumed.close(), again.close()]);
+  }, 300_000);
+
+  it('without --enable-lora, serve answers a load with vLLM\'s 500', async () => {
+    const plain = await startServeProcess(modelDir, ['--name', 'base']);
+    try {
+      const r = await fetch(`${plain.url}/load_lora_adapter`, { method: 'POST', body: JSON.stringify({ lora_name: 'x', lora_path: modelDir }) });
+      expect(r.status).toBe(500);
+      expect(((await r.json()) as { error: { message: string } }).error.message).toBe('LoRA is not enabled. Use --enable-lora to enable LoRA.');
+    } finally {
+      expect(await plain.stop()).toBe(0);
+    }
+  }, 120_000);
 });

@@ -1,6 +1,7 @@
 /**
  * The OpenAI-compatible server over the tiny model, in process and as `trainer-ctl serve`:
- * what each endpoint returns, and the 400s that name the bad field.
+ * what each endpoint returns, and the 400s that name the bad field; vLLM's sleep mode endpoints
+ * (issue 25).
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -129,6 +130,42 @@ describe('serve', () => {
       expect((await busy).status).toBe(200);
     } finally {
       await one.close();
+    }
+  });
+});
+
+describe('serve in sleep mode', () => {
+  it('answers /sleep, /is_sleeping and /wake_up as vLLM does: a request made while asleep waits for the wake-up', async () => {
+    expect((await fetch(`${new URL(server.url).origin}/is_sleeping`)).status).toBe(404);
+    const sleepy = await startServer(served, { port: 0, sleepMode: true, maxConcurrent: 1 });
+    const origin = new URL(sleepy.url).origin;
+    const call = async (method: string, path: string) => {
+      const r = await fetch(origin + path, { method });
+      return { status: r.status, json: (await r.json()) as Record<string, unknown> };
+    };
+    const gauge = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(`${origin}/metrics`)).text())?.[1]);
+    try {
+      expect(await call('GET', '/is_sleeping')).toEqual({ status: 200, json: { is_sleeping: false } });
+      expect((await call('POST', '/sleep?level=2')).status).toBe(400);
+      expect((await call('POST', '/sleep?mode=keep')).status).toBe(400);
+      expect(await call('POST', '/sleep?level=1&mode=wait')).toEqual({ status: 200, json: { status: 'sleeping', level: 1 } });
+      expect(await call('GET', '/is_sleeping')).toEqual({ status: 200, json: { is_sleeping: true } });
+      expect((await fetch(`${origin}/health`)).status).toBe(200);
+      let answered = false;
+      const pending = fetch(`${sleepy.url}/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'ts-order-service', max_tokens: 4, seed: 1 }) }).then(async (r) => {
+        answered = true;
+        return { status: r.status, json: (await r.json()) as Record<string, any> };
+      });
+      while ((await gauge('thinkfl_generations_waiting')) !== 1) await new Promise((r) => setTimeout(r, 20));
+      // Queued behind the sleep, with no generation running: it cannot have been answered.
+      expect([answered, await gauge('thinkfl_generations_running')]).toEqual([false, 0]);
+      expect(await call('POST', '/wake_up')).toEqual({ status: 200, json: { status: 'awake', tags: null } });
+      const done = await pending;
+      expect(done.status).toBe(200);
+      expect(done.json.usage.completion_tokens).toBeGreaterThan(0);
+      expect([await gauge('thinkfl_sleeps_total'), await gauge('thinkfl_wake_ups_total'), await gauge('thinkfl_sleeping')]).toEqual([1, 1, 0]);
+    } finally {
+      await sleepy.close();
     }
   });
 });

@@ -80,7 +80,18 @@ describe('docker/compose.yaml', () => {
     expect(v.command.some((a: string) => /^--max-loras=\d+$/.test(a))).toBe(true);
     expect(v.environment.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBe('True');
     expect(v.healthcheck.test.join(' ')).toMatch(/curl .*http:\/\/localhost:8000\/health/);
-    expect(seconds(v.healthcheck.start_period)).toBeGreaterThanOrEqual(300);
+    // Issue 25: a slow download of the weights does not make `up` fail.
+    expect(seconds(v.healthcheck.start_period)).toBeGreaterThanOrEqual(3600);
+  });
+
+  it('starts vLLM with processed log-probabilities, vLLM\'s sampling defaults and sleep mode (issue 25)', () => {
+    const v = S.vllm;
+    expect(v.image).toBe('vllm/vllm-openai:v0.33.0');
+    expect(v.command).toEqual(expect.arrayContaining(['--logprobs-mode=processed_logprobs', '--generation-config=vllm', '--enable-sleep-mode']));
+    expect(v.environment.VLLM_SERVER_DEV_MODE).toBe('1');
+    // vLLM sizes its KV cache from the memory free when it starts: the trainer on the same GPU starts after it.
+    expect(S.trainer.depends_on.vllm.condition).toBe('service_healthy');
+    expect(v.ports).toBeUndefined();
   });
 
   it('runs the trainer on a GPU, the workers and controller after their dependencies are healthy', () => {

@@ -7,14 +7,20 @@
  * a corrupted file fails with a checksum error and is fetched anew afterwards; gated and missing
  * repositories fail with a clear message; a complete local directory needs no hub; and
  * `trainer-ctl push` uploads a checkpoint (its weights through the LFS batch API) with a
- * model card carrying the run's evaluation table.
+ * model card carrying the run's evaluation table. Issue 25, acceptance 3: a LoRA run's
+ * checkpoint, written by the real train engine after GRPO steps with a KL reference, goes up as
+ * the adapter alone (no optimizer, reference or trainer state) with base_model_name_or_path and
+ * the card naming the base's hub id and library_name peft; a 3 GiB weights file (sparse) goes up
+ * in the hub's multipart parts, byte for byte by the SHA-256 sha256sum computes, while the push
+ * process's peak resident memory stays far below the file's size.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { downloadModel, hubAccess } from '../src/hub/index';
+import { TrainEngine } from '../src/engine/index';
 import { loadRunConfig } from '../src/config/index';
 import { prepareInputs } from '../src/controller/index';
 import { startLocalHub, type LocalHub } from '../../../testkit/hub-server';
@@ -130,8 +136,8 @@ describe('hub download', () => {
 });
 
 /** `trainer-ctl push` as a child process; asynchronous, since the hub server answers from this process. */
-function push(run: string, env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'push', run, '--repo', 'thinkfl-test/pushed'], {
+function push(run: string, env: Record<string, string>, repo = 'thinkfl-test/pushed'): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'push', run, '--repo', repo], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
   });
@@ -169,6 +175,7 @@ describe('trainer-ctl push', () => {
     expect(createHash('sha256').update(pushed.get('model.safetensors')!).digest('hex')).toBe(sha256(join(modelDir, 'model.safetensors')));
     const card = pushed.get('README.md')!.toString();
     expect(card).toContain('checkpoints/update-000002');
+    expect(card).toMatch(/^---\nlibrary_name: transformers\n/);
     // Hand-computed: 0.875 -> 87.5 %, recall@1 0.25 -> 25.0 %, recall@3 0.5 -> 50.0 %.
     expect(card).toContain('| evaluation | policy version | cases | format valid % | answered % | service AC@1 % | service AC@3 % | service MRR |');
     expect(card).toContain('| final | 2 | 8 | 87.5 | 75.0 | 25.0 | 50.0 | 0.406 |');
@@ -176,4 +183,72 @@ describe('trainer-ctl push', () => {
     expect(again.status).not.toBe(0);
     expect(again.stderr).toContain('push needs HF_TOKEN');
   }, 120_000);
+});
+
+describe('trainer-ctl push of a LoRA run', () => {
+  it('uploads the adapter alone, its config and card naming the base by hub id, from a checkpoint the engine wrote', async () => {
+    const run = join(dir, 'lora-run');
+    const ckpt = join(run, 'checkpoints', 'update-000002');
+    const engine = new TrainEngine();
+    try {
+      await engine.request('load', { model_dir: modelDir, seed: 0, lora: { r: 4, alpha: 8, target_modules: ['q_proj', 'v_proj'] }, optimizer: { lr: 1e-2 } });
+      await engine.request('set_reference', { tag: 'grpo_start' });
+      const ids = [[1, 5, 9, 13, 17, 21]];
+      await engine.request('grpo_step', { input_ids: ids, mask: [[0, 0, 1, 1, 1, 1]], advantages: [1], loss: { kl_coef: 0.1 } });
+      await engine.request('save', { dir: ckpt });
+    } finally {
+      await engine.shutdown();
+    }
+    // What the engine put in the checkpoint beside the adapter, none of which is the policy.
+    const written = filesOf(ckpt);
+    expect(written).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.pt', 'reference/reference.pt', 'tokenizer.json']));
+    expect(JSON.parse(readFileSync(join(ckpt, 'adapter_config.json'), 'utf8')).base_model_name_or_path).toBe(modelDir);
+    // Without a hub id for the base the adapter would name a local path: refused.
+    const refused = await push(run, { HF_ENDPOINT: hub.endpoint, HF_TOKEN: TOKEN }, 'thinkfl-test/lora');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('is a LoRA adapter: its base must be named by hub id');
+    // trainer-ctl train keeps the run's config.yaml in the run directory: model.hub_id names the base.
+    writeFileSync(join(run, 'config.yaml'), `model: { hub_id: ${REPO} }\n`);
+    const r = await push(run, { HF_ENDPOINT: hub.endpoint, HF_TOKEN: TOKEN }, 'thinkfl-test/lora');
+    expect(r.stderr).toContain('push: created thinkfl-test/lora');
+    expect(r.status).toBe(0);
+    const pushed = hub.repos.get('thinkfl-test/lora')!.files;
+    console.log(`[figure] LoRA checkpoint: ${written.length} files written by the engine (${written.join(', ')}); pushed ${[...pushed.keys()].sort().join(', ')}`);
+    expect([...pushed.keys()].sort()).toEqual(['README.md', 'adapter_config.json', 'adapter_model.safetensors']);
+    expect(createHash('sha256').update(pushed.get('adapter_model.safetensors')!).digest('hex')).toBe(sha256(join(ckpt, 'adapter_model.safetensors')));
+    const config = JSON.parse(pushed.get('adapter_config.json')!.toString());
+    const original = JSON.parse(readFileSync(join(ckpt, 'adapter_config.json'), 'utf8'));
+    expect(config).toEqual({ ...original, base_model_name_or_path: REPO });
+    const card = pushed.get('README.md')!.toString();
+    expect(card).toMatch(new RegExp(`^---\\nlibrary_name: peft\\ntags: \\[thinkfl, grpo, root-cause-analysis, lora\\]\\nbase_model: ${REPO.replace('/', '\\/')}\\n---\\n`));
+    expect(card).toContain('checkpoints/update-000002');
+  }, 300_000);
+
+  it('streams a 3 GiB weights file in the hub\'s multipart parts without reading it whole', async () => {
+    const GIB = 1024 ** 3;
+    const big = await startLocalHub({ partBytes: 700 * 1024 * 1024 });
+    try {
+      const run = join(dir, 'big-run');
+      const ckpt = join(run, 'checkpoints', 'update-000001');
+      mkdirSync(ckpt, { recursive: true });
+      writeFileSync(join(ckpt, 'config.json'), readFileSync(join(modelDir, 'config.json')));
+      // A sparse file: 3 GiB of zeros that take no disk.
+      execFileSync('truncate', ['-s', String(3 * GIB), join(ckpt, 'model.safetensors')]);
+      const reference = execFileSync('sha256sum', [join(ckpt, 'model.safetensors')]).toString().split(' ')[0];
+      // The push process records its peak resident memory as it exits.
+      const rssFile = join(dir, 'push-rss.txt');
+      const preload = join(dir, 'rss.cjs');
+      writeFileSync(preload, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS * 1024)));\n`);
+      const r = await push(run, { HF_ENDPOINT: big.endpoint, HF_TOKEN: TOKEN, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${preload}` }, 'thinkfl-test/big');
+      expect(r.stderr).toContain('push: created thinkfl-test/big');
+      expect(r.status).toBe(0);
+      const stored = big.repos.get('thinkfl-test/big')!.lfs!.get('model.safetensors');
+      const rss = Number(readFileSync(rssFile, 'utf8'));
+      console.log(`[figure] 3 GiB push: stored ${stored?.size} bytes, sha256 ${stored?.oid} (sha256sum ${reference}), in ${Math.ceil((3 * GIB) / (700 * 1024 * 1024))} parts of 700 MiB; push peak RSS ${(rss / 1024 ** 2).toFixed(0)} MiB`);
+      expect(stored).toEqual({ oid: reference, size: 3 * GIB });
+      expect(rss).toBeLessThan(GIB / 2);
+    } finally {
+      await big.close();
+    }
+  }, 600_000);
 });

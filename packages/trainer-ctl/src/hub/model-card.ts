@@ -40,16 +40,17 @@ export function evaluationTable(runDir: string): string {
   return [head, head.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
 }
 
-export function modelCard(opts: { repo: string; runDir: string; source: string; baseModel?: string }): string {
+/** `library` is what loads the files: peft for a LoRA adapter (on base_model), transformers for a full model. */
+export function modelCard(opts: { repo: string; runDir: string; source: string; library: 'peft' | 'transformers'; baseModel?: string }): string {
   return `---
-library_name: transformers
-tags: [thinkfl, grpo, root-cause-analysis]
+library_name: ${opts.library}
+tags: [thinkfl, grpo, root-cause-analysis${opts.library === 'peft' ? ', lora' : ''}]
 ${opts.baseModel ? `base_model: ${opts.baseModel}\n` : ''}---
 
 # ${opts.repo}
 
 A failure-localization agent fine-tuned with staged GRPO (the ThinkFL recipe) by thinkfl's
-trainer-ctl. Files: \`${opts.source}\` of the run.
+trainer-ctl${opts.library === 'peft' ? `: a LoRA adapter${opts.baseModel ? ` on ${opts.baseModel}` : ''}` : ''}. Files: \`${opts.source}\` of the run.
 
 ## Evaluation
 
