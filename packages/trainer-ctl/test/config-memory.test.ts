@@ -2,7 +2,10 @@
  * The memory estimate of the backbone presets (src/config/memory.ts): parameter counts against the
  * model cards' published totals, one preset's estimate against a hand computation, every preset
  * passing `config validate` with its estimate printed, and a preset that declares too little GPU
- * memory (or too few GPUs) failing with the numbers.
+ * memory (or too few GPUs) failing with the numbers. Issue 25: with the replica asleep during
+ * updates, the update is checked against the whole GPU and what a rank keeps between updates
+ * against what the awake replica leaves; the sampling and staleness that colocated mode and
+ * vLLM's processed log-probabilities need are refused otherwise, naming the YAML path.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -134,5 +137,42 @@ describe('trainer-ctl config validate with resources', () => {
     const r = cli('config', 'validate', '--no-paths', file);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/model\.architecture: resources needs model\.architecture/);
+  });
+
+  it('with the replica asleep during updates, checks the update against the whole GPU and the rest against what vLLM leaves', () => {
+    const sleeping = (mem: number, util: number) =>
+      variant('qwen2.5-3b', [
+        [/policy_format: weights/, 'policy_format: weights\n    sleep_during_updates: true'],
+        [/gpu_memory_gib: 80, vllm_gpu_memory_utilization: 0\.45/, `gpu_memory_gib: ${mem}, vllm_gpu_memory_utilization: ${util}`],
+      ]);
+    // 24 GiB: the static split above fails (16.35 of 13.20); asleep, the update has all 24, and
+    // between updates weights 5.86 + gradients 0.11 + optimizer 0.67 + reference 0 stay beside vLLM's 0.45.
+    const ok = cli('config', 'validate', '--no-paths', sleeping(24, 0.45));
+    expect(ok.stderr).toBe('');
+    expect(ok.status).toBe(0);
+    const m = /= 16\.35 GiB of 24\.00 GiB \(vLLM asleep\); between updates ([\d.]+) GiB of 13\.20 GiB beside vLLM/.exec(ok.stdout);
+    expect(m, ok.stdout).not.toBeNull();
+    expect(Math.abs(Number(m![1]) - (5.86 + 0.11 + 0.67))).toBeLessThanOrEqual(0.01);
+    // vLLM at 0.75 of 24 GiB leaves 6.00 GiB: less than the rank keeps.
+    const tight = cli('config', 'validate', '--no-paths', sleeping(24, 0.75));
+    expect(tight.status).toBe(1);
+    expect(tight.stderr).toMatch(/resources: between updates a train rank keeps at least [\d.]+ GiB \(weights 5\.86 GiB \+ gradients 0\.11 GiB \+ optimizer 0\.67 GiB \+ reference 0\.00 GiB\) but an awake vLLM replica leaves it 6\.00 GiB \(resources\.gpu_memory_gib 24 x \(1 - vllm_gpu_memory_utilization 0\.75\)\)/);
+  });
+
+  it('refuses top_p below 1 with vLLM, and sleeping replicas with rollouts that may overlap an update', () => {
+    const topP = cli('config', 'validate', '--no-paths', variant('qwen2.5-3b', [[/top_p: 1\.0/, 'top_p: 0.9']]));
+    expect(topP.status).toBe(1);
+    expect(topP.stderr).toMatch(/:\d+: generation\.sampling\.top_p: 0\.9 with the vllm backend: vLLM's processed_logprobs are renormalized over the top-p nucleus/);
+    const stale = cli(
+      'config',
+      'validate',
+      '--no-paths',
+      variant('qwen2.5-3b', [
+        [/policy_format: weights/, 'policy_format: weights\n    sleep_during_updates: true'],
+        [/\nworkers:\n/, '\nworkers:\n  max_staleness: 1\n'],
+      ]),
+    );
+    expect(stale.status).toBe(1);
+    expect(stale.stderr).toMatch(/:\d+: generation\.backend\.sleep_during_updates: needs workers\.max_staleness 0 \(it is 1\)/);
   });
 });

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
-import { loadChatModel, MANIFEST_FILE, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
+import { loadChatModel, manifestDigest, MANIFEST_FILE, tokenizeEpisode, verifyManifest, type Manifest } from '@thinkfl/rollout';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
 import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
 import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type TrainSample, type Trajectory } from '../src/queue/index';
@@ -45,7 +45,12 @@ const replicas: ServeProcess[] = [];
 /** lora_B of version 0's adapter. */
 let baseB: Buffer;
 
-const name = (v: number) => `${RUN}-v${v}`;
+const names = new Map<number, string>();
+/** The name the backend serves version v under: run, version and the digest of its manifest (read once, while the directory is there). */
+const name = (v: number): string => {
+  if (!names.has(v)) names.set(v, `${RUN}-v${v}-${manifestDigest(JSON.parse(readFileSync(join(versionDir(v), MANIFEST_FILE), 'utf8')) as Manifest)}`);
+  return names.get(v)!;
+};
 const generations = async (r: ServeProcess, model: string) => (await readMetrics(r.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
 const cards = async (r: ServeProcess) => ((await (await fetch(`${r.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
 const listed = async (r: ServeProcess) => (await cards(r)).map((m) => m.id);
@@ -73,7 +78,7 @@ beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());
   dir = scratch('vllm');
   modelDir = await createTinyModel(join(dir, 'model'), 5);
-  for (let i = 0; i < 2; i++) replicas.push(await startServe(modelDir, ['--name', 'base', '--threads', '1']));
+  for (let i = 0; i < 2; i++) replicas.push(await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora']));
   const file = join(dir, 'run.yaml');
   writeFileSync(
     file,
@@ -193,7 +198,7 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     await until(`replica 0 generating v${version}`, async () => ((await generations(victim, name(version))) > 0 ? true : undefined), 300_000);
     victim.child.kill('SIGKILL');
     await victim.stop();
-    const restarted = await startServe(modelDir, ['--name', 'base', '--threads', '1'], port);
+    const restarted = await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora'], port);
     replicas[0] = restarted;
     const out = await running;
     expectGroups(out, version);
