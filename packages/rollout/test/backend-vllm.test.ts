@@ -65,10 +65,11 @@ describe('vllm backend', () => {
     await backend.reload(await policyVersion(0), 0);
     const [dead, live] = backend.replicas;
     expect(dead.ready).toBe(false);
-    expect(dead.reason).toMatch(new RegExp(`loading policy version 0 \\(run-a-v0 from .*v0\\) failed after 2 attempt\\(s\\): .*${deadUrl.replace(/[/.]/g, '\\$&')}`));
+    expect(dead.reason).toMatch(new RegExp(`loading policy version 0 \\(run-a-v0-[0-9a-f]{12} from .*v0\\) failed after 2 attempt\\(s\\): .*${deadUrl.replace(/[/.]/g, '\\$&')}`));
     expect([live.ready, [...live.loaded]]).toEqual([true, [0]]);
     const models = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
-    expect(models).toEqual(['base', 'run-a-v0']);
+    expect(models).toEqual(['base', backend.modelName(0)]);
+    expect(backend.modelName(0)).toMatch(/^run-a-v0-[0-9a-f]{12}$/);
     const chat = loadChatModel(modelDir);
     const gens = await backend.generate([0, 1, 2].map((s) => ({ promptIds: chat.tokenizer.encode('search_traces'), sampling: { seed: s, maxTokens: 5 } })));
     for (const g of gens) {
@@ -76,15 +77,15 @@ describe('vllm backend', () => {
       expect(g.logprobs).toHaveLength(g.tokenIds.length);
     }
     const metrics = await (await fetch(`${new URL(serve.url).origin}/metrics`)).text();
-    expect(metrics).toContain('thinkfl_model_generations_total{model="run-a-v0"} 3');
+    expect(metrics).toContain(`thinkfl_model_generations_total{model="${backend.modelName(0)}"} 3`);
     expect(metrics).not.toContain('thinkfl_model_generations_total{model="base"}');
     // Version 1 replaces 0 (staleness 0): 0 is unloaded and refused from then on.
     const b0 = new VllmBackend({ replicas: [serve.url], lora_prefix: 'run-b', staleness: 0, ...fast });
     await b0.reload(await policyVersion(1), 1);
     await b0.reload(await policyVersion(2), 2);
     const after = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
-    expect(after).toContain('run-b-v2');
-    expect(after).not.toContain('run-b-v1');
+    expect(after).toContain(b0.modelName(2));
+    expect(after.some((m) => m.startsWith('run-b-v1-'))).toBe(false);
     await expect(b0.generate([{ promptIds: [5, 6], policyVersion: 1, sampling: { maxTokens: 2 } }])).rejects.toThrow(/policy version 1 is not loaded \(newest 2, staleness window 0\)/);
     await Promise.all([backend.close(), b0.close()]);
   });
@@ -92,7 +93,7 @@ describe('vllm backend', () => {
   it('fails when no replica can load a version, naming each replica and the version', async () => {
     const backend = new VllmBackend({ replicas: [deadUrl], lora_prefix: 'run-c', ...fast });
     await expect(backend.reload(await policyVersion(3), 3)).rejects.toThrow(
-      new RegExp(`policy version 3 \\(run-c-v3 from .*\\) could not be loaded on any replica: ${deadUrl.replace(/[/.]/g, '\\$&')} out of rotation \\(loading policy version 3`),
+      new RegExp(`policy version 3 \\(run-c-v3-[0-9a-f]{12} from .*\\) could not be loaded on any replica: ${deadUrl.replace(/[/.]/g, '\\$&')} out of rotation \\(loading policy version 3`),
     );
     await expect(backend.generate([{ promptIds: [1], sampling: { maxTokens: 1 } }])).rejects.toThrow(/no policy version is loaded yet/);
     await backend.close();
