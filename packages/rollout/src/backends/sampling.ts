@@ -1,10 +1,11 @@
 /**
  * Picks the next token from one row of logits: greedy at temperature 0, otherwise
- * temperature + nucleus (top-p) sampling with a seeded Rng. Log-probabilities are those of the
- * distribution that sampled: log-softmax(logits / T), before top-p truncation (vLLM's
- * processed_logprobs), the same definition the train engine recomputes at the trajectory's
- * temperature, so on-policy importance ratios are 1. Greedy decoding (T = 0) reports the raw
- * distribution (T = 1), as vLLM does.
+ * temperature + nucleus (top-p) sampling with a seeded Rng. Log-probabilities are
+ * log-softmax(logits / T) over the whole vocabulary, the definition the train engine recomputes
+ * at the trajectory's temperature, so on-policy importance ratios are 1. That is the
+ * distribution that sampled only with top_p 1: a nucleus renormalizes the sampling distribution
+ * (and vLLM's processed_logprobs) over fewer tokens, which is why runs on the vllm backend need
+ * top_p 1. Greedy decoding (T = 0) reports the raw distribution (T = 1), as vLLM does.
  */
 import type { Sampling } from './types';
 import type { Rng } from './rng';

@@ -51,9 +51,10 @@ export interface Generation {
   /** Generated token ids; an end-of-sequence token that ended generation is included. */
   tokenIds: number[];
   /**
-   * Log-probability of each generated token under the distribution it was sampled from:
-   * log-softmax(logits / temperature), before top-p truncation (vLLM's processed_logprobs;
-   * greedy decoding reports temperature 1).
+   * Log-probability of each generated token: log-softmax(logits / temperature) over the whole
+   * vocabulary (greedy decoding reports temperature 1). With top_p 1 that is the distribution it
+   * was sampled from, and vLLM's processed_logprobs; with top_p < 1 both renormalize over the
+   * nucleus and it is not.
    */
   logprobs: number[];
   /** Per generated token, the most likely alternatives (token id -> logprob), when asked for. */
