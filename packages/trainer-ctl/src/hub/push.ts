@@ -7,14 +7,15 @@
  * its hub id instead of the local path the engine wrote, so that a downloaded adapter loads;
  * from a full model its config, weights and tokenizer files. Optimizer, KL reference and
  * DeepSpeed state, the merged export and run bookkeeping stay home. Every file is streamed from
- * disk (a lazy file blob per file, read slice by slice), never read whole.
+ * disk (disk-blob.ts), hashed and sent chunk by chunk, never read whole.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { createRepo, HubApiError, uploadFiles } from '@huggingface/hub';
 import { parse } from 'yaml';
+import { DiskBlob } from './disk-blob';
 import type { HubAccess } from './endpoint';
+import { streamingFetch } from './streaming-fetch';
 import { modelCard } from './model-card';
 
 export interface PushOptions extends HubAccess {
@@ -90,14 +91,14 @@ export async function pushRun(o: PushOptions): Promise<{ commit?: string; files:
     if (!(e instanceof HubApiError && e.statusCode === 409)) throw e;
   }
   const source = relative(o.runDir, from);
-  const files: { path: string; content: Blob | URL }[] = paths.map((p) => ({ path: p, content: pathToFileURL(join(from, p)) }));
+  const files: { path: string; content: Blob }[] = paths.map((p) => ({ path: p, content: DiskBlob.of(join(from, p)) }));
   if (adapter) {
     const config = JSON.parse(readFileSync(join(from, ADAPTER_CONFIG), 'utf8')) as Record<string, unknown>;
     files.unshift({ path: ADAPTER_CONFIG, content: new Blob([`${JSON.stringify({ ...config, base_model_name_or_path: baseModel }, null, 2)}\n`]) });
   }
   const card = modelCard({ repo: o.repo, runDir: o.runDir, source, library: adapter ? 'peft' : 'transformers', ...(baseModel ? { baseModel } : {}) });
   files.push({ path: 'README.md', content: new Blob([card]) });
-  const out = await uploadFiles({ repo: o.repo, files, commitTitle: `thinkfl: ${source}`, useXet: false, ...credentials });
+  const out = await uploadFiles({ repo: o.repo, files, commitTitle: `thinkfl: ${source}`, useXet: false, fetch: streamingFetch, ...credentials });
   o.log?.(`push: ${files.length} files to ${o.repo}${out?.commit ? ` (commit ${out.commit.oid})` : ''}`);
   return { commit: out?.commit.oid, files: files.map((f) => f.path) };
 }
