@@ -89,7 +89,7 @@ episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
 generation:
   backend: { kind: vllm, replicas: [${replicas.map((r) => r.url).join(', ')}], backoff_ms: 100, health_interval_ms: 200, request_timeout_s: 60, load_timeout_s: 60 }
   sampling: { max_tokens: 48 }
-grpo: { group_size: ${G}, cases_per_step: 2, max_refill_groups: 0, advantage: { skip_equal_groups: false }, loss: { kl_coef: 0 }, optimizer: { lr: 1.0e-3 } }
+grpo: { group_size: ${G}, cases_per_step: 2, max_refill_groups: 0, advantage: { skip_equal_groups: false }, loss: { kl_coef: 0 }, optimizer: { lr: 1.0e-3, reset: never } }   # SFT's moments carry on: every update moves the adapter even when a step's rewards are all equal (versions are compared below)
 workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
 `,
   );
