@@ -21,6 +21,9 @@ VLLM_ARGS=(
   --max-lora-rank=64
   --max-loras=4
   --gpu-memory-utilization=0.9
+  --logprobs-mode=processed_logprobs
+  --generation-config=vllm
+  --enable-sleep-mode
 )
 
 pids=()
@@ -34,7 +37,7 @@ if [ "$rank" = 0 ]; then
   pids+=($!)
 fi
 
-CUDA_VISIBLE_DEVICES=${gpus[-1]} VLLM_ALLOW_RUNTIME_LORA_UPDATING=True HF_HOME=$THINKFL_RUNS/hf \
+CUDA_VISIBLE_DEVICES=${gpus[-1]} VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_SERVER_DEV_MODE=1 HF_HOME=$THINKFL_RUNS/hf \
   vllm serve "${VLLM_ARGS[@]}" > "$logs/vllm.log" 2>&1 &
 pids+=($!)
 
