@@ -13,7 +13,7 @@ import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
 import { connectRedis, keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
-import { dataDir, engineStep, startTrainWorker } from '../src/workers/index';
+import { dataDir, engineOptimizer, engineStep, startTrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
@@ -59,7 +59,7 @@ describe('train worker with step files', () => {
       const inline = new TrainEngine();
       try {
         const c = loaded.config;
-        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, threads: c.workers.train.threads, seed: c.run.seed, optimizer: c.grpo.optimizer });
+        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, threads: c.workers.train.threads, seed: c.run.seed, optimizer: engineOptimizer(c) });
         // As the train worker does before its first GRPO update.
         if (c.grpo.loss.kl_coef > 0) await inline.request('set_reference', { tag: 'grpo_start' });
         const step = engineStep(job(0, false), c);

@@ -19,6 +19,7 @@ import type { Redis } from 'ioredis';
 import type { RunConfig } from '../config/schema';
 import { DiskError } from '../disk-errors';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
+import type { OptimizerSettings } from '../engine/optimizer-settings';
 import { isConnectionError } from '../queue/connection';
 import { startHeartbeat } from '../queue/heartbeats';
 import { keys, type TrainJob, type TrainResult } from '../queue/jobs';
@@ -81,6 +82,12 @@ export function engineLaunch(config: RunConfig): EngineOptions {
   };
 }
 
+/** The engine's optimizer settings: grpo.optimizer without `reset`, which is the train worker's to act on. */
+export function engineOptimizer(config: RunConfig): OptimizerSettings {
+  const { reset: _reset, ...optimizer } = config.grpo.optimizer;
+  return optimizer;
+}
+
 export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainWorker> {
   const { config, runDir } = opts;
   const log = opts.log ?? (() => undefined);
@@ -108,7 +115,6 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       onStderr: (t) => log(t.trimEnd()),
       ...opts.engine,
     });
-    const { reset: _reset, ...optimizer } = config.grpo.optimizer;
     try {
       const loaded = await engine.request('load', {
         model_dir: ckpt?.dir ?? config.model.dir,
@@ -120,7 +126,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         gradient_checkpointing: config.workers.train.gradient_checkpointing,
         resume: ckpt !== undefined,
         seed: config.run.seed,
-        optimizer,
+        optimizer: engineOptimizer(config),
         deepspeed: deepspeed ? (JSON.parse(readFileSync(deepspeed, 'utf8')) as Record<string, unknown>) : null,
       });
       updates = ckpt?.updates ?? 0;
