@@ -8,7 +8,6 @@
  * --node-rank 1` runs again, `--resume` finishes the run.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TrainEngine, type EngineOptions } from '../src/engine';
@@ -17,6 +16,7 @@ import { REPO_ROOT } from '../../../testkit/nezha';
 import { TINY_CONFIG } from './engine-fixtures';
 import { descendants, expectedKeys, spawnTrain, stepKeys, tinyRunYaml, until } from './train-fixtures';
 import { scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { freePort } from '../../../testkit/ports';
 
 const IDS = [
   [1, 5, 6, 7, 8, 9, 10, 2],
@@ -29,14 +29,6 @@ const DEEPSPEED = { zero_optimization: { stage: 2 } };
 
 const dir = scratch('multinode');
 const base = join(dir, 'base');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** Two GRPO updates on the engine whose rank 0 `driver` is, then its weights. */
 async function train(driver: TrainEngine, out: string): Promise<Map<string, Float64Array>> {

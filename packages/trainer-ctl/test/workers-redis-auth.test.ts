@@ -6,7 +6,6 @@
  * runs; a Redis ACL user with its password from REDIS_PASSWORD connects.
  */
 import { spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,21 +14,13 @@ import type { LoadedRunConfig } from '../src/config/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { createTinyModel, scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
+import { freePort } from '../../../testkit/ports';
 
 const PASSWORD = 'default-pw-7f3a9c';
 const ALICE_PASSWORD = 'alice-pw-51d2e8';
 let redis: TestRedis;
 let dir: string | undefined;
 let loaded: LoadedRunConfig;
-
-/** A loopback port nothing listens on: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -87,7 +78,7 @@ describe('trainer-ctl train whose Redis refuses it', () => {
 
 describe('a worker whose Redis is down', () => {
   it.each(['SIGINT', 'SIGTERM'] as const)('logs each attempt in one line and stops within 10 s of %s', async (sig) => {
-    const port = await closedPort();
+    const port = await freePort();
     const w = spawnWorker(['rollout', '--config', loaded.file, '--redis', `redis://127.0.0.1:${port}`]);
     // Several attempts: the backoff is running when the signal comes.
     await w.waitLine(/attempt 4 in \d+ ms/, 30_000);
@@ -105,7 +96,7 @@ describe('a worker whose Redis is down', () => {
   }, 60_000);
 
   it('waits with a growing delay between attempts', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const w = spawnWorker(['rollout', '--config', loaded.file, '--redis', `redis://127.0.0.1:${port}`]);
     await w.waitLine(/attempt 5 in/, 30_000);
     w.child.kill('SIGTERM');
