@@ -78,6 +78,7 @@ def aggregate(x: torch.Tensor, mask: torch.Tensor, s: LossSettings, n: Normalize
         return masked.sum() / n.tokens
     if s.aggregation == 'seq-mean-token-mean':
         return (masked.sum(-1) / mask.sum(-1).clamp(min=1)).sum() / n.sequences
+    assert s.norm_length is not None  # from_json requires it for seq-mean-token-sum-norm
     return masked.sum() / (n.sequences * float(s.norm_length))
 
 

@@ -98,7 +98,7 @@ def main() -> None:
 
     def lost(rid: Any, op: Any, e: BaseException) -> None:
         """A world with a rank gone cannot run another collective: say so once, then exit."""
-        msg = (f'{op or "request"}: lost a peer of the {ranks.world}-process engine (a rank, or its node, is gone or '
+        msg = (f'{op or "request"}: lost a peer of the {ranks.world if ranks else 1}-process engine (a rank, or its node, is gone or '
                f'unreachable): {e}')
         log.error(msg)
         respond({'id': rid, 'ok': False, 'fatal': True, 'error': msg})
@@ -123,7 +123,7 @@ def main() -> None:
             respond({'id': None, 'ok': False, 'error': f'bad request line: {e}'})
             continue
         rid, op = req.get('id'), req.get('op')
-        handler = OPS.get(op)
+        handler = OPS.get(op) if isinstance(op, str) else None
         if handler is None:
             respond({'id': rid, 'ok': False, 'error': f'unknown op {op!r}; known: {sorted(OPS)}'})
             continue
