@@ -1,7 +1,7 @@
 """Writes grpo.json: GRPO/GSPO loss test vectors computed with plain-Python formulas (no torch).
 
 Each value follows the written formula directly, sequence by sequence, so it checks the
-engine's tensor code and the TypeScript reference independently. Run with --check to verify
+engine's tensor code independently. Run with --check to verify
 the committed file is what this script produces.
 
 Per token t of sequence i (mask m, advantage A_i, r = exp(logp - old)):

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional, Tuple
 import torch.distributed as dist
 import transformers
 
+from . import protocol
 from .distributed import Ranks
 from .ops import OPS, State
 
@@ -128,7 +129,14 @@ def main() -> None:
             respond({'id': rid, 'ok': False, 'error': f'unknown op {op!r}; known: {sorted(OPS)}'})
             continue
         try:
-            respond({'id': rid, 'ok': True, 'result': handler(state, req.get('args') or {})})
+            args = req.get('args', {})
+            protocol.check_args(op, args)
+            result = handler(state, args)
+            if protocol.CHECK_REPLIES:
+                protocol.check_result(op, result)
+            respond({'id': rid, 'ok': True, 'result': result})
+        except protocol.ProtocolError as e:
+            respond({'id': rid, 'ok': False, 'error': str(e)})
         except KeyError as e:
             respond({'id': rid, 'ok': False, 'error': f'{op}: missing argument {e}'})
         except Exception as e:  # noqa: BLE001 - every failure of an op is reported, the engine lives on
