@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
+
 @dataclass(frozen=True)
 class LossSettings:
     eps_low: float = 0.2

@@ -124,14 +124,13 @@ def main() -> None:
             respond({'id': None, 'ok': False, 'error': f'bad request line: {e}'})
             continue
         rid, op = req.get('id'), req.get('op')
-        handler = OPS.get(op) if isinstance(op, str) else None
-        if handler is None:
+        if not isinstance(op, str) or op not in OPS:
             respond({'id': rid, 'ok': False, 'error': f'unknown op {op!r}; known: {sorted(OPS)}'})
             continue
         try:
             args = req.get('args', {})
             protocol.check_args(op, args)
-            result = handler(state, args)
+            result = OPS[op](state, args)
             if protocol.CHECK_REPLIES:
                 protocol.check_result(op, result)
             respond({'id': rid, 'ok': True, 'result': result})

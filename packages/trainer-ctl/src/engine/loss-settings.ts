@@ -53,6 +53,7 @@ function requireWhen<K extends keyof z.input<typeof base>>(when: K, is: string, 
     path: [then as string],
     json: {
       if: { properties: { [when]: { const: is } }, required: [when] },
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
       then: { properties: { [then]: thenJson }, required: [then], description: message },
     },
   };
