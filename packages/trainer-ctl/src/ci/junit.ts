@@ -3,10 +3,12 @@ import type { Verdict } from './expectations';
 
 export const JUNIT_FILE = 'junit.xml';
 
-// Escapes markup and strips the control characters XML 1.0 forbids.
+// The control characters XML 1.0 forbids.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters to remove
+const XML_FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g;
+
 const escapeXml = (s: string) =>
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters to remove
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!).replace(XML_FORBIDDEN, '');
 
 export function junitXml(runName: string, verdicts: Verdict[], timestamp = new Date()): string {
   const failures = verdicts.filter((v) => !v.ok).length;
