@@ -140,7 +140,7 @@ for (const type of ['all', ...faultTypes(shipped.rows)]) {
   console.log(`| ${cells.join(' | ')} |`);
 }
 
-console.log('\nPer fault (held out): best rank, vote rank, request MRR, the combination its fold chose' + (baseline ? '; the baseline\'s best rank' : ''));
+console.log(`\nPer fault (held out): best rank, vote rank, request MRR, the combination its fold chose${baseline ? '; the baseline\'s best rank' : ''}`);
 for (const r of heldOut) {
   const b = baseline?.find((x) => x.faultId === r.faultId);
   const lost = b && b.best === 0 && r.best !== 0 ? '  LOST (baseline first)' : '';

@@ -66,7 +66,7 @@ writeFileSync(${JSON.stringify(out)}, JSON.stringify({
 }
 
 if (argv.regression) {
-  let o;
+  let o: ReturnType<typeof outcomesOf>;
   if (argv.at) o = outcomesAt(argv.at);
   else {
     const ds = await loadDataset(argv.dataset ?? (await ensureNezhaDataset()));

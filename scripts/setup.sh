@@ -3,7 +3,8 @@
 # redis-server, Chromium (the report test opens the run report in it, driven by playwright-core: no
 # browser download), the train engine's Python environment (.cache/venv, pinned versions from
 # engine/requirements.txt, from PyPI), the npm packages, and TensorBoard at a pinned version in
-# its own venv (the test that reads back the run's event files).
+# its own venv (the test that reads back the run's event files), and the engine's dev tools (Ruff,
+# mypy) in .cache/venv-dev from engine/requirements-dev.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,15 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   # the project runs its CPU provider, which the package bundles. The script reads this
   # variable itself, so npm never sees an option it does not know (no warning on later commands).
   ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error
+fi
+# The engine's dev tools (Ruff, mypy; npm run lint:py, typecheck:py) in their own venv, rebuilt when their pins change.
+dev_venv=.cache/venv-dev
+dev_want="$(sha256sum engine/requirements-dev.txt | cut -d' ' -f1)"
+if [ "$(cat "$dev_venv/.requirements.sha256" 2>/dev/null)" != "$dev_want" ]; then
+  echo "setup: engine dev tools into $dev_venv" >&2
+  python3 -m venv --clear "$dev_venv"
+  "$dev_venv/bin/pip" install --quiet --disable-pip-version-check -r engine/requirements-dev.txt
+  echo "$dev_want" > "$dev_venv/.requirements.sha256"
 fi
 # Kept in step with testkit/tensorboard.ts, which makes the same venv when it is missing.
 TB_VERSION=2.21.0

@@ -76,7 +76,7 @@ console.log(
 );
 
 const engine = new TrainEngine({ onStderr: (t) => process.stderr.write(t) });
-let report;
+let report: Awaited<ReturnType<typeof sft>>;
 try {
   const loaded = await engine.request('load', { model_dir: dir, seed: 0, autocast: argv.autocast });
   console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, compute ${loaded.precision}, ${loaded.threads} threads`);

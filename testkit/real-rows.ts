@@ -56,7 +56,7 @@ export function realRowSources(work: string): { raw: string; sources: Record<'ne
     [`${R}/traceid/08_44_traceid.csv`]: head(`${R}/traceid/08_44_traceid.csv`, 60),
     ...Object.fromEntries(PODS.map((p) => [`${R}/metric/${p}_metric.csv`, head(`${R}/metric/${p}_metric.csv`, 60)])),
     [`${R}/metric/front_service.csv`]: head(`${R}/metric/front_service.csv`, 60),
-    ['construct_data/2023-01-29/trace/08_50_trace.csv']: head('construct_data/2023-01-29/trace/08_50_trace.csv', 300),
+    'construct_data/2023-01-29/trace/08_50_trace.csv': head('construct_data/2023-01-29/trace/08_50_trace.csv', 300),
     [`${R}/log/08_44_log.csv`]: [...logLines.slice(0, 100), ...logLines.slice(100).filter((l) => /ERROR|WARN/.test(l)).slice(0, 60)].join('\n'),
   };
   sources.nezha = {

@@ -1,7 +1,7 @@
 """Writes grpo.json: GRPO/GSPO loss test vectors computed with plain-Python formulas (no torch).
 
 Each value follows the written formula directly, sequence by sequence, so it checks the
-engine's tensor code and the TypeScript reference independently. Run with --check to verify
+engine's tensor code independently. Run with --check to verify
 the committed file is what this script produces.
 
 Per token t of sequence i (mask m, advantage A_i, r = exp(logp - old)):
@@ -21,6 +21,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any, Dict, List, Tuple
 
 # Four sequences, aligned with token ids; position 0 is a prompt token (mask 0). The last one has
 # no generated token (an episode cut before the model spoke): it must change no aggregate.
@@ -32,7 +33,7 @@ BATCH = {
     'advantages': [1.0, -1.5, 0.5, 0.8],
 }
 
-VARIANTS = [
+VARIANTS: List[Tuple[str, Dict[str, Any]]] = [
     ('token-mean', {}),
     ('seq-mean-token-mean', {'aggregation': 'seq-mean-token-mean'}),
     ('dr-grpo', {'aggregation': 'seq-mean-token-sum-norm', 'norm_length': 8}),
@@ -80,7 +81,7 @@ def expected(batch, s):
         n = sum(ms)
         seq_ratio = math.exp(sum((x - o) for x, o, m in zip(lp, old, ms) if m) / max(n, 1))
         row_pg, row_clip, row_dual, row_kl, row_r = [], [], [], [], []
-        for x, o, rf, m in zip(lp, old, ref, ms):
+        for x, o, rf, _m in zip(lp, old, ref, ms):
             r = seq_ratio if s['ratio_level'] == 'sequence' else math.exp(x - o)
             row_r.append(r)
             unclipped = -a * r

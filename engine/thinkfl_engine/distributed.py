@@ -116,5 +116,5 @@ def share_of_rank(costs: Sequence[int], world: int, rank: int) -> List[Optional[
         loads[r] += costs[i]
         owned[r].append(i)
     most = max(len(o) for o in owned)
-    mine: List[Optional[int]] = sorted(owned[rank])
-    return mine + [None] * (most - len(mine))
+    mine = sorted(owned[rank])
+    return [*mine, *[None] * (most - len(mine))]

@@ -8,11 +8,12 @@ checkpointing are checked).
 from typing import Any, Dict, List
 
 import torch
+
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
 from .logprobs import token_logprobs
 from .tiny_model import create_tiny_model
 
-VARIANTS = {
+VARIANTS: Dict[str, Dict[str, Any]] = {
     'token-mean': {},
     'seq-mean-token-mean': {'aggregation': 'seq-mean-token-mean'},
     'dr-grpo': {'aggregation': 'seq-mean-token-sum-norm', 'norm_length': 7},
@@ -58,7 +59,7 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
     for name, raw in VARIANTS.items():
         s = LossSettings.from_json(raw)
         r = ref if s.kl_coef else None
-        results.append(_check(f'loss/{name}', lambda lp: grpo_loss(lp, old, r, mask, adv, s, n)['loss'],
+        results.append(_check(f'loss/{name}', lambda lp, s=s, r=r: grpo_loss(lp, old, r, mask, adv, s, n)['loss'],
                               (logp0.clone().requires_grad_(True),)))
 
     # transformers' RMSNorm computes in float32 even for float64 weights, so finite differences through
@@ -83,7 +84,7 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
         s = LossSettings.from_json(raw)
         r = model_ref if s.kl_coef else None
         results.append(_check(f'model/grpo/{name}',
-                              lambda *ps: grpo_loss(model_logp(*ps), model_old, r, mask, adv, s, n)['loss'], params))
+                              lambda *ps, s=s, r=r: grpo_loss(model_logp(*ps), model_old, r, mask, adv, s, n)['loss'], params))
     results.append(_check('model/sft', lambda *ps: sft_loss(model_logp(*ps), mask, n), params))
     return {'ok': all(r['ok'] for r in results), 'checks': results,
             'model_parameters': sum(p.numel() for p in params)}

@@ -3,17 +3,13 @@
 Everything is aligned with the input token ids: position t holds log p(x_t | x_<t) and the
 generated-token mask says which positions count. Aggregations divide by normalizers computed
 once from the whole batch, so a batch split into micro-batches sums to the same loss.
-Each knob is documented (meaning, default, equation) in the zod schema of the same names:
-packages/trainer-ctl/src/engine/loss-settings.ts.
+Each knob is documented (meaning, default, equation) in the zod schema of the same names,
+packages/trainer-ctl/src/engine/loss-settings.ts, which protocol.schema.json is generated from.
 """
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 import torch
-
-AGGREGATIONS = ('token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum-norm')
-KL_ESTIMATORS = ('k1', 'k2', 'k3')
-RATIO_LEVELS = ('token', 'sequence')
 
 
 @dataclass(frozen=True)
@@ -29,28 +25,9 @@ class LossSettings:
 
     @staticmethod
     def from_json(raw: Optional[Dict[str, Any]]) -> 'LossSettings':
-        raw = dict(raw or {})
-        unknown = set(raw) - set(LossSettings.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f'loss settings: unknown keys {sorted(unknown)}')
-        s = LossSettings(**raw)
-        if s.aggregation not in AGGREGATIONS:
-            raise ValueError(f'loss settings: aggregation must be one of {AGGREGATIONS}, got {s.aggregation!r}')
-        if s.kl_estimator not in KL_ESTIMATORS:
-            raise ValueError(f'loss settings: kl_estimator must be one of {KL_ESTIMATORS}, got {s.kl_estimator!r}')
-        if s.ratio_level not in RATIO_LEVELS:
-            raise ValueError(f'loss settings: ratio_level must be one of {RATIO_LEVELS}, got {s.ratio_level!r}')
-        if s.eps_low < 0 or s.eps_high < 0:
-            raise ValueError('loss settings: eps_low and eps_high must be >= 0')
-        if s.dual_clip is not None and s.dual_clip <= 1:
-            raise ValueError('loss settings: dual_clip must be > 1 (it bounds the loss of negative advantages)')
-        if s.aggregation == 'seq-mean-token-sum-norm' and (s.norm_length is None or s.norm_length <= 0):
-            raise ValueError('loss settings: seq-mean-token-sum-norm (Dr.GRPO) needs norm_length > 0')
-        if s.ratio_level == 'sequence' and s.aggregation != 'seq-mean-token-mean':
-            # GSPO's ratio is a per-sequence quantity (ORACL Eq. 14-15): its objective averages per sequence.
-            raise ValueError(f'loss settings: ratio_level sequence (GSPO) needs aggregation seq-mean-token-mean, '
-                             f'got {s.aggregation!r}')
-        return s
+        """Settings as the request carries them; the protocol schema (protocol.py) has checked them
+        (values, and Dr.GRPO's norm_length and GSPO's per-sequence aggregation)."""
+        return LossSettings(**(raw or {}))
 
 
 @dataclass(frozen=True)
@@ -78,6 +55,7 @@ def aggregate(x: torch.Tensor, mask: torch.Tensor, s: LossSettings, n: Normalize
         return masked.sum() / n.tokens
     if s.aggregation == 'seq-mean-token-mean':
         return (masked.sum(-1) / mask.sum(-1).clamp(min=1)).sum() / n.sequences
+    assert s.norm_length is not None  # from_json requires it for seq-mean-token-sum-norm
     return masked.sum() / (n.sequences * float(s.norm_length))
 
 

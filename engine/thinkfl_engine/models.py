@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import torch
-from torch import nn
 from peft import PeftModel
+from torch import nn
 from transformers import AutoModelForCausalLM, GenerationConfig, PreTrainedModel
 
 from .lora import ADAPTER_CONFIG, LoraSettings, adapter_base, load_adapter, wrap

@@ -130,7 +130,7 @@ def loss(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     mask = pad(args['mask'], d, cpu)
     ref = pad(args['ref'], d, cpu) if args.get('ref') is not None else None
     out = grpo_loss(pad(args['logp'], d, cpu), pad(args['old'], d, cpu), ref, mask,
-                    torch.tensor(args['advantages'], dtype=d), LossSettings.from_json(args.get('settings')),
+                    torch.tensor(args['advantages'], dtype=d), LossSettings.from_json(args.get('loss')),
                     Normalizers.of(mask))
     return {k: float(v) for k, v in out.items()}
 

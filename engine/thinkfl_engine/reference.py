@@ -54,13 +54,15 @@ class Reference:
         if self._frozen is not None:
             yield self._frozen
             return
+        adapter = self._adapter
+        assert adapter is not None  # take() holds a frozen copy or an adapter copy
         live = _trainable(self.policy.module)
         current = {n: p.detach().clone() for n, p in live.items()}
         training = self.policy.module.training
         try:
             with torch.no_grad():
                 for n, p in live.items():
-                    p.copy_(self._adapter[n])
+                    p.copy_(adapter[n])
             yield self.policy.module.eval()
         finally:
             with torch.no_grad():
@@ -71,7 +73,7 @@ class Reference:
     def save(self, out_dir: Path) -> None:
         if self.tag is None:
             return
-        weights = self._adapter if self._adapter is not None else self._frozen.state_dict()
+        weights = self._adapter if self._frozen is None else self._frozen.state_dict()
         path = out_dir / REFERENCE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix('.tmp')
@@ -94,5 +96,5 @@ class Reference:
                 raise ValueError(f'{path}: adapter weights do not match the loaded adapter ({sorted(missing)[:3]})')
             for n, w in state['weights'].items():
                 self._adapter[n].copy_(w)
-        else:
+        elif self._frozen is not None:
             self._frozen.load_state_dict(state['weights'])

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional, Tuple
 import torch.distributed as dist
 import transformers
 
+from . import protocol
 from .distributed import Ranks
 from .ops import OPS, State
 
@@ -98,7 +99,7 @@ def main() -> None:
 
     def lost(rid: Any, op: Any, e: BaseException) -> None:
         """A world with a rank gone cannot run another collective: say so once, then exit."""
-        msg = (f'{op or "request"}: lost a peer of the {ranks.world}-process engine (a rank, or its node, is gone or '
+        msg = (f'{op or "request"}: lost a peer of the {ranks.world if ranks else 1}-process engine (a rank, or its node, is gone or '
                f'unreachable): {e}')
         log.error(msg)
         respond({'id': rid, 'ok': False, 'fatal': True, 'error': msg})
@@ -123,12 +124,18 @@ def main() -> None:
             respond({'id': None, 'ok': False, 'error': f'bad request line: {e}'})
             continue
         rid, op = req.get('id'), req.get('op')
-        handler = OPS.get(op)
-        if handler is None:
+        if not isinstance(op, str) or op not in OPS:
             respond({'id': rid, 'ok': False, 'error': f'unknown op {op!r}; known: {sorted(OPS)}'})
             continue
         try:
-            respond({'id': rid, 'ok': True, 'result': handler(state, req.get('args') or {})})
+            args = req.get('args', {})
+            protocol.check_args(op, args)
+            result = OPS[op](state, args)
+            if protocol.CHECK_REPLIES:
+                protocol.check_result(op, result)
+            respond({'id': rid, 'ok': True, 'result': result})
+        except protocol.ProtocolError as e:
+            respond({'id': rid, 'ok': False, 'error': str(e)})
         except KeyError as e:
             respond({'id': rid, 'ok': False, 'error': f'{op}: missing argument {e}'})
         except Exception as e:  # noqa: BLE001 - every failure of an op is reported, the engine lives on

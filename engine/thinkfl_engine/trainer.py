@@ -151,6 +151,7 @@ class Trainer:
         parts = micro_batches([len(r) for r in ids], args.get('micro_batch_size'), args.get('micro_batch_tokens'))
         if self.world == 1:
             return list(parts)
+        assert self.ranks is not None  # world > 1
         costs = [len(r) * max(len(ids[i]) for i in r) for r in parts]
         share = share_of_rank(costs, self.world, self.ranks.rank)
         real = [k for k in share if k is not None]
@@ -205,7 +206,7 @@ class Trainer:
             self.updater.set_lr(float(args['lr']))
         self.policy.module.train()
         self.updater.zero_grad()
-        totals: Dict[str, float] = {}
+        totals: Dict[str, Any] = {}
         for k, r in enumerate(plan):
             self.updater.boundary(last=k == len(plan) - 1)
             if r is None:

@@ -64,7 +64,7 @@ describe('behaviour-tree semantics', () => {
   it('a nested workflow runs on its own branch, merged into the parent and followed by a confidence check', async () => {
     const seen: string[][] = [];
     const r = runtime({ a: true, b: true });
-    const rt: BtRuntime = { ...r.rt, leaf: async (n, stack) => (seen.push(stack.map((b) => b.name)), true) };
+    const rt: BtRuntime = { ...r.rt, leaf: async (_n, stack) => (seen.push(stack.map((b) => b.name)), true) };
     const bt = new BtInterpreter(
       parseWorkflow({ name: 'main', root: { type: 'sequence', children: [leaf('a'), { type: 'workflow', workflow: 'sub' }] }, workflows: { sub: leaf('b') } }),
       rt,

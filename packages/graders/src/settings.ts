@@ -3,11 +3,11 @@
  * YAML. Every knob has a default, so `{}` is a complete configuration.
  */
 import { z } from 'zod';
-import { diversitySettings } from './graders/diversity';
-import { hallucinationSettings } from './graders/hallucination';
-import { multiFactorSettings } from './graders/multi-factor';
-import { recallSettings } from './graders/recall';
-import { routeSettings } from './graders/route';
+import { diversitySettings } from './grader-settings/diversity';
+import { hallucinationSettings } from './grader-settings/hallucination';
+import { multiFactorSettings } from './grader-settings/multi-factor';
+import { recallSettings } from './grader-settings/recall';
+import { routeSettings } from './grader-settings/route';
 import { oraclSettings } from './oracl/settings';
 
 export const graderSettings = z

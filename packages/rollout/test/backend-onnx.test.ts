@@ -6,7 +6,7 @@
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GenerationInputError, OnnxBackend, modelDetokenizer, openBackend, openOnnxBackend, type Generation } from '../src/backends/index';
+import { GenerationInputError, type OnnxBackend, modelDetokenizer, openBackend, openOnnxBackend, type Generation } from '../src/backends/index';
 import { loadTokenizer } from '../src/chat/tokenizer';
 import { TrainEngine } from '../../trainer-ctl/src/engine';
 import { createTinyModel, scratchDir } from './backend-fixtures';

@@ -122,7 +122,7 @@ describe.each(models)('episode ids and generated mask: %s', (name) => {
     // A non-canonical split of the turn's text, one id per character: kept as generated.
     const turn = expectedTurns[name][0];
     const body = turn.slice(0, turn.lastIndexOf('<|'));
-    const charIds = [...body].map((ch) => tokenizer.encode(ch)).flat();
+    const charIds = [...body].flatMap((ch) => tokenizer.encode(ch));
     expect(charIds.length).toBeGreaterThan(tokenizer.encode(body).length);
     ep.appendGenerated(charIds, { content: episode[2].content, tool_calls: episode[2].tool_calls });
     const eot = tokenizer.requireId(tokenizer.eosToken!);

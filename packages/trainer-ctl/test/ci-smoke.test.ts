@@ -92,7 +92,7 @@ describe('configs/ci-smoke.yaml', () => {
     const impossible = 'stage-1 reward reaches 3 (recall and format give at most 2)';
     const text = readFileSync(PRESET, 'utf8')
       .replace(/base_dir: \.\./, `base_dir: ${REPO_ROOT}`)
-      .replace(/  expect:\n/, `  expect:\n    - { name: ${impossible}, metric: priming/reward/mean, of: max, min: 3 }\n`);
+      .replace(/ {2}expect:\n/, `  expect:\n    - { name: ${impossible}, metric: priming/reward/mean, of: max, min: 3 }\n`);
     const file = join(scratch, 'ci-smoke-strict.yaml');
     writeFileSync(file, text);
     const r = await cli(['train', file, '--run-dir', runDir]);

@@ -118,7 +118,10 @@ function expectEventStream(text: string, what: string): void {
   expect(events.every((e) => e.startsWith('data: ')), what).toBe(true);
   const last = events[events.length - 1];
   const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)));
-  if (last !== 'data: [DONE]') return expect(JSON.parse(last.slice(6)).error, what).toBeDefined();
+  if (last !== 'data: [DONE]') {
+    expect(JSON.parse(last.slice(6)).error, what).toBeDefined();
+    return;
+  }
   for (const c of chunks) expect(c.model, what).toBe('tiny');
 }
 

@@ -1,22 +1,8 @@
 /** Diversity grader, ThinkFL Algorithm 2: reward reasoning paths new for this question. */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import { dedupedCalls, pathKey } from '../diversity/path-key';
 import { truthRank } from '../match';
 import type { Grader } from '../types';
-
-export const diversitySettings = z
-  .object({
-    /** A of Algorithm 2: a new path whose answer ranks the true root cause first. Default 1. */
-    a: z.number().default(1),
-    /** B of Algorithm 2: a new path whose answer does not. Default 0.3. */
-    b: z.number().default(0.3),
-    /** C of Algorithm 2: a path already seen for this question. Default 0. */
-    c: z.number().default(0),
-  })
-  .strict()
-  .refine((s) => s.a > s.b && s.b > s.c, { message: 'Algorithm 2 needs a > b > c' });
-export type DiversitySettings = z.output<typeof diversitySettings>;
 
 export const diversity: Grader = {
   name: 'diversity',

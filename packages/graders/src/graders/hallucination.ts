@@ -1,18 +1,8 @@
 /** Hallucination grader, ThinkFL Eq. 11: answers never seen in tool results, and repeated answers. */
-import { z } from 'zod';
 import type { EpisodeRecord } from '@thinkfl/env';
 import { answerKey, matchContext, normalizeItem, normalizeName } from '../match';
 import type { GradeContext, Grader } from '../types';
-
-export const hallucinationSettings = z
-  .object({
-    /** lambda_1 of Eq. 11, weight of the share of answers found in no tool result. Default 0.5. */
-    l1: z.number().nonnegative().default(0.5),
-    /** lambda_2 of Eq. 11, weight of the share of repeated answers. Default 0.5. */
-    l2: z.number().nonnegative().default(0.5),
-  })
-  .strict();
-export type HallucinationSettings = z.output<typeof hallucinationSettings>;
+import type { HallucinationSettings } from '../grader-settings/hallucination';
 
 export interface HallucinationCounts {
   total: number;

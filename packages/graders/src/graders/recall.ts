@@ -1,17 +1,7 @@
 /** Recall grader, ThinkFL Eq. 9: a linear reward for how high the true root cause is ranked. */
-import { z } from 'zod';
 import { truthRank } from '../match';
 import type { Grader } from '../types';
-
-export const recallSettings = z
-  .object({
-    /** r_max of Eq. 9: ranks (0-based) beyond it all score the floor 1/r_max. Default 10. */
-    rMax: z.number().int().positive().default(10),
-    /** Score when the true root cause is absent from the answer or there is no answer. Default 0. */
-    missingScore: z.number().default(0),
-  })
-  .strict();
-export type RecallSettings = z.output<typeof recallSettings>;
+import type { RecallSettings } from '../grader-settings/recall';
 
 /**
  * Eq. 9: R = 1 - r/r_max for r <= r_max, 1/r_max for r > r_max (r 0-based). As written in

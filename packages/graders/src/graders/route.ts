@@ -1,18 +1,8 @@
 /** Route grader, ThinkFL Eq. 10: does the reasoning path lead to the root cause, and how late. */
-import { z } from 'zod';
 import type { EpisodeRecord } from '@thinkfl/env';
 import { namesTruth } from '../match';
 import type { GradeContext, Grader } from '../types';
-
-export const routeSettings = z
-  .object({
-    /** Tolerance mu of Eq. 10, in tool steps: the last mu steps may come after the root cause. Default 2. */
-    mu: z.number().int().nonnegative().default(2),
-    /** D_max of Eq. 10, the tool-step budget a path without the root cause is measured against. Default 10. */
-    dMax: z.number().int().positive().default(10),
-  })
-  .strict();
-export type RouteSettings = z.output<typeof routeSettings>;
+import type { RouteSettings } from '../grader-settings/route';
 
 /**
  * Eq. 10 from L (tool steps) and r' (1-based step where the root cause last appears, null

@@ -1,4 +1,5 @@
 export * from './types';
+export * from './backend-kind';
 export * from './registry';
 export { Rng } from './rng';
 export * from './onnx/index';

@@ -2,19 +2,11 @@
  * Backends by name. A run config names one as `{ kind: <name>, ...settings }`; adding a
  * backend is adding its file and its line in `kinds`.
  */
-import type { z } from 'zod';
+import type { BackendKind } from './backend-kind';
 import type { GenerationBackend } from './types';
 import { onnxKind } from './onnx/index';
 import { openaiKind } from './openai/index';
 import { vllmKind } from './vllm/index';
-
-export interface BackendKind {
-  name: string;
-  /** Settings schema (zod, strict); `open` receives them parsed. */
-  settings: z.ZodType;
-  /** `log` takes the backend's own reports (replicas leaving and joining rotation). */
-  open(settings: unknown, log?: (line: string) => void): Promise<GenerationBackend>;
-}
 
 const kinds = new Map<string, BackendKind>([onnxKind, openaiKind, vllmKind].map((k) => [k.name, k]));
 

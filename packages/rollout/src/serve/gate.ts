@@ -104,7 +104,10 @@ export class GenerationGate {
   /** Hands the slot to the first queued request (unless paused), or frees it. */
   private release(): void {
     const next = this.paused ? undefined : this.queue.shift();
-    if (next) return next.start();
+    if (next) {
+      next.start();
+      return;
+    }
     this.running--;
     if (this.running === 0) for (const done of this.drained.splice(0)) done();
   }

@@ -79,7 +79,7 @@ export const command: CommandModule<object, WorkerArgs> = {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
     try {
-      let w;
+      let w: Awaited<ReturnType<typeof startWorker>>;
       try {
         w = await startWorker({
           kind: args.kind,

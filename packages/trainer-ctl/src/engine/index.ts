@@ -1,6 +1,5 @@
 export * from './driver';
 export * from './protocol';
 export * from './loss-settings';
-export * from './loss-reference';
 export * from './optimizer-settings';
 export * from './tiny-model-config';

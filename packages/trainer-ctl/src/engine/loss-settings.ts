@@ -1,10 +1,10 @@
 /**
- * Settings of the GRPO policy loss, shared by the engine (sent as-is over the protocol) and
- * the TypeScript reference. Keys are snake_case because the Python engine reads the same names.
+ * Settings of the GRPO policy loss, sent as-is to the engine, whose grpo_loss.py is the one
+ * implementation of the loss. Keys are snake_case because the Python engine reads the same names.
  */
 import { z } from 'zod';
 
-export const LossSettingsSchema = z
+const base = z
   .object({
     /** Lower clip range of the importance ratio: clip(r, 1 - eps_low, .). Unitless, default 0.2 (PPO/GRPO Eq. clip). */
     eps_low: z.number().min(0).default(0.2),
@@ -39,15 +39,40 @@ export const LossSettingsSchema = z
     /** Fixed length L (tokens) that Dr.GRPO divides by; required for seq-mean-token-sum-norm. */
     norm_length: z.number().int().positive().nullable().default(null),
   })
-  .strict()
-  .refine((s) => s.aggregation !== 'seq-mean-token-sum-norm' || s.norm_length !== null, {
-    message: 'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length',
-    path: ['norm_length'],
-  })
-  .refine((s) => s.ratio_level !== 'sequence' || s.aggregation === 'seq-mean-token-mean', {
-    message: 'ratio_level sequence (GSPO) averages per sequence: it needs aggregation seq-mean-token-mean',
-    path: ['ratio_level'],
-  });
+  .strict();
+
+/**
+ * A rule between two settings, written once: a zod check for TypeScript and the same rule as
+ * JSON Schema if/then for the engine (protocol.schema.json), which zod cannot export from a refine.
+ */
+function requireWhen<K extends keyof z.input<typeof base>>(when: K, is: string, then: K, thenSchema: z.ZodType, message: string) {
+  const { $schema: _, ...thenJson } = z.toJSONSchema(thenSchema);
+  return {
+    check: (s: z.output<typeof base>) => s[when] !== is || thenSchema.safeParse(s[then]).success,
+    message,
+    path: [then as string],
+    json: {
+      if: { properties: { [when]: { const: is } }, required: [when] },
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
+      then: { properties: { [then]: thenJson }, required: [then], description: message },
+    },
+  };
+}
+
+const rules = [
+  requireWhen('aggregation', 'seq-mean-token-sum-norm', 'norm_length', z.number().int().positive(), 'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length'),
+  requireWhen(
+    'ratio_level',
+    'sequence',
+    'aggregation',
+    z.literal('seq-mean-token-mean'),
+    'ratio_level sequence (GSPO) averages per sequence: it needs aggregation seq-mean-token-mean',
+  ),
+];
+
+export const LossSettingsSchema = rules
+  .reduce((schema, r) => schema.refine(r.check, { message: r.message, path: r.path }), base as z.ZodType<z.output<typeof base>, z.input<typeof base>>)
+  .meta({ allOf: rules.map((r) => r.json) });
 
 export type LossSettings = z.infer<typeof LossSettingsSchema>;
 export type LossSettingsInput = z.input<typeof LossSettingsSchema>;

@@ -1,7 +1,7 @@
 // The run report's page script (runs in the browser; uPlot is inlined before it). Reads the
 // report data from the #report-data JSON block and draws the curves, the evaluation tables
 // and the transcript browser. Plain DOM, no network.
-(function () {
+(() => {
   'use strict';
   const data = JSON.parse(document.getElementById('report-data').textContent);
   const STAGES = ['priming', 'exploration', 'refinement'];
@@ -57,7 +57,7 @@
       height: 260,
       scales: { x: { time: false } },
       // Steps and evaluations are whole numbers: no ticks between them.
-      axes: [{ label: xValues ? '' : 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], ...(xValues ? { values: (u, ticks) => ticks.map((t) => xValues[t] || '') } : {}) }, {}],
+      axes: [{ label: xValues ? '' : 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], ...(xValues ? { values: (_u, ticks) => ticks.map((t) => xValues[t] || '') } : {}) }, {}],
       series: [{ label: 'step' }, ...used.map(([label], i) => ({ label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: xs.length < 40 }, spanGaps: true }))],
     };
     charts.push(new uPlot(opts, [xs, ...ys], box));
@@ -75,7 +75,7 @@
     const head = el('tr', {}, el('th', {}, 'policy'), ...SCOPES.flatMap(([, label]) => ['R@1', 'R@3', 'R@5', 'MRR'].map((m) => el('th', {}, `${label} ${m}`))));
     const rows = e.rows.map((r, i) =>
       el('tr', { class: i === 0 ? 'policy' : 'baseline' }, el('td', {}, r.policy), ...SCOPES.flatMap(([scope]) => {
-        const s = (r.summary[scope] || {})[level];
+        const s = r.summary[scope]?.[level];
         return s ? [fmt(s.recall[1], 2), fmt(s.recall[3], 2), fmt(s.recall[5], 2), fmt(s.mrr, 3)].map((v) => el('td', {}, v)) : [1, 2, 3, 4].map(() => el('td', {}, '-'));
       })),
     );
@@ -88,7 +88,7 @@
   if (data.evals.length) {
     const names = data.evals.map((e) => e.name);
     const policies = data.evals[0].rows.map((r) => r.policy);
-    const lines = policies.map((p, i) => [i === 0 ? 'trained policy' : p, data.evals.map((e, x) => ({ x, y: ((e.rows.find((r) => (i === 0 ? r === e.rows[0] : r.policy === p)) || {}).summary || {}).perFault?.[e.levels[0]]?.mrr ?? null }))]);
+    const lines = policies.map((p, i) => [i === 0 ? 'trained policy' : p, data.evals.map((e, x) => ({ x, y: e.rows.find((r) => (i === 0 ? r === e.rows[0] : r.policy === p))?.summary?.perFault?.[e.levels[0]]?.mrr ?? null }))]);
     lineChart(document.getElementById('eval-chart'), 'Held-out per-fault MRR by stage', lines, names);
   } else evals.append(el('p', {}, 'No evaluation yet.'));
 
@@ -101,7 +101,7 @@
   const caseSelect = document.getElementById('case');
   const list = document.getElementById('episode-list');
   const view = document.getElementById('episode');
-  const rc = (a) => (a && a.length ? a.map((x) => x.pod || x.service || x.node).join(', ') : 'none');
+  const rc = (a) => (a?.length ? a.map((x) => x.pod || x.service || x.node).join(', ') : 'none');
   function showEpisode(i) {
     const ep = data.episodes[i];
     view.replaceChildren(

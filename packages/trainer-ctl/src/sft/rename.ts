@@ -26,7 +26,7 @@ export const RenameSettingsSchema = z
   .strict();
 export type RenameSettingsInput = z.input<typeof RenameSettingsSchema>;
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * A function that renames by `mapping` in a text: whole names only (not preceded by a
@@ -36,7 +36,7 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 export function nameRenamer(mapping: ReadonlyMap<string, string>): (text: string) => string {
   const names = [...mapping.keys()].sort((a, b) => b.length - a.length);
   if (!names.length) return (text) => text;
-  const re = new RegExp(`(?<![A-Za-z0-9_-])(?:${names.map(escape).join('|')})(?![A-Za-z0-9])`, 'g');
+  const re = new RegExp(`(?<![A-Za-z0-9_-])(?:${names.map(escapeRegex).join('|')})(?![A-Za-z0-9])`, 'g');
   return (text) => text.replace(re, (name) => mapping.get(name)!);
 }
 

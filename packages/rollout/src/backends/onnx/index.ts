@@ -1,6 +1,6 @@
 /** The `onnx` backend kind: a model directory opened with its own tokenizer. */
 import { loadTokenizer, type Tokenizer } from '../../chat/tokenizer';
-import type { BackendKind } from '../registry';
+import type { BackendKind } from '../backend-kind';
 import { OnnxBackend, onnxSettingsSchema, type Detokenizer, type OnnxSettings } from './backend';
 import { policyModelDir } from './model';
 

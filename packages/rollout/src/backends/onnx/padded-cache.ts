@@ -85,7 +85,10 @@ export class PaddedCache implements BatchCache {
 
   /** Keeps only `keep`'s rows of the cache, cut to the longest of them. */
   leave(keep: Member[]): void {
-    if (keep.length === 0) return this.clear();
+    if (keep.length === 0) {
+      this.clear();
+      return;
+    }
     const width = Math.max(...keep.map((r) => r.len));
     const index = new Map(this.members.map((r, b) => [r, b]));
     this.past = this.past.map((t) => {

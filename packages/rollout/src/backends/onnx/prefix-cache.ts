@@ -99,9 +99,15 @@ export class SharedPrefixCache implements BatchCache {
   }
 
   leave(keep: Member[]): void {
-    if (keep.length === 0) return this.clear();
+    if (keep.length === 0) {
+      this.clear();
+      return;
+    }
     const live = new Set(keep.map((m) => m.prefill));
-    if (this.groups.some((g) => !live.has(g))) return this.layout(keep);
+    if (this.groups.some((g) => !live.has(g))) {
+      this.layout(keep);
+      return;
+    }
     // Every group still runs: the leavers' slots stay in place, computed and ignored, until the next layout.
     const kept = new Set(keep);
     for (const m of this.members) if (!kept.has(m)) this.slotOf.delete(m);

@@ -4,7 +4,7 @@
  * from its row of logits, when it ends, and the Generation it becomes.
  */
 import { Rng } from '../rng';
-import { TokenSampler } from '../sampling';
+import type { TokenSampler } from '../sampling';
 import { GenerationInputError, type Generation, type Sampling } from '../types';
 
 export interface BatchRow {

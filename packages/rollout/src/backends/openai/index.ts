@@ -1,5 +1,5 @@
 /** The `openai` backend kind: any OpenAI-compatible server (vLLM in deployment). */
-import type { BackendKind } from '../registry';
+import type { BackendKind } from '../backend-kind';
 import { OpenAIBackend, openaiSettingsSchema, type OpenAISettings } from './backend';
 
 export { OpenAIBackend, openaiSettingsSchema, type OpenAISettings } from './backend';

@@ -1,5 +1,5 @@
 /** The `vllm` backend kind: vLLM servers (or `trainer-ctl serve` replicas) with LoRA weight sync over HTTP. */
-import type { BackendKind } from '../registry';
+import type { BackendKind } from '../backend-kind';
 import { VllmBackend } from './backend';
 import { vllmSettingsSchema, type VllmSettings } from './settings';
 

@@ -18,7 +18,7 @@ export class Replica {
   constructor(
     readonly url: string,
     apiKey: string | undefined,
-    private readonly s: { request_timeout_s: number; concurrency_per_replica: number; backoff_ms: number },
+    s: { request_timeout_s: number; concurrency_per_replica: number; backoff_ms: number },
   ) {
     this.client = new JsonHttpClient({ baseUrl: url, apiKey, timeoutMs: s.request_timeout_s * 1000, retries: 0, backoffMs: s.backoff_ms, concurrency: s.concurrency_per_replica });
   }

@@ -1,0 +1,12 @@
+/** Settings of the recall grader (graders/recall.ts); a leaf module, so the grader's types can name them without a circle. */
+import { z } from 'zod';
+
+export const recallSettings = z
+  .object({
+    /** r_max of Eq. 9: ranks (0-based) beyond it all score the floor 1/r_max. Default 10. */
+    rMax: z.number().int().positive().default(10),
+    /** Score when the true root cause is absent from the answer or there is no answer. Default 0. */
+    missingScore: z.number().default(0),
+  })
+  .strict();
+export type RecallSettings = z.output<typeof recallSettings>;
