@@ -114,6 +114,7 @@ async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> 
   });
   progress?.finish();
   await endWith(ctx, state, 'sft');
+  await track(ctx, state, 'sft');
   if (ctx.eval.length) await evaluateAs(ctx, state, 'sft');
   state.sft.done = true;
   commit(ctx, state, undefined);
@@ -143,6 +144,7 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
   }
   progress.finish();
   await endWith(ctx, state, stage);
+  await track(ctx, state, stage);
   if (ctx.eval.length) await evaluateAs(ctx, state, stage);
   state.stages[stage].done = true;
   commit(ctx, state, undefined);
