@@ -104,13 +104,15 @@ async function run(seed: number): Promise<number[]> {
       const out = await runGrpoStep({ config: seeded, dataset, runId, train: [kase], transport }, { stage: 'priming', step, update: version, policyVersion: version, checkpoint: false });
       means.push(out.record.reward.mean);
       const [anchor] = await store.read(anchorGroupId(groupIdOf('priming', step, 0)));
-      const branch = anchor.turns!.at(-1)![0];
-      // The anchor walked one search_traces call and answered: the samples branch at its turn 1.
-      expect(out.record.branchTurn).toBe(1);
+      // The samples branch at the anchor's answer turn, its last (turn 1 while it walks as taught).
+      const turn = anchor.turns!.length - 1;
+      const branch = anchor.turns![turn][0];
+      expect(out.record.branchTurn).toBe(turn);
+      if (step === 0) expect(turn).toBe(1);
       expect(out.groupIds).toEqual([groupIdOf('priming', step, 0), anchorGroupId(groupIdOf('priming', step, 0))]);
       for (const t of out.groups[0].trajectories) {
         expect(t.ids.slice(0, branch)).toEqual(anchor.ids.slice(0, branch));
-        expect(t.turns![1][0]).toBe(branch);
+        expect(t.turns![turn][0]).toBe(branch);
         expect(t.mask.slice(0, branch).every((m) => m === 0)).toBe(true);
         expect(t.mask.slice(branch).some((m) => m === 1)).toBe(true);
       }
