@@ -2,25 +2,23 @@
  * What each GRPO stage of finished runs did, read from their run directories: per stage the
  * samples' share of well-formed episodes, the share of groups whose samples all scored the same,
  * and the mean reward over each block of 8 steps (metrics.jsonl); then per evaluation the held-out
- * format validity, per-fault service MRR (best request / majority vote), per-request MRR, and how
+ * format validity, per-fault service MRR (best request / majority vote), per-request MRR, how
  * many held-out requests got the same answer with the same number of tool calls as the SFT
- * checkpoint (eval-*.json): whether the stages changed any greedy decision at all.
+ * checkpoint (eval-*.json), and of the others how many moved the root cause's service up the
+ * answer (towards), down or out of it (away), or left its rank as it was: whether the stages
+ * changed greedy decisions at all, and for the better.
  *
  *   npx tsx scripts/stage-changes.ts RUN_DIR [RUN_DIR ...]
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { answerChanges, type AnsweredRequest } from '../packages/trainer-ctl/src/eval/answer-changes';
 
 type Mrr = { service?: { mrr: number } };
-interface EvalRequest {
-  caseId: string;
-  answer: unknown;
-  toolCalls: number;
-}
 interface EvalFile {
   formatValid: number;
   summary: { perRequest: Mrr; perFault: Mrr; perFaultVote?: Mrr };
-  requests: EvalRequest[];
+  requests: AnsweredRequest[];
 }
 interface GrpoRecord {
   kind: 'grpo';
@@ -71,18 +69,14 @@ for (const dir of dirs) {
   }
   const sftFile = join(dir, 'eval-sft.json');
   const sft = existsSync(sftFile) ? (JSON.parse(readFileSync(sftFile, 'utf8')) as EvalFile) : undefined;
-  const sftBy = new Map(sft?.requests.map((r) => [r.caseId, r]));
-  console.log('\n| eval | validity | per-fault MRR | vote | per request | same as SFT |');
-  console.log('| --- | --- | --- | --- | --- | --- |');
+  console.log('\n| eval | validity | per-fault MRR | vote | per request | same as SFT | changed towards the root cause | away | same rank |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const name of ['sft', ...STAGES]) {
     const file = join(dir, `eval-${name}.json`);
     if (!existsSync(file)) continue;
     const e = JSON.parse(readFileSync(file, 'utf8')) as EvalFile;
-    const same = e.requests.filter((r) => {
-      const s = sftBy.get(r.caseId);
-      return s && s.toolCalls === r.toolCalls && JSON.stringify(s.answer) === JSON.stringify(r.answer);
-    }).length;
-    const vs = sft ? `${same} of ${e.requests.length}` : '-';
+    const c = sft ? answerChanges(sft.requests, e.requests) : undefined;
+    const vs = c ? `${c.same} of ${c.compared} | ${c.towards} | ${c.away} | ${c.sameRank}` : '- | - | - | -';
     console.log(`| ${name} | ${e.formatValid.toFixed(2)} | ${mrr(e.summary.perFault)} | ${mrr(e.summary.perFaultVote)} | ${mrr(e.summary.perRequest)} | ${vs} |`);
   }
 }

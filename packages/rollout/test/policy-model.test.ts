@@ -91,6 +91,28 @@ describe('ModelPolicy', () => {
     expect(c.ids).not.toEqual(a.ids);
   });
 
+  it('plays back the turns of a replay as context and samples its own from there', async () => {
+    const anchor = await play({ temperature: 1, seed: 5, maxTokens: 32 });
+    const at = anchor.policy.trajectory();
+    const texts = anchor.record.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+    expect(at.turns).toHaveLength(texts.length);
+    // Each span holds exactly the turn's generated run.
+    expect(at.turns.map(([s, e]) => at.ids.slice(s, e))).toEqual(generatedRuns(at.ids, at.mask));
+    const replay = at.turns.slice(0, 2).map(([s, e], i) => ({ ids: at.ids.slice(s, e), text: texts[i] }));
+    const policy = new ModelPolicy({ backend, chat, settings: { temperature: 1, seed: 6, maxTokens: 32 }, replay });
+    const record = await runEpisode({ dataset, case: kase, policy, settings: episodeSettings });
+    const t = policy.trajectory();
+    const branch = at.turns[2][0];
+    expect(record.messages.filter((m) => m.role === 'assistant').slice(0, 2).map((m) => m.content)).toEqual(texts.slice(0, 2));
+    expect(t.ids.slice(0, branch)).toEqual(at.ids.slice(0, branch));
+    expect(t.turns.slice(0, 2)).toEqual(at.turns.slice(0, 2));
+    expect(t.turns[2][0]).toBe(branch);
+    expect(t.mask.slice(0, branch).every((m) => m === 0)).toBe(true);
+    expect(t.logprobs.slice(0, branch).every((x) => x === 0)).toBe(true);
+    // The forced answer turn is this episode's own: generated (mask 1) and sampled with its own seed.
+    expect(generatedRuns(t.ids, t.mask)).toEqual([t.ids.slice(t.turns[2][0], t.turns[2][1])]);
+  });
+
   it('ends the episode with the reason recorded when the prompt outgrows the context', async () => {
     const { record, policy } = await play({ temperature: 0, maxTokens: 16, maxContext: 64 });
     expect(record.stopReason).toBe('policy_error');

@@ -282,6 +282,18 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
   }, 900_000);
 });
 
+/** An exported policy's weights by tensor name. */
+const weightsOf = (runDir: string, version: number) => {
+  const w = readSafetensors(join(runDir, 'policies', `v${version}`, 'model.safetensors'));
+  return new Map([...w].map(([k, t]) => [k, tensorValues(t)]));
+};
+const maxDiff = (a: Map<string, Float64Array>, b: Map<string, Float64Array>) => {
+  expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+  let worst = 0;
+  for (const [k, v] of a) v.forEach((x, i) => (worst = Math.max(worst, Math.abs(x - b.get(k)![i]))));
+  return worst;
+};
+
 describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
   /** Updates 0-1 SFT, 2-3 GRPO in priming, 4 GRPO in exploration; a checkpoint after each. */
   const jobOf = (run: string, update: number): TrainJob => ({
@@ -292,16 +304,6 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
     samples,
     checkpoint: true,
   });
-  const weightsOf = (runDir: string, version: number) => {
-    const w = readSafetensors(join(runDir, 'policies', `v${version}`, 'model.safetensors'));
-    return new Map([...w].map(([k, t]) => [k, tensorValues(t)]));
-  };
-  const maxDiff = (a: Map<string, Float64Array>, b: Map<string, Float64Array>) => {
-    expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
-    let worst = 0;
-    for (const [k, v] of a) v.forEach((x, i) => (worst = Math.max(worst, Math.abs(x - b.get(k)![i]))));
-    return worst;
-  };
   /** A train worker on `run` that makes `updates` in order, then closes; its log lines. */
   async function play(run: string, loadedRun: LoadedRunConfig, updates: number[], job = (u: number) => jobOf(run, u)): Promise<string[]> {
     const lines: string[] = [];
@@ -357,4 +359,33 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
         `resumed in a stage vs unbroken after 5 updates ${end.toExponential(2)} (max |weight difference|)`,
     );
   }, 900_000);
+});
+
+describe('a checkpoint job (a stage that ends on a step without an update)', () => {
+  it('checkpoints and publishes the weights as they are as the next version, with no optimizer step', async () => {
+    const run = 'ckpt-job';
+    const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
+    const worker = await startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: () => undefined });
+    const queue = new TrainQueue(conn, run, settings);
+    const registry = new PolicyRegistry(conn, run);
+    try {
+      const grpo = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: false });
+      await queue.submit(grpo(0));
+      expect((await queue.waitResult(0, 300_000)).metrics.step).toBe(1);
+      await queue.submit({ runId: run, stage: 'priming', update: 1, kind: 'checkpoint', samples: [], checkpoint: true });
+      const kept = await queue.waitResult(1, 300_000);
+      expect(kept).toMatchObject({ update: 1, version: 2, checkpointDir: checkpointDir(runDir, 2) });
+      expect(kept.metrics.step).toBeUndefined();
+      expect(JSON.parse(readFileSync(join(kept.checkpointDir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
+      expect(await registry.current()).toEqual({ version: 2, dir: kept.policyDir });
+      expect(maxDiff(weightsOf(runDir, 1), weightsOf(runDir, 2))).toBe(0);
+      // The next update is the optimizer's second step: the checkpoint job took none.
+      await queue.submit(grpo(2));
+      expect((await queue.waitResult(2, 300_000)).metrics.step).toBe(2);
+      expect(maxDiff(weightsOf(runDir, 2), weightsOf(runDir, 3))).toBeGreaterThan(0);
+    } finally {
+      await queue.close();
+      await worker.close();
+    }
+  }, 600_000);
 });

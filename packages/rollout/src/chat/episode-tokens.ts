@@ -73,8 +73,20 @@ export class EpisodeTokens implements TokenizedEpisode {
    * stopped before the end-of-turn token (length limit), that token is added, not trained on.
    */
   appendGenerated(ids: readonly number[], message: AssistantMessage): void {
+    this.appendTurnIds(ids, message, 1);
+  }
+
+  /**
+   * A turn another episode generated, continued here token for token (a branched group's shared
+   * prefix): the same ids as appendGenerated, but context (mask 0), since this episode did not sample them.
+   */
+  appendReplayed(ids: readonly number[], message: AssistantMessage): void {
+    this.appendTurnIds(ids, message, 0);
+  }
+
+  private appendTurnIds(ids: readonly number[], message: AssistantMessage, m: 0 | 1): void {
     this.acceptAssistant(message);
-    this.push(ids, 1);
+    this.push(ids, m);
     if (ids[ids.length - 1] !== this.endOfTurnId) this.push([this.endOfTurnId], 0);
   }
 

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { evaluate, formatSummary, type Case, type Dataset, type EvalResult, type EvalSummary, type Level } from '@thinkfl/env';
+import { evaluate, formatSummary, type Case, type Dataset, type EpisodeRecord, type EvalResult, type EvalSummary, type Level } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
@@ -38,7 +38,11 @@ export function evalGroupId(name: string, policyVersion: number, i: number, case
   return `eval-${name}-v${policyVersion}-${i}-${hash32(caseId).toString(36)}`;
 }
 
-export async function runEvaluation(ctx: EvalContext, name: string, policyVersion: number): Promise<EvalReport> {
+/**
+ * Plays every case of `ctx.cases` greedily with the policy of `policyVersion` and scores it;
+ * writes nothing (runEvaluation keeps a held-out evaluation's files, tracking its own line).
+ */
+export async function playGreedy(ctx: EvalContext, name: string, policyVersion: number): Promise<{ report: EvalReport; episodes: EpisodeRecord[] }> {
   const { config, transport } = ctx;
   const jobs: RolloutJob[] = ctx.cases.map((c, i) => ({
     runId: ctx.runId,
@@ -76,9 +80,15 @@ export async function runEvaluation(ctx: EvalContext, name: string, policyVersio
     summary: { levels: result.levels, perRequest: result.perRequest, perFault: result.perFault, perFaultVote: result.perFaultVote, faultsWithoutCases: result.faultsWithoutCases },
     requests: result.requests,
   };
-  writeFileSync(join(ctx.runDir, `eval-${name}.json`), `${JSON.stringify(report, null, 1)}\n`);
-  appendEpisodes(ctx.runDir, { eval: name }, episodes.slice(0, config.logging.episodes_per_step).map((episode) => ({ episode })));
   await transport.dropGroups(jobs.map((j) => j.groupId));
+  return { report, episodes };
+}
+
+/** A held-out evaluation: playGreedy, written to RUN_DIR/eval-<name>.json with a few of its episodes. */
+export async function runEvaluation(ctx: EvalContext, name: string, policyVersion: number): Promise<EvalReport> {
+  const { report, episodes } = await playGreedy(ctx, name, policyVersion);
+  writeFileSync(join(ctx.runDir, `eval-${name}.json`), `${JSON.stringify(report, null, 1)}\n`);
+  appendEpisodes(ctx.runDir, { eval: name }, episodes.slice(0, ctx.config.logging.episodes_per_step).map((episode) => ({ episode })));
   return report;
 }
 

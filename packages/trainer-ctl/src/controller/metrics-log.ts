@@ -1,5 +1,6 @@
 /**
- * RUN_DIR/metrics.jsonl: one JSON line per completed SFT update or GRPO step. A line is
+ * RUN_DIR/metrics.jsonl: one JSON line per completed SFT update, GRPO step or tracking point
+ * (logging.track: training cases played greedily). A line is
  * appended before the state that counts it is written; a resume cuts the file back to the
  * lines the state counts, so a step replayed after a kill is never logged twice.
  */
@@ -11,7 +12,7 @@ export const METRICS_FILE = 'metrics.jsonl';
 /** logging.episodes_per_step whole episodes per step and evaluation, for reading what the policy does. */
 export const EPISODES_FILE = 'episodes.jsonl';
 
-export type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' };
+export type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' | 'track' };
 
 export function appendMetrics(runDir: string, record: MetricsRecord): void {
   const file = join(runDir, METRICS_FILE);

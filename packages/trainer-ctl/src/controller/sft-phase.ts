@@ -56,7 +56,7 @@ export function sftUpdates(n: number, config: RunConfig): SftStep[][] {
 }
 
 /** Runs SFT updates from `done` on; `onUpdate` records each one before the next starts. */
-export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpdateDone) => void): Promise<void> {
+export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpdateDone) => void | Promise<void>): Promise<void> {
   const samples = await teacherSamples(ctx);
   const updates = sftUpdates(samples.length, ctx.config);
   for (let u = done; u < updates.length; u++) {
@@ -74,7 +74,7 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
     const t0 = Date.now();
     const result = await ctx.transport.train(job, ctx.config.workers.train.job_timeout_s * 1000);
     const tokens = batch.reduce((a, s) => a + s.mask.reduce((x, y) => x + y, 0), 0);
-    onUpdate({
+    await onUpdate({
       result,
       record: {
         kind: 'sft',

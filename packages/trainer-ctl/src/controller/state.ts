@@ -31,6 +31,8 @@ export interface RunState {
   /** Stage-1 supervised fine-tuning: updates done, and whether it (and its evaluation) finished. */
   sft: { updates: number; done: boolean };
   stages: Record<StageName, StageProgress>;
+  /** Updates done when the training cases were last played greedily (logging.track); absent before the first time. */
+  tracked?: number;
   /** Lines of metrics.jsonl that belong to completed boundaries (a resume cuts the rest). */
   metricsLines: number;
   done: boolean;

@@ -85,6 +85,9 @@ export function evalLine(e: RunStatus['evals'][number]): string {
 /** One metrics line as status shows it (indented). */
 export function metricsLine(m: MetricsRecord): string {
   if (m.kind === 'sft') return `  sft update ${m.update}/${m.of}: loss ${fmt((m.train as Record<string, number>).loss)}`;
+  if (m.kind === 'track') {
+    return `  track after ${m.update} updates (${m.cases} training cases, greedy): format ${fmt(m.formatValid)} per-request MRR (service) ${fmt(m['perRequest/service/mrr'] ?? '-')}`;
+  }
   const r = m as MetricsRecord & { reward: { mean: number }; formatValid: number; zeroVarianceShare: number; train: Record<string, number>; toolCalls: number };
   return (
     `  ${m.stage} step ${m.step} (update ${m.update ?? '-'}): reward ${fmt(r.reward.mean)} format ${fmt(r.formatValid)} ` +

@@ -19,6 +19,8 @@ export interface GradedGroup {
   /** False when skip_equal_groups left it out of the batch. */
   kept: boolean;
   zeroVariance: boolean;
+  /** Turns its samples shared before they branched (grpo.groups branch); absent for whole-episode groups. */
+  branchTurn?: number;
 }
 
 export interface StepTimings {
@@ -56,6 +58,7 @@ export function stepRecord(input: StepRecordInput) {
   const episodes = samples.map((s) => s.t.episode);
   const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policyVersion);
   const worker = (k: 'generateMs' | 'toolsMs' | 'wallMs') => round(stat(samples.map((s) => s.t.timing[k])).mean);
+  const branched = input.groups.flatMap((g) => (g.branchTurn === undefined ? [] : [g.branchTurn]));
   return {
     kind: 'grpo' as const,
     stage: input.stage,
@@ -78,6 +81,8 @@ export function stepRecord(input: StepRecordInput) {
     toolCalls: round(stat(episodes.map((e) => e.toolCalls.length)).mean),
     formatValid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
     answered: round(episodes.filter((e) => e.stopReason === 'answered').length / Math.max(1, episodes.length)),
+    /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
+    ...(branched.length > 0 && { branchTurn: round(stat(branched).mean) }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
     timing: { ...input.timings, episodeGenerateMs: worker('generateMs'), episodeToolsMs: worker('toolsMs'), episodeWallMs: worker('wallMs') },
     at: new Date().toISOString(),

@@ -1,10 +1,12 @@
 /**
- * One GRPO step: play the step's cases (G samples each) through the rollout queue, grade each
- * group once it is complete, compute advantages, leave out zero-variance groups and refill
- * from the stage's next cases (bounded), then submit one train job and wait for its result.
+ * One GRPO step: play the step's cases (G samples each, made as grpo.groups says) through the
+ * rollout queue, grade each group once it is complete, compute advantages, leave out
+ * zero-variance groups and refill from the stage's next cases (bounded), then submit one train
+ * job and wait for its result.
  */
 import type { Case } from '@thinkfl/env';
 import type { StageName } from '../config/index';
+import { groupKind, type PlayGroup } from '../groups/index';
 import type { RolloutJob, TrainJob, TrainResult, TrainSample } from '../queue/jobs';
 import { gradeTrajectories, type GradingContext } from './grading';
 import { hash32 } from './random';
@@ -34,6 +36,8 @@ export interface StepOutcome {
   groups: GradedGroup[];
   /** Absent when every group (refills included) had equal rewards: no update was made. */
   result?: TrainResult;
+  /** Every group the step played (its groups' and their helpers', such as branch anchors): dropped once it is recorded. */
+  groupIds: string[];
 }
 
 export function groupIdOf(stage: string, step: number, slot: number): string {
@@ -73,23 +77,29 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
   const { primary, refill } = stepCases(input.stage, input.step, ctx.train, config);
   const timings = { enqueueMs: 0, rolloutMs: 0, gradeMs: 0, updateMs: 0, stepMs: 0 };
   const groups: GradedGroup[] = [];
+  const groupIds: string[] = [];
+  const kind = groupKind(config.grpo.groups.kind);
+  const play: PlayGroup = async (jobs) => {
+    const tq = Date.now();
+    await transport.enqueueRollouts(jobs);
+    timings.enqueueMs += Date.now() - tq;
+    return transport.waitGroup(jobs[0].groupId, jobs.length, groupTimeoutMs(ctx));
+  };
   let batch = primary.map((c, slot) => ({ slot, c }));
   let nextRefill = 0;
   while (batch.length > 0) {
-    const tq = Date.now();
-    await transport.enqueueRollouts(batch.flatMap(({ slot, c }) => rolloutJobs(ctx, input, slot, c, temperature)));
     const tw = Date.now();
-    timings.enqueueMs += tw - tq;
     // Each group is graded as soon as it and every earlier slot are: the same order as grading
     // after the last group (the diversity cache sees the same sequence), but off the critical path.
     let gradeMs = 0;
     let previous: Promise<unknown> = Promise.resolve();
     const graded = batch.map(({ slot, c }) => {
       const groupId = groupIdOf(input.stage, input.step, slot);
-      const arrived = transport.waitGroup(groupId, config.grpo.group_size, groupTimeoutMs(ctx));
-      const done = Promise.all([arrived, previous]).then(async ([trajectories]) => {
+      const arrived = kind.play(rolloutJobs(ctx, input, slot, c, temperature), config.grpo.groups, play);
+      const done = Promise.all([arrived, previous]).then(async ([played]) => {
         const tg = Date.now();
-        const group = await gradeTrajectories(ctx, input.stage, groupId, c, trajectories);
+        groupIds.push(groupId, ...played.helperGroupIds);
+        const group = { ...(await gradeTrajectories(ctx, input.stage, groupId, c, played.trajectories)), ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }) };
         if (group.kept) transport.stageTrainRows?.(input.update, trainRows(group), want + refill.length);
         gradeMs += Date.now() - tg;
         return group;
@@ -124,5 +134,5 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
     result,
     timings,
   });
-  return { record, groups, result };
+  return { record, groups, result, groupIds };
 }

@@ -1,7 +1,8 @@
 /**
  * A run's figures as named scalars, one naming for TensorBoard, the HTML report and run.expect:
- * a metrics line's numeric fields as `<stage>/<path>` (GRPO steps) or `sft/<path>` (SFT updates),
- * e.g. `priming/reward/mean`, `exploration/graders/diversity/mean`, `sft/train/loss`; an
+ * a metrics line's numeric fields as `<stage>/<path>` (GRPO steps), `sft/<path>` (SFT updates)
+ * or `track/<path>` (training cases played greedily, logging.track), e.g. `priming/reward/mean`,
+ * `exploration/graders/diversity/mean`, `sft/train/loss`, `track/perRequest/service/mrr`; an
  * evaluation's figures as `eval/<name>/<field>`, e.g. `eval/priming/formatValid`,
  * `eval/refinement/perFaultVote/service/mrr`, `eval/sft/perRequest/pod/R@3`.
  * A null where a number belongs is a non-finite value (JSON has no NaN): it becomes NaN.
@@ -9,7 +10,7 @@
 import type { EvalSummary } from '@thinkfl/env';
 
 /** A metrics.jsonl line (controller/metrics-log.ts writes them). */
-type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' };
+type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' | 'track' };
 
 /** Fields that identify a line rather than measure it. */
 const IDENTITY = new Set(['kind', 'stage', 'step', 'update', 'of', 'policyVersion', 'at']);
@@ -22,9 +23,9 @@ function flatten(value: unknown, path: string, out: Record<string, number>): voi
   }
 }
 
-/** The scalar series prefix of a metrics line: its stage for GRPO steps, `sft` for SFT updates. */
+/** The scalar series prefix of a metrics line: its stage for GRPO steps, `sft` for SFT updates, `track` for tracking points. */
 export function seriesPrefix(m: MetricsRecord): string {
-  return m.kind === 'sft' ? 'sft' : String(m.stage);
+  return m.kind === 'grpo' ? String(m.stage) : m.kind;
 }
 
 export function metricScalars(m: MetricsRecord): Record<string, number> {
@@ -43,15 +44,19 @@ export interface EvalFigures {
   summary: Partial<Pick<EvalSummary, 'perRequest' | 'perFault' | 'perFaultVote'>>;
 }
 
-export function evalScalars(e: EvalFigures): Record<string, number> {
-  const p = `eval/${e.name}`;
-  const out: Record<string, number> = { [`${p}/formatValid`]: e.formatValid, [`${p}/answered`]: e.answered, [`${p}/toolCalls`]: e.toolCalls };
+/** An evaluation's figures by path (`formatValid`, `perRequest/service/mrr`, `perFault/pod/R@3`, ...). */
+export function evalFigures(e: Omit<EvalFigures, 'name'>): Record<string, number> {
+  const out: Record<string, number> = { formatValid: e.formatValid, answered: e.answered, toolCalls: e.toolCalls };
   for (const scope of ['perRequest', 'perFault', 'perFaultVote'] as const) {
     for (const [level, s] of Object.entries(e.summary[scope] ?? {})) {
       if (!s) continue;
-      for (const [k, r] of Object.entries(s.recall)) out[`${p}/${scope}/${level}/R@${k}`] = r;
-      out[`${p}/${scope}/${level}/mrr`] = s.mrr;
+      for (const [k, r] of Object.entries(s.recall)) out[`${scope}/${level}/R@${k}`] = r;
+      out[`${scope}/${level}/mrr`] = s.mrr;
     }
   }
   return out;
+}
+
+export function evalScalars(e: EvalFigures): Record<string, number> {
+  return Object.fromEntries(Object.entries(evalFigures(e)).map(([k, v]) => [`eval/${e.name}/${k}`, v]));
 }

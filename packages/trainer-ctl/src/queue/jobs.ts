@@ -4,6 +4,7 @@
  * idempotent (a retried job overwrites its own slot, never adds one).
  */
 import type { EpisodeRecord } from '@thinkfl/env';
+import type { ReplayTurn } from '@thinkfl/rollout';
 import type { StageName } from '../config/sections/stages';
 import type { TokenBatchRef } from './step-file';
 
@@ -22,6 +23,11 @@ export interface RolloutJob {
   policyVersion: number;
   temperature: number;
   seed: number;
+  /**
+   * A branched group's shared prefix (grpo.groups kind branch): the anchor episode's first turns,
+   * played back as they were before this sample generates its own turns. Absent: the whole episode is sampled.
+   */
+  prefix?: ReplayTurn[];
 }
 
 /** What a rollout worker stores for one sample (token-in/token-out, see ARCHITECTURE.md). */
@@ -40,6 +46,11 @@ export interface Trajectory {
   logprobs: number[];
   /** Sampling temperature of the episode's generated tokens. */
   temperature: number;
+  /**
+   * Where each assistant turn's own ids lie in `ids`, [start, end), in turn order (model
+   * policies; replayed turns included). A branched group cuts its anchor's prefix by them.
+   */
+  turns?: [number, number][];
   episode: EpisodeRecord;
   workerId: string;
   timing: { generateMs: number; toolsMs: number; wallMs: number };
@@ -62,7 +73,11 @@ export interface TrainJob {
   stage: StageName;
   /** Global update index: the policy this job produces is version `update + 1`. */
   update: number;
-  kind: 'sft' | 'grpo';
+  /**
+   * checkpoint: no step; the policy as it is is exported, checkpointed and published as the next
+   * version (a stage whose last steps made no update ends on a policy no checkpoint holds yet).
+   */
+  kind: 'sft' | 'grpo' | 'checkpoint';
   /** Inline samples; empty when `batch` holds them. */
   samples: TrainSample[];
   /**

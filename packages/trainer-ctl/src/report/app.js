@@ -37,6 +37,10 @@
     { title: 'Advantages', lines: [['mean', stageLine('advantage/mean')], ['std', stageLine('advantage/std')], ['min', stageLine('advantage/min')], ['max', stageLine('advantage/max')]] },
     { title: 'Length (tokens per episode)', lines: [['response', stageLine('responseTokens')], ['total', stageLine('totalTokens')]] },
     { title: 'Tool calls per episode', lines: [['tool calls', stageLine('toolCalls')]] },
+    {
+      title: 'Training cases played greedily (logging.track)',
+      lines: [['format validity', series['track/formatValid'] || []], ['per-request MRR (service)', series['track/perRequest/service/mrr'] || []], ['per-fault MRR (service)', series['track/perFault/service/mrr'] || []], ['R@1 per request (service)', series['track/perRequest/service/R@1'] || []]],
+    },
     { title: 'Time per step (s)', lines: [['generation', scale(1e-3)(stageLine('timing/rolloutMs'))], ['grading', scale(1e-3)(stageLine('timing/gradeMs'))], ['update', scale(1e-3)(stageLine('timing/updateMs'))], ['sft update', scale(1e-3)(series['sft/timing/updateMs'] || [])]] },
   ];
 

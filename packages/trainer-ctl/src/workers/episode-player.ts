@@ -23,6 +23,8 @@ export interface EpisodePlayer {
 export interface EpisodePlayerOptions {
   config: RunConfig;
   registry: PolicyRegistry;
+  /** The run's dataset when the caller has it loaded already; default: loaded from config.dataset.path. */
+  dataset?: Dataset;
   /** Hard limit of one weight sync, ms. Default workers.sync_timeout_s of the config. */
   syncTimeoutMs?: number;
   log?: (line: string) => void;
@@ -58,7 +60,7 @@ function backendLoader(config: RunConfig, runId: string, holder: { backend?: Gen
 
 export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<EpisodePlayer> {
   const { config } = opts;
-  const dataset: Dataset = await loadDataset(config.dataset.path);
+  const dataset: Dataset = opts.dataset ?? (await loadDataset(config.dataset.path));
   const cases = new Map<string, Case>(dataset.cases.map((c) => [c.id, c]));
   const chat: ChatModel = chatModelFromConfig(config);
   const holder: { backend?: GenerationBackend } = {};
@@ -74,6 +76,7 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
       backend: holder.backend as GenerationBackend,
       chat,
       policyVersion: version,
+      ...(job.prefix && { replay: job.prefix }),
       settings: {
         renderTools: config.generation.render_tools,
         temperature: job.temperature,
@@ -96,6 +99,7 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
       mask: t.mask,
       logprobs: t.logprobs,
       temperature: t.temperature,
+      turns: t.turns,
       episode,
       timing: { generateMs: t.generateMs, toolsMs: Math.max(0, wallMs - t.generateMs), wallMs },
     };

@@ -53,6 +53,7 @@ function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
 /** Throws, naming the sample, on a malformed job (ragged arrays, missing advantages). */
 export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   const where = `train job update ${job.update}`;
+  if (job.kind === 'checkpoint') throw new Error(`${where}: a checkpoint job makes no engine step`);
   if (job.batch) return fileStep(job, config, where);
   if (job.samples.length === 0) throw new Error(`${where}: no samples`);
   job.samples.forEach((s, i) => {

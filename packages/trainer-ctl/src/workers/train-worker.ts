@@ -219,7 +219,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     while (updates < target) {
       const job = await queue.data(updates);
       if (!job) throw new UnrecoverableError(`engine restart: the train job of update ${updates} is gone, so update ${target} cannot be rebuilt; resume the run`);
-      await step(job);
+      if (job.kind !== 'checkpoint') await step(job);
       updates++;
     }
   };
@@ -270,6 +270,12 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       throw new UnrecoverableError(`train job update ${job.update}: the engine has done ${updates} updates; submit update ${updates} first`);
     }
     const started = Date.now();
+    if (job.kind === 'checkpoint') {
+      updates = job.update + 1;
+      unfinished = { update: job.update, metrics: {} };
+      log(`update ${job.update} (checkpoint): the weights as they are`);
+      return finish(job, unfinished.metrics);
+    }
     const out = await step(job);
     updates = job.update + 1;
     unfinished = { update: job.update, metrics: { ...stepMetrics(out), trainMs: Date.now() - started } };

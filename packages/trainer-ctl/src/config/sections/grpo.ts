@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { LossSettingsSchema } from '../../engine/loss-settings';
 import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
 import { AdvantageSettingsSchema } from '../../grpo/advantages';
+import { GroupsSchema } from '../../groups/settings';
 
 export const GrpoSection = z
   .strictObject({
@@ -18,6 +19,14 @@ export const GrpoSection = z
       .positive()
       .default(4)
       .describe('Distinct cases per GRPO step; a step trains on cases_per_step x group_size episodes. Default 4.'),
+    groups: GroupsSchema.prefault({ kind: 'episode' }).describe(
+      'How the G samples of a group are made, as { kind, ...settings } (packages/trainer-ctl/src/groups). episode: G whole ' +
+        'episodes of the case (ThinkFL, DeepSeekMath GRPO). branch: the policy plays the case greedily once (the anchor), ' +
+        'and each sample replays the anchor\'s first turns token for token and samples its own from the branch point on ' +
+        '(`at`: the answer turn, or after k turns), so rewards within the group differ only by what was chosen after that ' +
+        'shared state, and only the tokens generated after it are trained (GiGPO anchor states, arXiv 2505.10978; the ' +
+        'branching of TreeRL, arXiv 2506.11902, and ARPO, arXiv 2507.19849). Default { kind: episode }.',
+    ),
     advantage: AdvantageSettingsSchema.prefault({}),
     loss: LossSettingsSchema.prefault({}).describe(
       'Policy loss of the engine (clip eps_low/eps_high, KL kl_coef/kl_estimator, aggregation); ' +

@@ -183,6 +183,28 @@ export const LoggingSection = z
       .min(0)
       .default(1)
       .describe('Full episodes per step written to <run dir>/episodes.jsonl for inspection. Default 1.'),
+    track: z
+      .strictObject({
+        cases: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .describe(
+            'Training cases played greedily to follow learning during the run: a fixed set, spread over the training ' +
+              'faults, the same at every point. Each point is a metrics.jsonl line (kind track) with format validity and ' +
+              'Recall@k/MRR per request and per fault, TensorBoard scalars track/<figure>, and a curve in the run report. ' +
+              '0: off. Default 0.',
+          ),
+        every_updates: z
+          .number()
+          .int()
+          .positive()
+          .default(10)
+          .describe('Play them before the first update and after every this many updates (SFT and GRPO updates alike). Default 10.'),
+      })
+      .prefault({})
+      .describe('Learning tracked during the run on training cases (held-out cases are evaluated at stage ends only).'),
   })
   .prefault({})
   .describe('What the run records.');

@@ -1,0 +1,34 @@
+/**
+ * Groups that branch from a shared state (GiGPO's anchor states, arXiv 2505.10978; the tree
+ * branching of TreeRL, arXiv 2506.11902, and ARPO, arXiv 2507.19849): the policy first plays the
+ * case greedily once (the anchor); every sample of the group then replays the anchor's first b
+ * turns token for token and samples its own turns from turn b on. Rewards within the group
+ * differ only by what the samples chose after the branch point, and the replayed turns are
+ * context (mask 0), so the loss trains only the tokens generated after it.
+ */
+import type { RolloutJob } from '../queue/jobs';
+import type { BranchGroupsSettings } from './settings';
+import type { GroupKind } from './types';
+
+/** The anchor of a group: its greedy episode, a group of one. */
+export const anchorGroupId = (groupId: string) => `${groupId}-anchor`;
+
+export const branchGroups: GroupKind<BranchGroupsSettings> = {
+  name: 'branch',
+  async play(samples, settings, play) {
+    const first = samples[0];
+    const anchorJob: RolloutJob = { ...first, groupId: anchorGroupId(first.groupId), sampleIndex: 0, temperature: 0 };
+    const [anchor] = await play([anchorJob]);
+    const where = `grpo.groups branch: anchor ${anchorJob.groupId} (case ${first.caseId})`;
+    if (!anchor.turns) throw new Error(`${where} has no turn spans: only a model policy's trajectory can be branched`);
+    const texts = anchor.episode.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+    if (texts.length !== anchor.turns.length) {
+      throw new Error(`${where}: ${anchor.turns.length} turn spans for ${texts.length} assistant messages`);
+    }
+    const last = anchor.turns.length - 1;
+    const branchTurn = Math.max(0, settings.at === 'answer' ? last : Math.min(settings.at, last));
+    const prefix = anchor.turns.slice(0, branchTurn).map(([start, end], i) => ({ ids: anchor.ids.slice(start, end), text: texts[i] }));
+    const trajectories = await play(samples.map((j) => ({ ...j, prefix })));
+    return { trajectories, branchTurn, helperGroupIds: [anchorJob.groupId] };
+  },
+};
