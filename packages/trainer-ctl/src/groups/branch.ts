@@ -7,7 +7,7 @@
  * context (mask 0), so the loss trains only the tokens generated after it.
  */
 import type { RolloutJob } from '../queue/jobs';
-import type { BranchGroupsSettings } from './settings';
+import type { BranchGroupsSettings } from '../config/sections/groups';
 import type { GroupKind } from './types';
 
 /** The anchor of a group: its greedy episode, a group of one. */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { LossSettingsSchema } from '../../engine/loss-settings';
 import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
 import { AdvantageSettingsSchema } from '../../grpo/advantages';
-import { GroupsSchema } from '../../groups/settings';
+import { GroupsSchema } from './groups';
 
 export const GrpoSection = z
   .strictObject({
