@@ -5,3 +5,4 @@ export { Rng } from './rng';
 export * from './onnx/index';
 export * from './openai/index';
 export * from './vllm/index';
+export * from './branch';
