@@ -30,7 +30,9 @@ describe('a simulated redeploy (every pod re-hashed consistently)', () => {
       expect(now).not.toBe(p.pod);
     }
     expect(new Set(re.podNames.values()).size).toBe(old.length);
-    expect(re.topology.pods.map((p) => ({ ...p, pod: p.pod }))).toEqual(ds.topology.pods.map((p) => ({ ...p, pod: re.podNames.get(p.pod)! })));
+    expect(re.topology.pods.map((p) => ({ ...p, pod: p.pod }))).toEqual(
+      ds.topology.pods.map((p) => ({ ...p, pod: re.podNames.get(p.pod)! })),
+    );
     // The raw files hold the old names; nothing loaded from them does any more.
     const truthPod = ds.cases[0].truth.pod!;
     expect(readFileSync(join(dir, 'cases.json'), 'utf8').includes(truthPod)).toBe(true);
@@ -61,7 +63,7 @@ describe('a simulated redeploy (every pod re-hashed consistently)', () => {
 });
 
 describe('pod aliases', () => {
-  it('show a pod as its service and place among that service\'s pods, and the tools take the alias', () => {
+  it("show a pod as its service and place among that service's pods, and the tools take the alias", () => {
     const c = ds.cases[0];
     const tb = new Toolbox(ds, { spanAliases: true, podAliases: true });
     const o = tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) });
@@ -101,7 +103,12 @@ describe('pod aliases', () => {
       podsCalled += a.toolCalls.filter((t) => t.name !== 'search_traces').length;
       // Without aliases the redeploy shows the model names it never read.
       const plain = await runEpisode({ dataset: ds, case: c, policy: expert(), settings: settings(false) });
-      const plainRe = await runEpisode({ dataset: re, case: re.cases.find((x) => x.id === c.id)!, policy: expert(), settings: settings(false) });
+      const plainRe = await runEpisode({
+        dataset: re,
+        case: re.cases.find((x) => x.id === c.id)!,
+        policy: expert(),
+        settings: settings(false),
+      });
       expect(plainRe.messages).not.toEqual(plain.messages);
     }
     // The expert's metric and log checks name pods: the aliases went through calls, not only observations.

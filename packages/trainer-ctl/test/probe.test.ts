@@ -107,22 +107,46 @@ describe('trainer-ctl probe', () => {
   it('samples continue the greedy episode token for token and generate from its answer turn on', async () => {
     const c = heldOut[0];
     const recorder = new RecordingBackend(model.backend);
-    const greedy = await runEpisode({ dataset, case: c, policy: new ModelPolicy({ backend: recorder, chat: model.chat, settings: modelPolicySettings(play, 0) }), settings: play.episode });
+    const greedy = await runEpisode({
+      dataset,
+      case: c,
+      policy: new ModelPolicy({ backend: recorder, chat: model.chat, settings: modelPolicySettings(play, 0) }),
+      settings: play.episode,
+    });
     const n = recorder.turns.length - 1;
     expect(n).toBeGreaterThan(0);
     const live = new RecordingBackend(model.backend);
     const branch = new PrefixBackend(live, recorder.turns.slice(0, n));
-    const sample = await runEpisode({ dataset, case: c, policy: new ModelPolicy({ backend: branch, chat: model.chat, settings: modelPolicySettings(play, 1, 11) }), settings: play.episode });
+    const sample = await runEpisode({
+      dataset,
+      case: c,
+      policy: new ModelPolicy({ backend: branch, chat: model.chat, settings: modelPolicySettings(play, 1, 11) }),
+      settings: play.episode,
+    });
     // The first turn generated live is the answer turn, on the greedy episode's own prompt.
     expect(live.turns.length).toBeGreaterThan(0);
     expect(live.turns[0].promptIds).toEqual(recorder.turns[n].promptIds);
-    const upTo = (msgs: typeof greedy.messages) => msgs.slice(0, msgs.findIndex((_, i) => msgs.slice(0, i + 1).filter((m) => m.role === 'assistant').length > n));
+    const upTo = (msgs: typeof greedy.messages) =>
+      msgs.slice(
+        0,
+        msgs.findIndex((_, i) => msgs.slice(0, i + 1).filter((m) => m.role === 'assistant').length > n),
+      );
     expect(upTo(sample.messages)).toEqual(upTo(greedy.messages));
     // A record of another case is not this episode's prefix: the probe refuses it.
     const other = new RecordingBackend(model.backend);
-    await runEpisode({ dataset, case: heldOut[heldOut.length - 1], policy: new ModelPolicy({ backend: other, chat: model.chat, settings: modelPolicySettings(play, 0) }), settings: play.episode });
+    await runEpisode({
+      dataset,
+      case: heldOut[heldOut.length - 1],
+      policy: new ModelPolicy({ backend: other, chat: model.chat, settings: modelPolicySettings(play, 0) }),
+      settings: play.episode,
+    });
     const wrong = new PrefixBackend(model.backend, other.turns);
-    const broken = await runEpisode({ dataset, case: c, policy: new ModelPolicy({ backend: wrong, chat: model.chat, settings: modelPolicySettings(play, 1, 11) }), settings: play.episode });
+    const broken = await runEpisode({
+      dataset,
+      case: c,
+      policy: new ModelPolicy({ backend: wrong, chat: model.chat, settings: modelPolicySettings(play, 1, 11) }),
+      settings: play.episode,
+    });
     expect(broken.stopReason).toBe('policy_error');
     expect(wrong.mismatch).toMatch(/turn 0: the prompt .* is not the recorded one/);
   }, 300_000);
@@ -131,13 +155,24 @@ describe('trainer-ctl probe', () => {
     const probe = (faultId: string, greedy: number | null, samples: (number | null)[]): CaseProbe => {
       const rr = (r: number | null) => (r === null ? 0 : 1 / (r + 1));
       return {
-        caseId: `${faultId}/${Math.random()}`, faultId, answerTurn: 1, greedy: { answer: null, rank: greedy, stopReason: 'answered' },
-        sampleRanks: samples, sampleAnswered: samples.length, greedyRR: rr(greedy), bestRR: Math.max(0, ...samples.map(rr)),
+        caseId: `${faultId}/${Math.random()}`,
+        faultId,
+        answerTurn: 1,
+        greedy: { answer: null, rank: greedy, stopReason: 'answered' },
+        sampleRanks: samples,
+        sampleAnswered: samples.length,
+        greedyRR: rr(greedy),
+        bestRR: Math.max(0, ...samples.map(rr)),
         firstShare: samples.filter((r) => r === 0).length / samples.length,
       };
     };
     const sum = summarizeProbe(
-      [probe('a', 1, [0, 1, null, 2]), probe('a', null, [null, null, null, null]), probe('b', 0, [0, 0, 1, 1]), probe('c', 2, [1, 2, 2, null])],
+      [
+        probe('a', 1, [0, 1, null, 2]),
+        probe('a', null, [null, null, null, null]),
+        probe('b', 0, [0, 0, 1, 1]),
+        probe('c', 2, [1, 2, 2, null]),
+      ],
       { k: 4, temperature: 1, seed: 0 },
     );
     // By hand: per request greedy RR 0.5, 0, 1, 1/3; best of 4: 1, 0, 1, 0.5; share first: 1/4, 0, 1/2, 0.
@@ -146,7 +181,11 @@ describe('trainer-ctl probe', () => {
     expect(sum.perRequest.firstShare).toBeCloseTo(0.75 / 4, 12);
     expect(sum.perRequest.headroomCases).toBe(1);
     // Per fault (best request): a 0.5 -> 1, b 1 -> 1, c 1/3 -> 1/2.
-    expect(sum.faults.map((f) => [f.faultId, f.cases, f.greedyRR, f.bestRR, f.headroomCases])).toEqual([['a', 2, 0.5, 1, 1], ['b', 1, 1, 1, 0], ['c', 1, 1 / 3, 0.5, 0]]);
+    expect(sum.faults.map((f) => [f.faultId, f.cases, f.greedyRR, f.bestRR, f.headroomCases])).toEqual([
+      ['a', 2, 0.5, 1, 1],
+      ['b', 1, 1, 1, 0],
+      ['c', 1, 1 / 3, 0.5, 0],
+    ]);
     expect(sum.perFault.greedyMRR).toBeCloseTo((0.5 + 1 + 1 / 3) / 3, 12);
     expect(sum.perFault.bestOfKMRR).toBeCloseTo(2.5 / 3, 12);
     expect(sum.headroomFaults).toEqual(['a']);
@@ -154,8 +193,37 @@ describe('trainer-ctl probe', () => {
 
   it('runs as a command on the training faults: the tables and the JSON agree with the library', async () => {
     const out = join(scratch, 'probe.json');
-    const { stdout } = await run(process.execPath, [BIN, 'probe', '--model', modelDir, '--config', config, '--split', 'train', '--limit', '2', '--k', '2', '--temperature', '1', '--seed', '3', '--threads', '1', '--out', out], { cwd: scratch, maxBuffer: 1 << 24 });
-    const saved = JSON.parse(readFileSync(out, 'utf8')) as { split: string; cases: CaseProbe[]; summary: ReturnType<typeof summarizeProbe> };
+    const { stdout } = await run(
+      process.execPath,
+      [
+        BIN,
+        'probe',
+        '--model',
+        modelDir,
+        '--config',
+        config,
+        '--split',
+        'train',
+        '--limit',
+        '2',
+        '--k',
+        '2',
+        '--temperature',
+        '1',
+        '--seed',
+        '3',
+        '--threads',
+        '1',
+        '--out',
+        out,
+      ],
+      { cwd: scratch, maxBuffer: 1 << 24 },
+    );
+    const saved = JSON.parse(readFileSync(out, 'utf8')) as {
+      split: string;
+      cases: CaseProbe[];
+      summary: ReturnType<typeof summarizeProbe>;
+    };
     const { cases: train } = await loadSplit(NEZHA_DATASET, 'train', config);
     const trainIds = new Set(train.map((c) => c.id));
     const heldIds = new Set(heldOut.map((c) => c.id));
@@ -179,7 +247,12 @@ describe('the redeploy split', () => {
   /** Prompt ids of every greedy turn of a case. */
   async function promptIds(ds: Dataset, c: Case, p: PlaySettings): Promise<number[][]> {
     const rec = new RecordingBackend(model.backend);
-    await runEpisode({ dataset: ds, case: c, policy: new ModelPolicy({ backend: rec, chat: model.chat, settings: modelPolicySettings(p, 0) }), settings: p.episode });
+    await runEpisode({
+      dataset: ds,
+      case: c,
+      policy: new ModelPolicy({ backend: rec, chat: model.chat, settings: modelPolicySettings(p, 0) }),
+      settings: p.episode,
+    });
     return rec.turns.map((t) => t.promptIds);
   }
 
@@ -199,15 +272,40 @@ describe('the redeploy split', () => {
 
   it('is a split of trainer-ctl eval: the held-out cases, truths under the new pod names', async () => {
     const out = join(scratch, 'eval-redeploy.json');
-    await run(process.execPath, [BIN, 'eval', '--dataset', NEZHA_DATASET, '--config', aliased, '--split', 'redeploy', '--policy', 'expert', '--limit', '3', '--out', out], { cwd: scratch, maxBuffer: 1 << 24 });
-    const saved = JSON.parse(readFileSync(out, 'utf8')) as { split: string; requests: { caseId: string; answer: { pod?: string }[] | null }[] };
+    await run(
+      process.execPath,
+      [
+        BIN,
+        'eval',
+        '--dataset',
+        NEZHA_DATASET,
+        '--config',
+        aliased,
+        '--split',
+        'redeploy',
+        '--policy',
+        'expert',
+        '--limit',
+        '3',
+        '--out',
+        out,
+      ],
+      { cwd: scratch, maxBuffer: 1 << 24 },
+    );
+    const saved = JSON.parse(readFileSync(out, 'utf8')) as {
+      split: string;
+      requests: { caseId: string; answer: { pod?: string }[] | null }[];
+    };
     const re = await loadSplit(NEZHA_DATASET, 'redeploy', aliased);
     const oldPods = new Set(re.podNames!.keys());
     const newPods = new Set(re.podNames!.values());
     const held = new Set(heldOut.map((c) => c.id));
     expect(saved.split).toBe('redeploy');
     expect(saved.requests).toHaveLength(3);
-    const answered = saved.requests.flatMap((r) => r.answer ?? []).map((a) => a.pod).filter((p): p is string => !!p);
+    const answered = saved.requests
+      .flatMap((r) => r.answer ?? [])
+      .map((a) => a.pod)
+      .filter((p): p is string => !!p);
     expect(answered.length).toBeGreaterThan(0);
     for (const r of saved.requests) expect(held.has(r.caseId)).toBe(true);
     for (const pod of answered) expect([newPods.has(pod), oldPods.has(pod)]).toEqual([true, false]);

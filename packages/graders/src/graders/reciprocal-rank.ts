@@ -23,7 +23,8 @@ export const reciprocalRank: Grader = {
     const want = ctx.settings.reciprocalRank.level;
     let rank = want === 'truth' ? undefined : rankOfTruth(answer, truth, want, mc);
     if (rank === undefined) rank = rankOfTruth(answer, truth, truth.level, mc);
-    if (rank === undefined) throw new Error(`ground truth of question ${ctx.questionId} names no ${truth.level}: ${JSON.stringify(ctx.truth)}`);
+    if (rank === undefined)
+      throw new Error(`ground truth of question ${ctx.questionId} names no ${truth.level}: ${JSON.stringify(ctx.truth)}`);
     return { score: reciprocalRankScore(rank), parts: { found: rank === null ? 0 : 1, rank: rank ?? -1 } };
   },
 };

@@ -31,13 +31,27 @@ interface ProbeArgs {
 
 export const command: CommandModule<object, ProbeArgs> = {
   command: 'probe',
-  describe: 'headroom probe: greedy walk to the answer turn, then k sampled answers from that prefix; greedy RR, best of k and share ranked first, per case and per fault',
+  describe:
+    'headroom probe: greedy walk to the answer turn, then k sampled answers from that prefix; greedy RR, best of k and share ranked first, per case and per fault',
   builder: (y) =>
     y
-      .option('model', { type: 'string', demandOption: true, describe: 'model or checkpoint directory on the onnx backend (a policy a run published, e.g. runs/NAME/policies/v18)' })
-      .option('config', { type: 'string', describe: "run config: episode and generation settings, the dataset and its split (default: the model directory's run)" })
+      .option('model', {
+        type: 'string',
+        demandOption: true,
+        describe: 'model or checkpoint directory on the onnx backend (a policy a run published, e.g. runs/NAME/policies/v18)',
+      })
+      .option('config', {
+        type: 'string',
+        describe: "run config: episode and generation settings, the dataset and its split (default: the model directory's run)",
+      })
       .option('dataset', { type: 'string', describe: "dataset directory (default: the run config's dataset.path)" })
-      .option('split', { type: 'string', choices: CASE_SPLITS, default: 'eval' as CaseSplitName, describe: "cases by the run's dataset.split: eval (held-out faults), train (training faults), redeploy (held-out faults with every pod re-hashed), all" })
+      .option('split', {
+        type: 'string',
+        choices: CASE_SPLITS,
+        default: 'eval' as CaseSplitName,
+        describe:
+          "cases by the run's dataset.split: eval (held-out faults), train (training faults), redeploy (held-out faults with every pod re-hashed), all",
+      })
       .option('redeploy-seed', { type: 'number', default: 1, describe: 'seed of the new pod names of --split redeploy' })
       .option('k', { type: 'number', default: 8, describe: 'answers sampled from each greedy prefix' })
       .option('temperature', { type: 'number', default: 1, describe: 'sampling temperature from the answer turn on' })
@@ -75,12 +89,17 @@ export const command: CommandModule<object, ProbeArgs> = {
       await model.close();
     }
     const summary = summarizeProbe(probes, settings);
-    console.log(`probe ${modelDir} on ${dataset.meta.name}, split ${args.split}: ${cases.length} cases of ${summary.perFault.faults} faults`);
+    console.log(
+      `probe ${modelDir} on ${dataset.meta.name}, split ${args.split}: ${cases.length} cases of ${summary.perFault.faults} faults`,
+    );
     console.log(formatProbe(probes, summary));
     if (args.out) {
       const out = resolve(args.out);
       mkdirSync(dirname(out), { recursive: true });
-      writeFileSync(out, `${JSON.stringify({ model: modelDir, config: configFile, dataset: datasetDir, split: args.split, ...settings, summary, cases: probes }, null, 1)}\n`);
+      writeFileSync(
+        out,
+        `${JSON.stringify({ model: modelDir, config: configFile, dataset: datasetDir, split: args.split, ...settings, summary, cases: probes }, null, 1)}\n`,
+      );
       console.log(`results: ${out}`);
     }
   },

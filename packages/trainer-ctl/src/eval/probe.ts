@@ -155,7 +155,8 @@ export function formatProbe(probes: CaseProbe[], sum: ProbeSummary): string {
     lines.push(`  ${p.caseId}  ${f3(p.greedyRR)}  ${f3(p.bestRR)}  ${f3(p.firstShare)}  ${p.sampleAnswered}/${sum.k}  ${p.answerTurn}`);
   }
   lines.push('per fault: cases, greedy RR (best request), best of k, mean share ranked first, cases with headroom');
-  for (const f of sum.faults) lines.push(`  ${f.faultId}  ${f.cases}  ${f3(f.greedyRR)}  ${f3(f.bestRR)}  ${f3(f.firstShare)}  ${f.headroomCases}`);
+  for (const f of sum.faults)
+    lines.push(`  ${f.faultId}  ${f.cases}  ${f3(f.greedyRR)}  ${f3(f.bestRR)}  ${f3(f.firstShare)}  ${f.headroomCases}`);
   const r = sum.perRequest;
   lines.push(
     `per request (${sum.cases}): greedy MRR ${f3(r.greedyMRR)}, best-of-${sum.k} MRR ${f3(r.bestOfKMRR)}, share of samples ranked first ${f3(r.firstShare)}, ` +

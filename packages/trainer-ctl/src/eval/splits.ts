@@ -28,7 +28,8 @@ export async function loadSplit(dir: string, split: CaseSplitName, configFile: s
     const dataset = await loadDataset(dir);
     return { dataset, cases: dataset.cases };
   }
-  if (!configFile) throw new Error(`--split ${split} needs the run config whose dataset.split it is: --config FILE, or a --model inside a run directory`);
+  if (!configFile)
+    throw new Error(`--split ${split} needs the run config whose dataset.split it is: --config FILE, or a --model inside a run directory`);
   const { config } = loadRunConfig(configFile, { checkPaths: false });
   if (split === 'redeploy') {
     const dataset = await loadRedeployedDataset(dir, redeploySeed);
