@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { componentAt, runEpisode, spreadCases, type Case, type Dataset } from '@thinkfl/env';
-import { ModelPolicy, PrefixBackend, RecordingBackend, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
+import { ModelPolicy, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
 import { probeCase, summarizeProbe, type CaseProbe } from '../src/eval/probe';
 import { modelPolicySettings, openOnnxModel, playSettingsFromConfig, type PlaySettings } from '../src/eval/solvers';
 import { loadSplit } from '../src/eval/splits';
@@ -57,6 +57,20 @@ afterAll(async () => {
   await model?.close();
   rmSync(scratch, { recursive: true, force: true });
 });
+
+/** The backend with every request's prompt ids kept, in order. */
+function recording(inner: GenerationBackend): { backend: GenerationBackend; prompts: number[][] } {
+  const prompts: number[][] = [];
+  const backend: GenerationBackend = {
+    name: `recording(${inner.name})`,
+    generate: (requests) => {
+      for (const r of requests) prompts.push([...r.promptIds]);
+      return inner.generate(requests);
+    },
+    close: async () => {},
+  };
+  return { backend, prompts };
+}
 
 /** The case with its truth relabelled to one service (a hand-made label). */
 const labelled = (c: Case, service: string): Case => ({ ...c, truth: { level: 'service', service } });
@@ -106,49 +120,20 @@ describe('trainer-ctl probe', () => {
 
   it('samples continue the greedy episode token for token and generate from its answer turn on', async () => {
     const c = heldOut[0];
-    const recorder = new RecordingBackend(model.backend);
-    const greedy = await runEpisode({
-      dataset,
-      case: c,
-      policy: new ModelPolicy({ backend: recorder, chat: model.chat, settings: modelPolicySettings(play, 0) }),
-      settings: play.episode,
-    });
-    const n = recorder.turns.length - 1;
+    const k = 3;
+    const rec = recording(model.backend);
+    const p = await probeCase(dataset, c, { chat: model.chat, backend: rec.backend }, play, { k, temperature: 1, seed: 5 }, 0);
+    const n = p.answerTurn;
     expect(n).toBeGreaterThan(0);
-    const live = new RecordingBackend(model.backend);
-    const branch = new PrefixBackend(live, recorder.turns.slice(0, n));
-    const sample = await runEpisode({
-      dataset,
-      case: c,
-      policy: new ModelPolicy({ backend: branch, chat: model.chat, settings: modelPolicySettings(play, 1, 11) }),
-      settings: play.episode,
-    });
-    // The first turn generated live is the answer turn, on the greedy episode's own prompt.
-    expect(live.turns.length).toBeGreaterThan(0);
-    expect(live.turns[0].promptIds).toEqual(recorder.turns[n].promptIds);
-    const upTo = (msgs: typeof greedy.messages) =>
-      msgs.slice(
-        0,
-        msgs.findIndex((_, i) => msgs.slice(0, i + 1).filter((m) => m.role === 'assistant').length > n),
-      );
-    expect(upTo(sample.messages)).toEqual(upTo(greedy.messages));
-    // A record of another case is not this episode's prefix: the probe refuses it.
-    const other = new RecordingBackend(model.backend);
-    await runEpisode({
-      dataset,
-      case: heldOut[heldOut.length - 1],
-      policy: new ModelPolicy({ backend: other, chat: model.chat, settings: modelPolicySettings(play, 0) }),
-      settings: play.episode,
-    });
-    const wrong = new PrefixBackend(model.backend, other.turns);
-    const broken = await runEpisode({
-      dataset,
-      case: c,
-      policy: new ModelPolicy({ backend: wrong, chat: model.chat, settings: modelPolicySettings(play, 1, 11) }),
-      settings: play.episode,
-    });
-    expect(broken.stopReason).toBe('policy_error');
-    expect(wrong.mismatch).toMatch(/turn 0: the prompt .* is not the recorded one/);
+    // The greedy walk asks for turns 0..n, each on a longer prompt; every sample then asks first for the answer turn,
+    // on the greedy episode's own prompt of that turn: its turns before it were played back, never generated again.
+    const greedyPrompts = rec.prompts.slice(0, n + 1);
+    for (let t = 1; t <= n; t++) expect(greedyPrompts[t].slice(0, greedyPrompts[t - 1].length)).toEqual(greedyPrompts[t - 1]);
+    const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+    const later = rec.prompts.slice(n + 1);
+    expect(later.filter((q) => same(q, greedyPrompts[n]))).toHaveLength(k);
+    for (let t = 0; t < n; t++) expect(later.some((q) => same(q, greedyPrompts[t]))).toBe(false);
+    expect(p.sampleRanks).toHaveLength(k);
   }, 300_000);
 
   it('summarizes per fault and names the faults where a sample ranks the root cause first and greedy does not', () => {
@@ -246,14 +231,14 @@ describe('trainer-ctl probe', () => {
 describe('the redeploy split', () => {
   /** Prompt ids of every greedy turn of a case. */
   async function promptIds(ds: Dataset, c: Case, p: PlaySettings): Promise<number[][]> {
-    const rec = new RecordingBackend(model.backend);
+    const rec = recording(model.backend);
     await runEpisode({
       dataset: ds,
       case: c,
-      policy: new ModelPolicy({ backend: rec, chat: model.chat, settings: modelPolicySettings(p, 0) }),
+      policy: new ModelPolicy({ backend: rec.backend, chat: model.chat, settings: modelPolicySettings(p, 0) }),
       settings: p.episode,
     });
-    return rec.turns.map((t) => t.promptIds);
+    return rec.prompts;
   }
 
   it('holds the held-out faults with every pod re-hashed, which reach the model as the same tokens under pod aliases (and as others without)', async () => {

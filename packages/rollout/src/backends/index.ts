@@ -5,4 +5,3 @@ export { Rng } from './rng';
 export * from './onnx/index';
 export * from './openai/index';
 export * from './vllm/index';
-export * from './branch';

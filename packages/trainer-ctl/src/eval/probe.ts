@@ -3,12 +3,14 @@
  * Per case, the greedy walk is played to its answer turn (the last model turn of the greedy
  * episode: the print_results call that ended it, or the forced final turn), then k episodes
  * continue that same prefix, token for token, and sample from the answer turn on at
- * temperature T. GRPO mostly reweights what a policy samples (pass@1 towards pass@k): where no
+ * temperature T (ModelPolicy's replay, as grpo.groups kind branch with at: answer plays a
+ * group). GRPO mostly reweights what a policy samples (pass@1 towards pass@k): where no
  * sample ranks the root cause first, there is nothing for it to select.
  * Reciprocal ranks are of the root cause's service (env's rankOfTruth), 0 for no answer.
  */
 import { rankOfTruth, runEpisode, type Case, type Dataset, type EpisodeRecord, type RootCause } from '@thinkfl/env';
-import { ModelPolicy, PrefixBackend, RecordingBackend, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
+import { ModelPolicy, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
+import { replayTurns } from '../groups/branch';
 import { modelPolicySettings, type PlaySettings } from './solvers';
 
 export interface ProbeSettings {
@@ -80,23 +82,22 @@ export async function probeCase(
   caseIndex: number,
 ): Promise<CaseProbe> {
   const protocol = play.protocol ?? 'rot';
-  const recorder = new RecordingBackend(model.backend);
-  const greedyPolicy = new ModelPolicy({ backend: recorder, chat: model.chat, settings: modelPolicySettings(play, 0) });
+  const greedyPolicy = new ModelPolicy({ backend: model.backend, chat: model.chat, settings: modelPolicySettings(play, 0) });
   const greedy = await runEpisode({ dataset, case: c, policy: greedyPolicy, protocol, settings: play.episode });
-  const answerTurn = Math.max(0, recorder.turns.length - 1);
-  const prefix = recorder.turns.slice(0, answerTurn);
+  const walk = greedyPolicy.trajectory();
+  const answerTurn = Math.max(0, walk.turns.length - 1);
+  // The branch point of grpo.groups kind branch at: answer (groups/branch.ts), so the probe sees what such a group samples.
+  const replay = replayTurns(walk.ids, walk.turns, greedy.messages, answerTurn, `probe: case ${c.id}`);
   const sampleRanks: (number | null)[] = [];
   let sampleAnswered = 0;
   for (let j = 0; j < s.k; j++) {
-    const backend = new PrefixBackend(model.backend, prefix);
     const policy = new ModelPolicy({
-      backend,
+      backend: model.backend,
       chat: model.chat,
       settings: modelPolicySettings(play, s.temperature, s.seed + caseIndex * s.k + j),
+      replay,
     });
     const rec = await runEpisode({ dataset, case: c, policy, protocol, settings: play.episode });
-    // A sample that left the greedy prefix would measure something else than the answer turn.
-    if (backend.mismatch) throw new Error(`case ${c.id}, sample ${j}: ${backend.mismatch}`);
     if (rec.answer) sampleAnswered++;
     sampleRanks.push(serviceRank(dataset, c, rec));
   }
