@@ -330,6 +330,12 @@ export interface PolicyContext {
    * in `messages` says the same to a model. Undefined where the protocol shows nothing of its own.
    */
   environment?: unknown;
+  /**
+   * A text as the model reads it (pod names as their per-episode aliases when
+   * tool_settings.podAliases is on), for scripted policies that write names into their messages,
+   * so that teacher conversations name pods as the observations do. Undefined: shown as written.
+   */
+  show?: (text: string) => string;
 }
 
 export interface Policy {

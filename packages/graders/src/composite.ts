@@ -33,6 +33,8 @@ export const COMPOSITE_PRESETS: Readonly<Record<string, CompositeSpec>> = {
   stage2: { terms: [{ grader: 'recall', weight: 1 }, { grader: 'diversity', weight: 0.8 }] },
   /** Stage 3, rank-oriented refinement: the multi-factor grader (Eq. 8). */
   stage3: { terms: [{ grader: 'multi_factor', weight: 1 }] },
+  /** This project's own: the per-request reciprocal rank of the root cause's service (MRR as the reward), for any stage. */
+  reciprocal_rank: { terms: [{ grader: 'reciprocal_rank', weight: 1 }] },
   /**
    * ORACL's reward, Eq. 13 without its KL term (that is the loss's kl_coef): R_result (Eq. 7-8)
    * + R_format (Eq. 9) + R_length (Eq. 11); penalties already score negative.

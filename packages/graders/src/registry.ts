@@ -5,6 +5,7 @@ import { format } from './graders/format';
 import { hallucination } from './graders/hallucination';
 import { multiFactor } from './graders/multi-factor';
 import { recall } from './graders/recall';
+import { reciprocalRank } from './graders/reciprocal-rank';
 import { route } from './graders/route';
 import { oraclTagFormat } from './oracl/format';
 import { oraclLength } from './oracl/length';
@@ -14,6 +15,7 @@ import type { Grader } from './types';
 
 const ALL: Grader[] = [
   recall,
+  reciprocalRank,
   route,
   hallucination,
   multiFactor,

@@ -7,6 +7,7 @@ import { diversitySettings } from './grader-settings/diversity';
 import { hallucinationSettings } from './grader-settings/hallucination';
 import { multiFactorSettings } from './grader-settings/multi-factor';
 import { recallSettings } from './grader-settings/recall';
+import { reciprocalRankSettings } from './grader-settings/reciprocal-rank';
 import { routeSettings } from './grader-settings/route';
 import { oraclSettings } from './oracl/settings';
 
@@ -15,6 +16,7 @@ export const graderSettings = z
     /** Name of the tool that delivers the final answer; its own result is not evidence. Default 'print_results'. */
     answerTool: z.string().min(1).default('print_results'),
     recall: recallSettings.prefault({}),
+    reciprocalRank: reciprocalRankSettings.prefault({}),
     route: routeSettings.prefault({}),
     hallucination: hallucinationSettings.prefault({}),
     multiFactor: multiFactorSettings.prefault({}),

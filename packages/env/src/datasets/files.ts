@@ -53,7 +53,8 @@ export async function readMeta(dir: string): Promise<DatasetMeta> {
   return JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as DatasetMeta;
 }
 
-export async function readDatasetFiles(dir: string): Promise<DatasetFiles> {
+/** `rewrite`, when given, sees each part's JSON text before it is parsed (meta.json excepted). */
+export async function readDatasetFiles(dir: string, rewrite?: (text: string) => string): Promise<DatasetFiles> {
   const meta = await readMeta(dir).catch((e: Error) => {
     throw new Error(`not a dataset directory: ${dir} (${e.message})`);
   });
@@ -61,7 +62,10 @@ export async function readDatasetFiles(dir: string): Promise<DatasetFiles> {
     throw new Error(`${dir}: dataset format ${meta.formatVersion}, this code reads ${FORMAT_VERSION}; re-import it`);
   }
   const parts = await Promise.all(
-    PARTS.filter((p) => p !== 'meta').map(async (p) => [p, JSON.parse(await readFile(join(dir, `${p}.json`), 'utf8'))] as const),
+    PARTS.filter((p) => p !== 'meta').map(async (p) => {
+      const text = await readFile(join(dir, `${p}.json`), 'utf8');
+      return [p, JSON.parse(rewrite ? rewrite(text) : text)] as const;
+    }),
   );
   return { meta, ...Object.fromEntries(parts) } as DatasetFiles;
 }

@@ -18,3 +18,4 @@ export { maskLog } from './log-template';
 export { DataError, GapsError, LayoutError, SettingsError } from './errors';
 export { formatImportSummary } from './summary';
 export { readOpenRca, readOpenRcaQueries, readOpenRcaRecords, queryWindow, failureCount, type OpenRcaQuery, type OpenRcaRecord } from './importers/openrca';
+export { loadRedeployedDataset, podRenamer, redeployPodNames, type RedeployedDataset } from './redeploy';

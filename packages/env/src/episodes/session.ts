@@ -74,14 +74,15 @@ export class EpisodeSession {
     readonly toolbox: Toolbox,
   ) {}
 
+  /** A system or user message, pod names shown as the toolbox shows them (their aliases when on). */
   say(role: 'system' | 'user', content: string): void {
-    this.messages.push({ role, content });
+    this.messages.push({ role, content: this.toolbox.shown(content) });
   }
 
   /** Adds a line to the latest message (a tool result or an error): what the policy reads next. */
   noteOnLast(text: string): void {
     const last = this.messages.at(-1);
-    if (last && last.role !== 'assistant') last.content = `${last.content}\n${text}`;
+    if (last && last.role !== 'assistant') last.content = `${last.content}\n${this.toolbox.shown(text)}`;
   }
 
   private async ask(offered: readonly string[], final: boolean, turn: number): Promise<AssistantMessage | undefined> {
@@ -95,6 +96,7 @@ export class EpisodeSession {
           turn,
           final,
           ...(this.environment !== undefined ? { environment: this.environment } : {}),
+          ...(this.toolbox.settings.podAliases ? { show: (text: string) => this.toolbox.shown(text) } : {}),
         }),
         turn,
       );

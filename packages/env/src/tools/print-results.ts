@@ -43,7 +43,7 @@ function named(ctx: ToolContext, r: RootCause & { span?: string }): string[] {
   return [r.node, r.service, r.pod, span?.pod]
     .filter((n): n is string => n !== undefined)
     .flatMap((n) => {
-      const c = ctx.dataset.topology.resolve(n);
+      const c = ctx.dataset.topology.resolve(ctx.pods.resolve(n));
       return c ? [c.service, c.pod, c.node].filter((x): x is string => !!x) : [];
     });
 }
@@ -74,7 +74,8 @@ registerTool({
       const span = r.span === undefined ? undefined : ctx.dataset.traces.span(ctx.aliases.resolve(r.span));
       if (r.node !== undefined) out.node = r.node;
       if (r.service !== undefined || span) out.service = r.service ?? span!.service;
-      if (r.pod !== undefined || span) out.pod = r.pod ?? span!.pod;
+      // A pod alias (pod aliases on) stands for the pod it was shown for; the answer names real pods.
+      if (r.pod !== undefined || span) out.pod = r.pod !== undefined ? ctx.pods.resolve(r.pod) : span!.pod;
       if (r.reason !== undefined) out.reason = r.reason;
       if (r.type !== undefined) out.type = r.type;
       if (r.time !== undefined) out.time = r.time;

@@ -4,14 +4,15 @@
  */
 import { z } from 'zod';
 import type { Dataset, Observation, ToolSpec } from '../types';
-import type { SpanAliases } from './aliases';
+import type { PodAliases, SpanAliases } from './aliases';
 import type { ToolSettings } from './settings';
 
-/** What a tool runs against: the dataset, the settings and this episode's span aliases. */
+/** What a tool runs against: the dataset, the settings and this episode's span and pod aliases. */
 export interface ToolContext {
   dataset: Dataset;
   settings: ToolSettings;
   aliases: SpanAliases;
+  pods: PodAliases;
 }
 
 export interface ToolDefinition<A = unknown> {
@@ -57,7 +58,7 @@ export function resolveComponent(
   ctx: ToolContext,
   name: string,
 ): { level: 'service' | 'pod' | 'node'; name: string; related: string[] } | undefined {
-  const r = ctx.dataset.topology.resolve(name);
+  const r = ctx.dataset.topology.resolve(ctx.pods.resolve(name));
   if (!r) return undefined;
   const topo = ctx.dataset.topology;
   if (r.level === 'service' && r.service) {

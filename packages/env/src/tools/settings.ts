@@ -51,6 +51,13 @@ export const ToolSettingsSchema = z
      */
     spanAliases: z.boolean().default(false),
     /**
+     * When true, pod names in observations and prompts are replaced by per-episode aliases that
+     * keep the service and drop the deployment's hash suffix (ts-contacts-service-1 for the first
+     * pod of ts-contacts-service seen), and the tools accept them: a redeploy renames every pod,
+     * and names that change between deployments are not vocabulary. Default false.
+     */
+    podAliases: z.boolean().default(false),
+    /**
      * When true, search_traces states plainly what is abnormal about each child span, in one word
      * right after its span id (error, missing, slow, short for cut short, or usual), and lists the children
      * with children of their own first, most abnormal first, so that a small model reads the verdict instead of comparing durations

@@ -3,7 +3,7 @@
  * observation the model can read. Nothing a model writes makes it throw.
  */
 import type { Dataset, Observation, ToolSpec } from '../types';
-import { SpanAliases } from './aliases';
+import { PodAliases, SpanAliases } from './aliases';
 import { errorObservation } from './bound';
 import './builtin';
 import { getTool, toolNames, toolSpec, type ToolContext } from './registry';
@@ -18,7 +18,7 @@ export class Toolbox {
 
   constructor(dataset: Dataset, settings: ToolSettings | Record<string, unknown> = {}) {
     const s = parseToolSettings(settings);
-    this.ctx = { dataset, settings: s, aliases: new SpanAliases(s.spanAliases) };
+    this.ctx = { dataset, settings: s, aliases: new SpanAliases(s.spanAliases), pods: new PodAliases(s.podAliases, dataset.topology.pods) };
   }
 
   get settings(): ToolSettings {
@@ -28,6 +28,11 @@ export class Toolbox {
   /** The name a model sees for a span id (its alias when aliases are on). */
   spanRef(spanId: string): string {
     return this.ctx.aliases.ref(spanId);
+  }
+
+  /** A text as the model reads it: every pod name its alias when pod aliases are on. */
+  shown(text: string): string {
+    return this.ctx.pods.show(text);
   }
 
   /** Specs of the named tools, in the given order; unknown names are an error of the caller. */
@@ -80,11 +85,14 @@ export class Toolbox {
   run(name: string, validArgs: unknown): Observation {
     const def = getTool(name);
     if (!def) return errorObservation(this.ctx.settings, `unknown tool "${name}"`);
+    let obs: Observation;
     try {
-      return def.run(this.ctx, validArgs);
+      obs = def.run(this.ctx, validArgs);
     } catch (e) {
-      return errorObservation(this.ctx.settings, `tool ${name} failed: ${(e as Error).message ?? String(e)}`);
+      obs = errorObservation(this.ctx.settings, `tool ${name} failed: ${(e as Error).message ?? String(e)}`);
     }
+    // Pod names are aliased in the text only: data and components keep them for scripted policies and graders.
+    return this.ctx.settings.podAliases ? { ...obs, text: this.shown(obs.text) } : obs;
   }
 
   /** Validates then runs: the one call for scripted use. */

@@ -4,14 +4,17 @@
  * service and pod level. A policy is a scripted one or baseline (--policy), a model directory
  * on the onnx backend (--model DIR), or a model on an OpenAI-compatible server (--openai URL
  * --model NAME). Several policies play the same cases and share one table; the full results go
- * to a JSON file and, with --episodes, every transcript to a JSONL file.
+ * to a JSON file and, with --episodes, every transcript to a JSONL file. --split picks the
+ * cases by the run config's split (training or held-out faults, or the held-out faults on a
+ * simulated redeploy, eval/splits.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { evaluate, formatComparison, formatSummary, gapLines, loadDataset, policyNames, spreadCases, type EpisodeRecord, type EvalResult } from '@thinkfl/env';
+import { evaluate, formatComparison, formatSummary, gapLines, policyNames, spreadCases, type EpisodeRecord, type EvalResult } from '@thinkfl/env';
 import { createProgress } from '../progress';
 import { enclosingRunConfig, openSolver, playSettingsFromConfig, specLabel, type PlaySettings, type PolicySpec } from '../eval/solvers';
+import { CASE_SPLITS, loadSplit, type CaseSplitName } from '../eval/splits';
 
 interface EvalArgs {
   dataset: string;
@@ -25,6 +28,8 @@ interface EvalArgs {
   concurrency: number;
   threads: number;
   limit?: number;
+  split: CaseSplitName;
+  'redeploy-seed': number;
   out?: string;
   episodes?: string;
 }
@@ -43,10 +48,15 @@ function specsOf(args: EvalArgs): PolicySpec[] {
   return specs;
 }
 
-/** --config, else the run config of the first model directory's run, else the defaults. */
-function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
+/** --config, else the run config of the first model directory's run. */
+function runConfigOf(args: EvalArgs, specs: PolicySpec[]): string | undefined {
   const firstDir = specs.find((s) => s.kind === 'onnx');
-  const file = args.config ?? (firstDir?.kind === 'onnx' ? enclosingRunConfig(firstDir.dir) : undefined);
+  return args.config ?? (firstDir?.kind === 'onnx' ? enclosingRunConfig(firstDir.dir) : undefined);
+}
+
+/** The run config's settings (runConfigOf), else the defaults. */
+function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
+  const file = runConfigOf(args, specs);
   const fromConfig = file ? playSettingsFromConfig(file) : undefined;
   return {
     protocol: args.protocol ?? fromConfig?.protocol,
@@ -81,6 +91,13 @@ export const command: CommandModule<object, EvalArgs> = {
       .option('concurrency', { type: 'number', default: 1, describe: 'episodes played at once (requests in flight for --openai)' })
       .option('threads', { type: 'number', default: 0, describe: 'onnxruntime threads per operator for --model directories; 0 lets it choose' })
       .option('limit', { type: 'number', describe: 'evaluate at most this many cases, spread over the faults' })
+      .option('split', {
+        type: 'string',
+        choices: CASE_SPLITS,
+        default: 'all' as CaseSplitName,
+        describe: "cases by the run config's dataset.split: all, train (training faults), eval (held-out faults), redeploy (held-out faults with every pod re-hashed, as after a redeploy)",
+      })
+      .option('redeploy-seed', { type: 'number', default: 1, describe: 'seed of the new pod names of --split redeploy' })
       .option('out', { type: 'string', describe: 'results JSON (default runs/eval-<policy>-<timestamp>.json)' })
       .option('episodes', { type: 'string', describe: 'write every episode (transcript, answer, truth, ranks) to this JSONL file' })
       .check((a) => {
@@ -93,12 +110,12 @@ export const command: CommandModule<object, EvalArgs> = {
       }),
   handler: async (args) => {
     const dir = resolve(args.dataset);
-    const dataset = await loadDataset(dir);
+    const specs = specsOf(args);
+    const { dataset, cases: split } = await loadSplit(dir, args.split, runConfigOf(args, specs), args['redeploy-seed']);
     // Figures on a dataset imported around gaps are read with them in view.
     for (const line of gapLines(dataset.meta.gaps)) process.stderr.write(`warning: dataset ${dataset.meta.name}: ${line}\n`);
-    const cases = spreadCases(dataset.cases, args.limit);
-    if (!cases.length) throw new Error(`dataset ${dir} has no cases to evaluate`);
-    const specs = specsOf(args);
+    const cases = spreadCases(split, args.limit);
+    if (!cases.length) throw new Error(`dataset ${dir} has no cases to evaluate${args.split === 'all' ? '' : ` in split ${args.split}`}`);
     const play = playSettings(args, specs);
     const caseOf = new Map(cases.map((c) => [c.id, c]));
 
@@ -138,7 +155,7 @@ export const command: CommandModule<object, EvalArgs> = {
     }
 
     const out = resolve(args.out ?? `runs/eval-${specs.length === 1 ? specLabel(specs[0]).replace(/[^A-Za-z0-9._-]+/g, '_') : 'compare'}-${stamp()}.json`);
-    const header = { dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) }, createdAt: new Date().toISOString(), cases: cases.length };
+    const header = { dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) }, split: args.split, createdAt: new Date().toISOString(), cases: cases.length };
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(results.length === 1 ? { ...header, ...results[0] } : { ...header, policies: results }, null, 1)}\n`);
     if (args.episodes) {
@@ -149,7 +166,7 @@ export const command: CommandModule<object, EvalArgs> = {
 
     const faults = new Set(cases.map((c) => c.faultId)).size;
     const names = results.map((r) => `${r.policy}${r.protocol ? ` (protocol ${r.protocol})` : ''}`).join(', ');
-    console.log(`dataset ${dataset.meta.name}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`);
+    console.log(`dataset ${dataset.meta.name}${args.split === 'all' ? '' : ` (split ${args.split})`}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`);
     console.log(results.length === 1 ? formatSummary(results[0], results[0].levels) : formatComparison(results.map((r) => ({ policy: r.policy, summary: r })), results[0].levels));
     for (const r of results) {
       const errors = r.requests.filter((q) => q.error).length;

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { getPolicy, runEpisode, solverFor, type Dataset, type Solve } from '@thinkfl/env';
-import { ChatPolicy, loadChatModel, ModelPolicy, openBackend, type GenerationBackend } from '@thinkfl/rollout';
+import { ChatPolicy, loadChatModel, ModelPolicy, openBackend, type ChatModel, type GenerationBackend, type ModelPolicySettingsInput } from '@thinkfl/rollout';
 import { loadRunConfig } from '../config/index';
 import { TrainEngine } from '../engine/index';
 
@@ -96,6 +96,35 @@ async function onnxDir(dir: string): Promise<{ dir: string; cleanup: () => void 
   return { dir: out, cleanup: () => rmSync(out, { recursive: true, force: true }) };
 }
 
+/** A model (or checkpoint) directory on the in-process onnx backend, with its tokenizer and chat template. */
+export async function openOnnxModel(dir: string, threads: number): Promise<{ chat: ChatModel; backend: GenerationBackend; close(): Promise<void> }> {
+  const chat = loadChatModel(dir);
+  const model = await onnxDir(dir);
+  const backend = await openBackend({ kind: 'onnx', modelDir: model.dir, threads }, '--model').catch((e: Error) => {
+    model.cleanup();
+    throw e;
+  });
+  return {
+    chat,
+    backend,
+    close: async () => {
+      await backend.close();
+      model.cleanup();
+    },
+  };
+}
+
+/** A model policy's settings under the play settings, at the given temperature. */
+export function modelPolicySettings(s: PlaySettings, temperature: number, seed?: number): ModelPolicySettingsInput {
+  return {
+    temperature,
+    maxTokens: s.maxTokens,
+    renderTools: s.renderTools,
+    ...(s.maxContext !== undefined && { maxContext: s.maxContext }),
+    ...(seed !== undefined && { seed }),
+  };
+}
+
 /** One fresh policy per episode (a ModelPolicy holds one episode's tokens) over a shared backend. */
 function modelSolver(dataset: Dataset, backend: GenerationBackend, play: (b: GenerationBackend) => ChatPolicy | ModelPolicy, s: PlaySettings, protocol: string): Solve {
   return async (c) => {
@@ -114,23 +143,10 @@ export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySett
   }
   const protocol = s.protocol ?? 'rot';
   if (spec.kind === 'onnx') {
-    const chat = loadChatModel(spec.dir);
-    const model = await onnxDir(spec.dir);
-    const backend = await openBackend({ kind: 'onnx', modelDir: model.dir, threads: s.threads }, '--model').catch((e: Error) => {
-      model.cleanup();
-      throw e;
-    });
-    const settings = { temperature: s.temperature, maxTokens: s.maxTokens, renderTools: s.renderTools, ...(s.maxContext !== undefined && { maxContext: s.maxContext }) };
+    const { chat, backend, close } = await openOnnxModel(spec.dir, s.threads);
+    const settings = modelPolicySettings(s, s.temperature);
     const solve = modelSolver(dataset, backend, (b) => new ModelPolicy({ backend: b, chat, settings, name: label }), s, protocol);
-    return {
-      label,
-      solve,
-      protocol,
-      close: async () => {
-        await backend.close();
-        model.cleanup();
-      },
-    };
+    return { label, solve, protocol, close };
   }
   const backend = await openBackend({ kind: 'openai', baseUrl: spec.baseUrl, model: spec.model, concurrency: s.concurrency }, '--openai');
   const solve = modelSolver(dataset, backend, (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label), s, protocol);

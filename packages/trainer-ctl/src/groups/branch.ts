@@ -6,9 +6,21 @@
  * differ only by what the samples chose after the branch point, and the replayed turns are
  * context (mask 0), so the loss trains only the tokens generated after it.
  */
+import type { ChatMessage } from '@thinkfl/env';
+import type { ReplayTurn } from '@thinkfl/rollout';
 import type { RolloutJob } from '../queue/jobs';
 import type { BranchGroupsSettings } from '../config/sections/groups';
 import type { GroupKind } from './types';
+
+/**
+ * A played episode's first `branchTurn` assistant turns as a replay (ModelPolicy's `replay`):
+ * each turn's token ids, cut from the episode's ids by its turn spans, and its text.
+ */
+export function replayTurns(ids: readonly number[], turns: readonly [number, number][], messages: readonly ChatMessage[], branchTurn: number, where: string): ReplayTurn[] {
+  const texts = messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+  if (texts.length !== turns.length) throw new Error(`${where}: ${turns.length} turn spans for ${texts.length} assistant messages`);
+  return turns.slice(0, branchTurn).map(([start, end], i) => ({ ids: ids.slice(start, end), text: texts[i] }));
+}
 
 /** The anchor of a group: its greedy episode, a group of one. */
 export const anchorGroupId = (groupId: string) => `${groupId}-anchor`;
@@ -21,13 +33,9 @@ export const branchGroups: GroupKind<BranchGroupsSettings> = {
     const [anchor] = await play([anchorJob]);
     const where = `grpo.groups branch: anchor ${anchorJob.groupId} (case ${first.caseId})`;
     if (!anchor.turns) throw new Error(`${where} has no turn spans: only a model policy's trajectory can be branched`);
-    const texts = anchor.episode.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
-    if (texts.length !== anchor.turns.length) {
-      throw new Error(`${where}: ${anchor.turns.length} turn spans for ${texts.length} assistant messages`);
-    }
     const last = anchor.turns.length - 1;
     const branchTurn = Math.max(0, settings.at === 'answer' ? last : Math.min(settings.at, last));
-    const prefix = anchor.turns.slice(0, branchTurn).map(([start, end], i) => ({ ids: anchor.ids.slice(start, end), text: texts[i] }));
+    const prefix = replayTurns(anchor.ids, anchor.turns, anchor.episode.messages, branchTurn, where);
     const trajectories = await play(samples.map((j) => ({ ...j, prefix })));
     return { trajectories, branchTurn, helperGroupIds: [anchorJob.groupId] };
   },

@@ -141,44 +141,50 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings, kinds:
   return {
     name: 'expert',
     async next(ctx: PolicyContext): Promise<AssistantMessage> {
-      const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name !== 'print_results'));
-      const offered = new Set(ctx.tools.map((t) => t.name));
-      // Every turn spends one of D_max, a failed call included (a detour in teacher data).
-      // The last of them is kept for print_results, so the expert answers on its own.
-      const left = settings.dMax - 1 - ctx.turn;
-      const suspects = rankSuspects(ev, suspectSettings(settings), kinds);
-      const print = (): AssistantMessage => {
-        const root_causes = answer(ev, suspects, settings.maxAnswers);
-        const top = suspects[0];
-        const lead = top
-          ? `The evidence points to ${top.pod} first: ${top.reasons.slice(0, 3).join('; ')}.`
-          : 'No span stood out clearly, so I list the components on the path of the request, deepest first.';
-        return hermes(`${lead} I list the suspects, most likely first.`, 'print_results', { root_causes });
-      };
-      if (ctx.final || left <= 0 || !offered.has('search_traces')) return print();
-      if (!ev.calls.get('search_traces')) {
-        const c = ctx.case;
-        return hermes(
-          `The request took ${(c.entryDurationUs / 1000).toFixed(1)} ms end to end; I start by listing the spans below its entry span.`,
-          'search_traces',
-          { parent_span_id: entryRef(ctx) },
-        );
-      }
-      const todo = checks(suspects, ev, offered, planSettings(settings));
-      const next = nextSpan(ev, settings, kinds);
-      const reserve = turnsForChecks(ev, next, todo.length, planSettings(settings));
-      if (next && left > reserve) {
-        return hermes(openReason(next.span, next.why, settings), 'search_traces', { parent_span_id: next.span.summary.ref });
-      }
-      const check = todo[0];
-      if (check) {
-        const ts = Math.round(ctx.case.timestampUs / 1e6);
-        const first = check.suspect !== undefined && check.suspect === suspects[0];
-        return hermes(checkReason(check, first), check.tool, { service_name: check.target, timestamp: ts });
-      }
-      return print();
+      const msg = decide(ctx);
+      // Pod names as the observations show them (aliases with pod_aliases on): the teacher's text is the model's to copy.
+      return ctx.show ? { ...msg, content: ctx.show(msg.content) } : msg;
     },
   };
+
+  function decide(ctx: PolicyContext): AssistantMessage {
+    const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name !== 'print_results'));
+    const offered = new Set(ctx.tools.map((t) => t.name));
+    // Every turn spends one of D_max, a failed call included (a detour in teacher data).
+    // The last of them is kept for print_results, so the expert answers on its own.
+    const left = settings.dMax - 1 - ctx.turn;
+    const suspects = rankSuspects(ev, suspectSettings(settings), kinds);
+    const print = (): AssistantMessage => {
+      const root_causes = answer(ev, suspects, settings.maxAnswers);
+      const top = suspects[0];
+      const lead = top
+        ? `The evidence points to ${top.pod} first: ${top.reasons.slice(0, 3).join('; ')}.`
+        : 'No span stood out clearly, so I list the components on the path of the request, deepest first.';
+      return hermes(`${lead} I list the suspects, most likely first.`, 'print_results', { root_causes });
+    };
+    if (ctx.final || left <= 0 || !offered.has('search_traces')) return print();
+    if (!ev.calls.get('search_traces')) {
+      const c = ctx.case;
+      return hermes(
+        `The request took ${(c.entryDurationUs / 1000).toFixed(1)} ms end to end; I start by listing the spans below its entry span.`,
+        'search_traces',
+        { parent_span_id: entryRef(ctx) },
+      );
+    }
+    const todo = checks(suspects, ev, offered, planSettings(settings));
+    const next = nextSpan(ev, settings, kinds);
+    const reserve = turnsForChecks(ev, next, todo.length, planSettings(settings));
+    if (next && left > reserve) {
+      return hermes(openReason(next.span, next.why, settings), 'search_traces', { parent_span_id: next.span.summary.ref });
+    }
+    const check = todo[0];
+    if (check) {
+      const ts = Math.round(ctx.case.timestampUs / 1e6);
+      const first = check.suspect !== undefined && check.suspect === suspects[0];
+      return hermes(checkReason(check, first), check.tool, { service_name: check.target, timestamp: ts });
+    }
+    return print();
+  }
 }
 
 registerPolicy({
