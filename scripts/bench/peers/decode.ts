@@ -2,13 +2,13 @@
  * Decode: the project's onnx backend against onnxruntime-genai and transformers.js on one export
  * (the trainer's: onnx/model.onnx, which the peers run, and onnx/decode.onnx, the shared-prefix
  * decode graph the backend decodes on beside it) and one ~1k-token chat prompt (a case's ThinkFL
- * prompt with the tools' schemas rendered), greedy, batch 1 and 8 (copies of the prompt: a GRPO
+ * prompt with two tools' schemas rendered), greedy, batch 1 and 8 (copies of the prompt: a GRPO
  * group). Tokens/s over `newTokens` new tokens per row, and time to first token (a generation of
  * one new token: prompt prefill and the first pick). Each peer runs in its own process with the
- * same intra-op threads; rounds alternate the three. Row 0's greedy tokens must be the same for all.
+ * same intra-op threads; rounds alternate the contenders. Row 0's greedy tokens must be the same for all.
  */
 import { join } from 'node:path';
-import { openOnnxBackend } from '@thinkfl/rollout';
+import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
 import type { Dataset } from '@thinkfl/env';
 import { LineChild } from './child';
 import { alternate, show, spread, table } from './measure';
@@ -31,24 +31,31 @@ interface Run {
   first: number[];
 }
 
-const CONTENDERS = ['project', 'onnxruntime-genai', 'transformers.js'] as const;
+/**
+ * The backend as configured by default (its threads sleep between operators), and with
+ * onnxruntime's spin-waiting threads (spin: true), which the peers keep: their difference is what
+ * spinning costs on this machine at this load.
+ */
+const CONTENDERS = ['project', 'project, spin on', 'onnxruntime-genai', 'transformers.js'] as const;
 
 export async function compareDecode(s: DecodeSettings): Promise<string> {
-  const prompt = casePromptOf(s.dataset, s.modelDir, 0, true).ids;
+  const prompt = casePromptOf(s.dataset, s.modelDir, 0, ['search_traces', 'print_results']).ids;
   const genai = new LineChild('onnxruntime-genai', s.peersPython, [join(import.meta.dirname, 'genai_decode.py'), s.modelDir, String(s.threads)]);
   const tjs = new LineChild('transformers.js', process.execPath, [join(import.meta.dirname, 'tjs_decode.mjs'), s.modelDir, String(s.threads)], {
     env: { PEERS_NODE: s.peersNode },
   });
   const backend = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads });
+  const spinning = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads, spin: true });
   try {
     const versions = [await genai.next<{ version: string }>(), await tjs.next<{ version: string }>()].map((v) => v.version);
-    const project = async (batch: number, newTokens: number): Promise<Run> => {
+    const project = async (b: OnnxBackend, batch: number, newTokens: number): Promise<Run> => {
       const t0 = performance.now();
-      const gens = await backend.generate(Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { maxTokens: newTokens, temperature: 0 } })));
+      const gens = await b.generate(Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { maxTokens: newTokens, temperature: 0 } })));
       return { ms: performance.now() - t0, tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0), first: gens[0].tokenIds };
     };
     const run = (name: string, batch: number, newTokens: number): Promise<Run> => {
-      if (name === 'project') return project(batch, newTokens);
+      if (name === 'project') return project(backend, batch, newTokens);
+      if (name === 'project, spin on') return project(spinning, batch, newTokens);
       return (name === 'transformers.js' ? tjs : genai).ask<Run>({ ids: prompt, batch, new_tokens: newTokens });
     };
     const rows: string[][] = [];
@@ -71,15 +78,16 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
       return `batch ${b}: project ${(p / speed.get(`transformers.js/${b}`)!).toFixed(2)}x transformers.js, ${(p / speed.get(`onnxruntime-genai/${b}`)!).toFixed(2)}x onnxruntime-genai`;
     });
     return [
-      `Decode: ${s.modelDir}, prompt ${prompt.length} tokens (case chat prompt with tools), greedy, ${s.newTokens} new tokens a row, ${s.threads} threads; ` +
+      `Decode: ${s.modelDir}, prompt ${prompt.length} tokens (a case's ThinkFL chat prompt, search_traces and print_results schemas rendered), greedy, ${s.newTokens} new tokens a row, ${s.threads} threads; ` +
         `onnxruntime-genai ${versions[0]}, transformers.js ${versions[1]}; median [min-max] of ${s.reps} runs each after one warm-up`,
       table(['stack', 'batch', 'tokens a row', 'tokens/s', 'first token ms'], rows),
       `tokens/s: ${ratios.join('; ')}`,
-      mismatches.length ? `DIFFERENT greedy tokens: ${mismatches.join('; ')}` : 'row 0 greedy tokens: the same for all three',
+      mismatches.length ? `DIFFERENT greedy tokens: ${mismatches.join('; ')}` : 'row 0 greedy tokens: the same for all',
     ].join('\n');
   } finally {
     await genai.close();
     await tjs.close();
     await backend.close();
+    await spinning.close();
   }
 }

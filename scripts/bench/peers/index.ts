@@ -14,11 +14,13 @@
  *
  * --smallest: every comparison at its smallest size (one repetition, few tokens; the test's run).
  */
+import { statfsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadDataset } from '@thinkfl/env';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { compareDecode } from './decode';
-import { ensurePeersNode, ensurePeersVenv } from './env';
+import { ensurePeersNode, ensurePeersVenv, REPO_ROOT } from './env';
 import { compareGrpo } from './grpo';
 import { loadLine, machine, machineLine } from './measure';
 import { casePromptOf, ensureModel, MODELS, type ModelName } from './models';
@@ -51,14 +53,23 @@ const peersPython = ensurePeersVenv();
 console.log(machineLine(m));
 console.log('');
 
+const QWEN_DISK_GB = 25;
 const out = (text: string) => console.log(`${text}\n${loadLine()} (after the table)\n`);
 
 if (only.has('grpo')) {
   for (const name of values['grpo-models'].split(',') as ModelName[]) {
     if (!MODELS.includes(name)) throw new Error(`--grpo-models: unknown model ${name}; known: ${MODELS.join(', ')}`);
     if (small && name !== 'tiny') continue;
-    const modelDir = await ensureModel(name, datasetDir);
     const qwen = name === 'qwen2.5-0.5b-shape';
+    // The float32 model dir (weights, model.onnx, decode.onnx: ~7 GB) and two policy versions a step
+    // writes (LoRA: adapter, merged weights and their two graphs) while the previous is still loaded.
+    const fs = statfsSync(join(REPO_ROOT, '.cache'));
+    const freeGb = (fs.bavail * fs.bsize) / 2 ** 30;
+    if (qwen && freeGb < QWEN_DISK_GB) {
+      out(`GRPO step, ${name}: not run: it needs ${QWEN_DISK_GB} GB free disk under .cache and /tmp, ${freeGb.toFixed(1)} GB are free`);
+      continue;
+    }
+    const modelDir = await ensureModel(name, datasetDir);
     out(
       await compareGrpo({
         modelDir,
@@ -76,7 +87,8 @@ if (only.has('grpo')) {
         lora: qwen ? { r: 64, alpha: 128, dropout: 0.05, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] } : null,
         threads,
         reps: qwen ? Math.min(reps, Number(values['qwen-reps'])) : reps,
-        microBatch: 4,
+        // workers.train.micro_batch_size of the model's preset (tiny-cpu: 1; qwen2.5-0.5b: 2).
+        microBatch: qwen ? 2 : 1,
         peersPython,
       }),
     );

@@ -95,10 +95,10 @@ export interface Prompt {
 
 /**
  * The single-turn prompt of the case at `index`: ThinkFL's system prompt (the `rot` protocol's,
- * with d_max 4 as the tiny-cpu preset) and the case's entry span. `tools`: also render the tools'
- * JSON schemas into the template (a longer prompt, as the decode table wants ~1k tokens).
+ * with d_max 4 as the tiny-cpu preset) and the case's entry span. `render`: tools whose JSON schemas
+ * the template renders too (a longer prompt: search_traces and print_results make it ~1.2k tiny-model tokens).
  */
-export function casePromptOf(dataset: Dataset, modelDir: string, index = 0, tools = false): Prompt {
+export function casePromptOf(dataset: Dataset, modelDir: string, index = 0, render: string[] = []): Prompt {
   const toolbox = new Toolbox(dataset);
   const names = ['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results'];
   const specs = toolbox.specs(names);
@@ -107,6 +107,6 @@ export function casePromptOf(dataset: Dataset, modelDir: string, index = 0, tool
     { role: 'user' as const, content: casePrompt(dataset, dataset.cases[index], toolbox) },
   ];
   const chat = loadChatModel(modelDir);
-  const ids = chat.tokenizer.encode(chat.template.render(messages, { addGenerationPrompt: true, ...(tools && { tools: specs }) }));
+  const ids = chat.tokenizer.encode(chat.template.render(messages, { addGenerationPrompt: true, ...(render.length > 0 && { tools: toolbox.specs(render) }) }));
   return { messages, ids };
 }

@@ -133,10 +133,17 @@ export function locateOnnx(source: string): { onnxPath: string; modelDir: string
 export interface SessionOptions {
   /** Threads inside one operator; 0 lets onnxruntime choose. */
   threads: number;
+  /** Threads spin-wait for work between operators (onnxruntime's default, true) or sleep. */
+  spin?: boolean;
 }
 
 function createSession(path: string, opts: SessionOptions): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(path, { intraOpNumThreads: opts.threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+  return ort.InferenceSession.create(path, {
+    intraOpNumThreads: opts.threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    extra: { session: { intra_op: { allow_spinning: opts.spin === false ? '0' : '1' } } },
+  });
 }
 
 export async function loadOnnxCausalLM(onnxPath: string, cfg: ModelConfig, opts: SessionOptions): Promise<OnnxCausalLM> {
