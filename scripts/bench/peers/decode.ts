@@ -40,17 +40,28 @@ const CONTENDERS = ['project', 'project, spin on', 'onnxruntime-genai', 'transfo
 
 export async function compareDecode(s: DecodeSettings): Promise<string> {
   const prompt = casePromptOf(s.dataset, s.modelDir, 0, ['search_traces', 'print_results']).ids;
-  const genai = new LineChild('onnxruntime-genai', s.peersPython, [join(import.meta.dirname, 'genai_decode.py'), s.modelDir, String(s.threads)]);
-  const tjs = new LineChild('transformers.js', process.execPath, [join(import.meta.dirname, 'tjs_decode.mjs'), s.modelDir, String(s.threads)], {
-    env: { PEERS_NODE: s.peersNode },
-  });
+  const genai = new LineChild('onnxruntime-genai', s.peersPython, [
+    join(import.meta.dirname, 'genai_decode.py'),
+    s.modelDir,
+    String(s.threads),
+  ]);
+  const tjs = new LineChild(
+    'transformers.js',
+    process.execPath,
+    [join(import.meta.dirname, 'tjs_decode.mjs'), s.modelDir, String(s.threads)],
+    {
+      env: { PEERS_NODE: s.peersNode },
+    },
+  );
   const backend = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads });
   const spinning = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads, spin: true });
   try {
     const versions = [await genai.next<{ version: string }>(), await tjs.next<{ version: string }>()].map((v) => v.version);
     const project = async (b: OnnxBackend, batch: number, newTokens: number): Promise<Run> => {
       const t0 = performance.now();
-      const gens = await b.generate(Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { maxTokens: newTokens, temperature: 0 } })));
+      const gens = await b.generate(
+        Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { maxTokens: newTokens, temperature: 0 } })),
+      );
       return { ms: performance.now() - t0, tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0), first: gens[0].tokenIds };
     };
     const run = (name: string, batch: number, newTokens: number): Promise<Run> => {
@@ -67,10 +78,17 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
       const ref = decode.get('project')![0].first;
       for (const name of CONTENDERS) {
         const d = decode.get(name)!;
-        if (d[0].first.join() !== ref.join()) mismatches.push(`batch ${batch}: ${name} row 0 [${d[0].first.slice(0, 8)}...] vs project [${ref.slice(0, 8)}...]`);
+        if (d[0].first.join() !== ref.join())
+          mismatches.push(`batch ${batch}: ${name} row 0 [${d[0].first.slice(0, 8)}...] vs project [${ref.slice(0, 8)}...]`);
         const tps = spread(d.map((x) => x.tokens / (x.ms / 1000)));
         speed.set(`${name}/${batch}`, tps.median);
-        rows.push([name, String(batch), show(spread(d.map((x) => x.tokens / batch)), 0), show(tps, 0), show(spread(first.get(name)!.map((x) => x.ms)), 1)]);
+        rows.push([
+          name,
+          String(batch),
+          show(spread(d.map((x) => x.tokens / batch)), 0),
+          show(tps, 0),
+          show(spread(first.get(name)!.map((x) => x.ms)), 1),
+        ]);
       }
     }
     const ratios = s.batches.map((b) => {

@@ -34,14 +34,17 @@ export function ensurePeersVenv(): string {
   const python = join(PEERS_VENV, 'bin', 'python');
   const pins = readFileSync(REQUIREMENTS, 'utf8');
   if (stamped(PEERS_VENV, pins)) return python;
-  if (!existsSync(PRODUCT_PYTHON)) throw new Error(`${PRODUCT_PYTHON} is missing: run bash scripts/setup.sh first (the peers reuse its torch)`);
+  if (!existsSync(PRODUCT_PYTHON))
+    throw new Error(`${PRODUCT_PYTHON} is missing: run bash scripts/setup.sh first (the peers reuse its torch)`);
   const started = Date.now();
   log(`building ${PEERS_VENV} from ${REQUIREMENTS} on top of the product venv's torch`);
   rmSync(PEERS_VENV, { recursive: true, force: true });
   // The product venv's interpreter: its site-packages path is the one the .pth names.
   const base = execFileSync(PRODUCT_PYTHON, ['-c', 'import sys; print(sys._base_executable)'], { encoding: 'utf8' }).trim();
   execFileSync(base, ['-m', 'venv', PEERS_VENV], { stdio: 'inherit' });
-  const productSite = execFileSync(PRODUCT_PYTHON, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+  const productSite = execFileSync(PRODUCT_PYTHON, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
+    encoding: 'utf8',
+  }).trim();
   const peersSite = execFileSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
   // After the venv's own site-packages on sys.path: the peers' pins win over the product's.
   writeFileSync(join(peersSite, 'product-venv.pth'), `${productSite}\n`);
@@ -56,10 +59,17 @@ export function ensurePeersNode(): string {
   const pins = JSON.stringify(PEER_NODE_PACKAGES);
   if (stamped(PEERS_NODE, pins)) return PEERS_NODE;
   const started = Date.now();
-  log(`installing ${Object.entries(PEER_NODE_PACKAGES).map(([n, v]) => `${n}@${v}`).join(' ')} into ${PEERS_NODE} (install scripts off)`);
+  log(
+    `installing ${Object.entries(PEER_NODE_PACKAGES)
+      .map(([n, v]) => `${n}@${v}`)
+      .join(' ')} into ${PEERS_NODE} (install scripts off)`,
+  );
   rmSync(PEERS_NODE, { recursive: true, force: true });
   mkdirSync(PEERS_NODE, { recursive: true });
-  writeFileSync(join(PEERS_NODE, 'package.json'), JSON.stringify({ private: true, type: 'module', dependencies: PEER_NODE_PACKAGES }, null, 2));
+  writeFileSync(
+    join(PEERS_NODE, 'package.json'),
+    JSON.stringify({ private: true, type: 'module', dependencies: PEER_NODE_PACKAGES }, null, 2),
+  );
   // No install scripts: onnxruntime-node's would fetch its CUDA provider; its CPU binaries are in the package.
   execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-save'], {
     cwd: PEERS_NODE,

@@ -102,7 +102,10 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
         })),
       );
       const t1 = performance.now();
-      const adv = computeAdvantages(gens.map((g) => reward(g.tokenIds)), advantages);
+      const adv = computeAdvantages(
+        gens.map((g) => reward(g.tokenIds)),
+        advantages,
+      );
       const ids = gens.map((g) => [...s.prompt.ids, ...g.tokenIds]);
       await engine.request('grpo_step', {
         input_ids: ids,
@@ -119,22 +122,41 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
       await backend!.reload(dir, version);
       const t3 = performance.now();
       rmSync(join(work, `v${version - 2}`), { recursive: true, force: true });
-      return { step: t3 - t0, generation: t1 - t0, update: t2 - t1, sync: t3 - t2, tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0) };
+      return {
+        step: t3 - t0,
+        generation: t1 - t0,
+        update: t2 - t1,
+        sync: t3 - t2,
+        tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0),
+      };
     };
     const trlStep = async (): Promise<StepSample> => {
       const r = await trl.ask<{ step_s: number; generation_s: number; tokens: number; prompt_tokens: number }>('go');
       if (r.prompt_tokens !== s.prompt.ids.length) {
         promptCheck = `TRL's prompt is ${r.prompt_tokens} tokens, the project's ${s.prompt.ids.length}`;
       }
-      return { step: r.step_s * 1000, generation: r.generation_s * 1000, update: (r.step_s - r.generation_s) * 1000, sync: 0, tokens: r.tokens };
+      return {
+        step: r.step_s * 1000,
+        generation: r.generation_s * 1000,
+        update: (r.step_s - r.generation_s) * 1000,
+        sync: 0,
+        tokens: r.tokens,
+      };
     };
 
     const samples = await alternate(['trl', 'project'], s.reps, (name) => (name === 'trl' ? trlStep() : projectStep()));
     if (promptCheck) throw new Error(`the two sides got different prompts: ${promptCheck}`);
     const row = (name: string, xs: StepSample[]) => {
       const sec = (k: keyof StepSample) => show(spread(xs.map((x) => x[k] / 1000)), 2);
-      return [name, sec('step'), sec('generation'), sec('update'), name === 'trl' ? '-' : sec('sync'),
-        show(spread(xs.map((x) => x.tokens)), 0), show(spread(xs.map((x) => x.tokens / (x.generation / 1000))), 0)];
+      return [
+        name,
+        sec('step'),
+        sec('generation'),
+        sec('update'),
+        name === 'trl' ? '-' : sec('sync'),
+        show(spread(xs.map((x) => x.tokens)), 0),
+        show(spread(xs.map((x) => x.tokens / (x.generation / 1000))), 0),
+      ];
     };
     const trlS = samples.get('trl')!;
     const ours = samples.get('project')!;
@@ -144,7 +166,10 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
         `prompt ${s.prompt.ids.length} tokens, group ${s.groupSize}, at most ${s.maxNewTokens} new tokens, temperature ${s.temperature}, float32, ${s.threads} threads, ` +
         `lr ${s.lr}; loss: clip ${s.epsLow}/${s.epsHigh}, KL k3 ${s.klCoef}, token-mean (TRL loss_type ${TRL_LOSS_TYPE}, beta ${s.klCoef}, epsilon ${s.epsLow}, epsilon_high ${s.epsHigh}, scale_rewards group); ` +
         `engine micro-batch ${s.microBatch}; median [min-max] of ${s.reps} steps each after one warm-up`,
-      table(['stack', 'step s', 'generation s', 'update s', 'sync s', 'generated tokens', 'generation tokens/s'], [row('trl (GRPOTrainer)', trlS), row('project', ours)]),
+      table(
+        ['stack', 'step s', 'generation s', 'update s', 'sync s', 'generated tokens', 'generation tokens/s'],
+        [row('trl (GRPOTrainer)', trlS), row('project', ours)],
+      ),
       `project step time is ${ratio.toFixed(2)}x TRL's (median of per-round ratios; above 1: the project is faster)`,
     ];
     return lines.join('\n');

@@ -84,7 +84,14 @@ if (only.has('grpo')) {
         epsHigh: 0.2,
         klCoef: 0.001,
         // configs/qwen2.5-0.5b.yaml's adapters; the tiny model trains all weights, as its preset.
-        lora: qwen ? { r: 64, alpha: 128, dropout: 0.05, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] } : null,
+        lora: qwen
+          ? {
+              r: 64,
+              alpha: 128,
+              dropout: 0.05,
+              target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+            }
+          : null,
         threads,
         reps: qwen ? Math.min(reps, Number(values['qwen-reps'])) : reps,
         // workers.train.micro_batch_size of the model's preset (tiny-cpu: 1; qwen2.5-0.5b: 2).
@@ -96,7 +103,18 @@ if (only.has('grpo')) {
 }
 if (only.has('decode')) {
   const modelDir = await ensureModel('tiny', datasetDir);
-  out(await compareDecode({ modelDir, dataset, newTokens: small ? 4 : 64, batches: small ? [1, 2] : [1, 8], reps, threads, peersPython, peersNode: ensurePeersNode() }));
+  out(
+    await compareDecode({
+      modelDir,
+      dataset,
+      newTokens: small ? 4 : 64,
+      batches: small ? [1, 2] : [1, 8],
+      reps,
+      threads,
+      peersPython,
+      peersNode: ensurePeersNode(),
+    }),
+  );
 }
 if (only.has('tools')) {
   out(await compareTools({ dataset, sample: small ? 200 : 20000, pandasSample: small ? 20 : 500, peersPython }));

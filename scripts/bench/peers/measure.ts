@@ -26,7 +26,10 @@ export const machineLine = (m: Machine) =>
   `machine: ${m.model}, ${m.cores} cores, native bf16: ${m.bf16.length ? m.bf16.join(' + ') : 'no'}`;
 
 /** The 1/5/15-minute load averages, for the table it is measured with. */
-export const loadLine = () => `load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`;
+export const loadLine = () =>
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`;
 
 export interface Spread {
   median: number;
@@ -49,7 +52,11 @@ export const show = (s: Spread, digits = 2) => `${s.median.toFixed(digits)} [${s
  * round so none always runs first after the other's heat), after one warm-up round that is not
  * kept. Returns the kept samples per contender.
  */
-export async function alternate<T>(names: readonly string[], reps: number, once: (name: string, rep: number) => Promise<T>): Promise<Map<string, T[]>> {
+export async function alternate<T>(
+  names: readonly string[],
+  reps: number,
+  once: (name: string, rep: number) => Promise<T>,
+): Promise<Map<string, T[]>> {
   const out = new Map(names.map((n) => [n, [] as T[]]));
   for (let rep = -1; rep < reps; rep++) {
     const k = Math.max(rep, 0) % names.length;

@@ -54,7 +54,27 @@ function makeTiny(datasetDir: string, out: string): void {
   // The tiny-cpu preset's model.create_tiny.
   execFileSync(
     process.execPath,
-    ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', datasetDir, '--out', out, '--seed', '0', '--hidden-size', '128', '--layers', '3', '--heads', '2', '--head-dim', '64', '--intermediate-size', '256'],
+    [
+      '--import',
+      'tsx',
+      join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'),
+      '--dataset',
+      datasetDir,
+      '--out',
+      out,
+      '--seed',
+      '0',
+      '--hidden-size',
+      '128',
+      '--layers',
+      '3',
+      '--heads',
+      '2',
+      '--head-dim',
+      '64',
+      '--intermediate-size',
+      '256',
+    ],
     { stdio: ['ignore', 'inherit', 'inherit'] },
   );
 }
@@ -107,6 +127,8 @@ export function casePromptOf(dataset: Dataset, modelDir: string, index = 0, rend
     { role: 'user' as const, content: casePrompt(dataset, dataset.cases[index], toolbox) },
   ];
   const chat = loadChatModel(modelDir);
-  const ids = chat.tokenizer.encode(chat.template.render(messages, { addGenerationPrompt: true, ...(render.length > 0 && { tools: toolbox.specs(render) }) }));
+  const ids = chat.tokenizer.encode(
+    chat.template.render(messages, { addGenerationPrompt: true, ...(render.length > 0 && { tools: toolbox.specs(render) }) }),
+  );
   return { messages, ids };
 }

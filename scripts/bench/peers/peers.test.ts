@@ -22,7 +22,11 @@ try {
 describe('npm run bench:peers --smallest', () => {
   it('prints the GRPO, decode and tool-loop tables with every peer run', { timeout: 30 * 60_000 }, (ctx) => {
     if (unbuildable) ctx.skip(unbuildable);
-    const out = execFileSync('npx', ['tsx', 'scripts/bench/peers/index.ts', '--smallest'], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = execFileSync('npx', ['tsx', 'scripts/bench/peers/index.ts', '--smallest'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     expect(out).toMatch(/^machine: .+, \d+ cores, native bf16: /m);
 
     const grpo = /GRPO step, tiny: (\d+) parameters \((\d+) trained, full; TRL (\d+) trained\)/.exec(out);

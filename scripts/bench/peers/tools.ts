@@ -51,7 +51,8 @@ export async function compareTools(s: ToolSettings): Promise<string> {
       if (name === 'pandas') {
         const r = await pandas.ask<{ us: number[]; found: number[] }>(ids);
         r.found.forEach((n, i) => {
-          if (n !== dataset.traces.children(ids[i]).length) throw new Error(`pandas and the trace store disagree on the children of ${ids[i]}`);
+          if (n !== dataset.traces.children(ids[i]).length)
+            throw new Error(`pandas and the trace store disagree on the children of ${ids[i]}`);
         });
         return r.us;
       }
@@ -70,11 +71,20 @@ export async function compareTools(s: ToolSettings): Promise<string> {
     };
     return [
       `Tool loop: children of a span among the ${spans.length} spans of the Nezha 2023-01-29 day; per-call median of each round, median [min-max] over ${rounds} rounds after one warm-up`,
-      table(['contender', 'what it runs', 'µs per call', 'calls', 'time / search_traces'], [
-        ['search_traces', 'the tool: indexed children, summaries and text', show(tool, 1), `${samples.get('search_traces')![0].length} x ${rounds}`, '1x'],
-        row('pandas', "df[df.parent_id == id].sort_values('start_us') (ThinkFL's way)"),
-        row('scan', 'every span read in JS, children sorted (search-traces.ts)'),
-      ]),
+      table(
+        ['contender', 'what it runs', 'µs per call', 'calls', 'time / search_traces'],
+        [
+          [
+            'search_traces',
+            'the tool: indexed children, summaries and text',
+            show(tool, 1),
+            `${samples.get('search_traces')![0].length} x ${rounds}`,
+            '1x',
+          ],
+          row('pandas', "df[df.parent_id == id].sort_values('start_us') (ThinkFL's way)"),
+          row('scan', 'every span read in JS, children sorted (search-traces.ts)'),
+        ],
+      ),
     ].join('\n');
   } finally {
     await pandas.close();

@@ -8,7 +8,15 @@
  */
 import { z } from 'zod';
 import { generateUncached } from './generate';
-import { decodeGraphPath, loadDecodeGraph, loadOnnxCausalLM, locateOnnx, readModelConfig, type ModelConfig, type OnnxCausalLM } from './model';
+import {
+  decodeGraphPath,
+  loadDecodeGraph,
+  loadOnnxCausalLM,
+  locateOnnx,
+  readModelConfig,
+  type ModelConfig,
+  type OnnxCausalLM,
+} from './model';
 import { PaddedCache } from './padded-cache';
 import { SharedPrefixCache } from './prefix-cache';
 import { startRow, toGeneration, type DecodeOptions } from './rows';
@@ -76,7 +84,11 @@ export class OnnxBackend implements GenerationBackend {
   private current: Loaded;
   private readonly settings: z.output<typeof onnxSettingsSchema>;
 
-  private constructor(loaded: Loaded, settings: z.output<typeof onnxSettingsSchema>, private detokenizer: Detokenizer) {
+  private constructor(
+    loaded: Loaded,
+    settings: z.output<typeof onnxSettingsSchema>,
+    private detokenizer: Detokenizer,
+  ) {
     this.current = loaded;
     this.settings = settings;
   }
@@ -140,7 +152,12 @@ export class OnnxBackend implements GenerationBackend {
   }
 }
 
-async function load(settings: z.output<typeof onnxSettingsSchema>, source: string, version: number, detokenizer: Detokenizer): Promise<Loaded> {
+async function load(
+  settings: z.output<typeof onnxSettingsSchema>,
+  source: string,
+  version: number,
+  detokenizer: Detokenizer,
+): Promise<Loaded> {
   const { onnxPath, modelDir } = locateOnnx(source);
   const config = readModelConfig(modelDir);
   const opts: DecodeOptions = {

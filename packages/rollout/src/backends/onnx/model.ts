@@ -66,7 +66,8 @@ export function readModelConfig(modelDir: string): ModelConfig {
   const gen = readOptionalJson(join(modelDir, 'generation_config.json'));
   const int = (key: string, fallback?: number): number => {
     const v = cfg[key] ?? fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new Error(`${file}: ${key} must be a positive integer, got ${JSON.stringify(cfg[key])}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+      throw new Error(`${file}: ${key} must be a positive integer, got ${JSON.stringify(cfg[key])}`);
     return v;
   };
   const heads = int('num_attention_heads');
@@ -204,7 +205,9 @@ export async function loadDecodeGraph(path: string, cfg: ModelConfig, opts: Sess
     suffix: slots.map((s) => `suffix.${s}`),
     fresh: slots.map((s) => `new.${s}`),
   };
-  const missingIn = ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', ...graph.prefix, ...graph.suffix].filter((n) => !session.inputNames.includes(n));
+  const missingIn = ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', ...graph.prefix, ...graph.suffix].filter(
+    (n) => !session.inputNames.includes(n),
+  );
   const missingOut = ['logits', ...graph.fresh].filter((n) => !session.outputNames.includes(n));
   if (missingIn.length + missingOut.length > 0) {
     await session.release();
