@@ -36,6 +36,8 @@ export interface GrpoSettings {
   reps: number;
   /** Sequences per forward/backward of the project's engine (workers.train.micro_batch_size). */
   microBatch: number;
+  /** Recompute each block's activations in backward, on both sides (workers.train.gradient_checkpointing). */
+  gradientCheckpointing: boolean;
   peersPython: string;
 }
 
@@ -69,6 +71,7 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
       eps_high: s.epsHigh,
       loss_type: TRL_LOSS_TYPE,
       lora: s.lora,
+      gradient_checkpointing: s.gradientCheckpointing,
       precision: 'float32',
       threads: s.threads,
       seed: 0,
@@ -84,7 +87,7 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
       optimizer: { lr: s.lr, weight_decay: 0, max_grad_norm: 1 },
       dtype: 'float32',
       threads: s.threads,
-      gradient_checkpointing: false,
+      gradient_checkpointing: s.gradientCheckpointing,
       ...(s.lora && { lora: s.lora }),
     });
     await engine.request('set_reference', { tag: 'bench' });
@@ -153,7 +156,7 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
         sec('step'),
         sec('generation'),
         sec('update'),
-        name === 'trl' ? '-' : sec('sync'),
+        name.startsWith('trl') ? '-' : sec('sync'),
         show(spread(xs.map((x) => x.tokens)), 0),
         show(spread(xs.map((x) => x.tokens / (x.generation / 1000))), 0),
       ];
@@ -165,7 +168,7 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
       `GRPO step, ${s.label}: ${described.parameters} parameters (${described.trainable_parameters} trained${s.lora ? `, LoRA r ${s.lora.r}` : ', full'}; TRL ${trlInfo.trainable} trained), ` +
         `prompt ${s.prompt.ids.length} tokens, group ${s.groupSize}, at most ${s.maxNewTokens} new tokens, temperature ${s.temperature}, float32, ${s.threads} threads, ` +
         `lr ${s.lr}; loss: clip ${s.epsLow}/${s.epsHigh}, KL k3 ${s.klCoef}, token-mean (TRL loss_type ${TRL_LOSS_TYPE}, beta ${s.klCoef}, epsilon ${s.epsLow}, epsilon_high ${s.epsHigh}, scale_rewards group); ` +
-        `engine micro-batch ${s.microBatch}; median [min-max] of ${s.reps} steps each after one warm-up`,
+        `engine micro-batch ${s.microBatch}, gradient checkpointing ${s.gradientCheckpointing ? 'on' : 'off'} on both; median [min-max] of ${s.reps} steps each after one warm-up`,
       table(
         ['stack', 'step s', 'generation s', 'update s', 'sync s', 'generated tokens', 'generation tokens/s'],
         [row('trl (GRPOTrainer)', trlS), row('project', ours)],

@@ -96,6 +96,8 @@ if (only.has('grpo')) {
         reps: qwen ? Math.min(reps, Number(values['qwen-reps'])) : reps,
         // workers.train.micro_batch_size of the model's preset (tiny-cpu: 1; qwen2.5-0.5b: 2).
         microBatch: qwen ? 2 : 1,
+        // tiny-cpu: off (a 1M-parameter model's activations are small); the backbone presets keep the engine's default, on.
+        gradientCheckpointing: qwen,
         peersPython,
       }),
     );

@@ -1,7 +1,8 @@
 """TRL's GRPOTrainer, one optimizer step per line read on stdin (run by grpo.ts in .cache/venv-peers).
 
 argv[1]: JSON settings (model_dir, messages, group_size, max_new_tokens, temperature, lr, beta, eps_low,
-eps_high, lora (null or {r, alpha, dropout, target_modules}), precision, threads, seed, steps, loss_type).
+eps_high, lora (null or {r, alpha, dropout, target_modules}), gradient_checkpointing, precision, threads, seed, steps,
+loss_type).
 Each step waits for a line 'go' on stdin, then prints one JSON line on stdout:
 {step_s, generation_s, tokens, prompt_tokens}. Generation is the time inside GRPOTrainer._generate
 (prompt tokenization, transformers' generate, decoding); the rest of the step (rewards, advantages,
@@ -65,6 +66,8 @@ config = GRPOConfig(
     output_dir=tempfile.mkdtemp(prefix='trl-grpo-'),
     use_cpu=True,
     bf16=settings['precision'] == 'bfloat16',
+    # TRL turns it on by default; the engine's side says whether it recomputes activations.
+    gradient_checkpointing=settings['gradient_checkpointing'],
     per_device_train_batch_size=settings['group_size'],
     num_generations=settings['group_size'],
     gradient_accumulation_steps=1,
