@@ -8,7 +8,15 @@
  */
 import { z } from 'zod';
 import { generateUncached } from './generate';
-import { decodeGraphPath, loadDecodeGraph, loadOnnxCausalLM, locateOnnx, readModelConfig, type ModelConfig, type OnnxCausalLM } from './model';
+import {
+  decodeGraphPath,
+  loadDecodeGraph,
+  loadOnnxCausalLM,
+  locateOnnx,
+  readModelConfig,
+  type ModelConfig,
+  type OnnxCausalLM,
+} from './model';
 import { PaddedCache } from './padded-cache';
 import { SharedPrefixCache } from './prefix-cache';
 import { startRow, toGeneration, type DecodeOptions } from './rows';
@@ -24,6 +32,20 @@ export const onnxSettingsSchema = z
     kvCache: z.enum(['auto', 'off']).default('auto'),
     /** onnxruntime intra-op threads; 0 lets onnxruntime choose (all cores). Default 0. */
     threads: z.number().int().min(0).default(0),
+    /**
+     * Let onnxruntime's intra-op threads spin-wait for work between operators (onnxruntime's own
+     * default) instead of sleeping. Off by default: the backend shares its cores with the train
+     * engine and other workers, and a spinning pool thread that the OS deschedules stalls every
+     * decode step it joins (batch-1 decode of the tiny model on 2 loaded cores: 1.1 ms a step
+     * with it off, 11-24 ms with it on; docs/experiments.md). On for a backend with cores of its own.
+     */
+    spin: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Let onnxruntime's intra-op threads spin-wait between operators (its own default) instead of sleeping. Off: the backend " +
+          'shares cores with the train engine and other workers, where a descheduled spinning thread stalls each decode step. Default false.',
+      ),
     /**
      * Most rows decoded together, over all concurrent requests (a rollout worker's episodes);
      * further rows wait for a running one to end. Default 8.
@@ -62,7 +84,11 @@ export class OnnxBackend implements GenerationBackend {
   private current: Loaded;
   private readonly settings: z.output<typeof onnxSettingsSchema>;
 
-  private constructor(loaded: Loaded, settings: z.output<typeof onnxSettingsSchema>, private detokenizer: Detokenizer) {
+  private constructor(
+    loaded: Loaded,
+    settings: z.output<typeof onnxSettingsSchema>,
+    private detokenizer: Detokenizer,
+  ) {
     this.current = loaded;
     this.settings = settings;
   }
@@ -126,7 +152,12 @@ export class OnnxBackend implements GenerationBackend {
   }
 }
 
-async function load(settings: z.output<typeof onnxSettingsSchema>, source: string, version: number, detokenizer: Detokenizer): Promise<Loaded> {
+async function load(
+  settings: z.output<typeof onnxSettingsSchema>,
+  source: string,
+  version: number,
+  detokenizer: Detokenizer,
+): Promise<Loaded> {
   const { onnxPath, modelDir } = locateOnnx(source);
   const config = readModelConfig(modelDir);
   const opts: DecodeOptions = {
@@ -135,7 +166,7 @@ async function load(settings: z.output<typeof onnxSettingsSchema>, source: strin
     decode: (ids) => detokenizer.decode(ids),
   };
   const base = { config, modelDir, version, opts, running: 0, retired: false };
-  const session = { threads: settings.threads };
+  const session = { threads: settings.threads, spin: settings.spin };
   const decodePath = settings.kvCache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
   if (decodePath) {
     const graph = await loadDecodeGraph(decodePath, config, session);

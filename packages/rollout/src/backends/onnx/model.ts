@@ -66,7 +66,8 @@ export function readModelConfig(modelDir: string): ModelConfig {
   const gen = readOptionalJson(join(modelDir, 'generation_config.json'));
   const int = (key: string, fallback?: number): number => {
     const v = cfg[key] ?? fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) throw new Error(`${file}: ${key} must be a positive integer, got ${JSON.stringify(cfg[key])}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+      throw new Error(`${file}: ${key} must be a positive integer, got ${JSON.stringify(cfg[key])}`);
     return v;
   };
   const heads = int('num_attention_heads');
@@ -133,10 +134,17 @@ export function locateOnnx(source: string): { onnxPath: string; modelDir: string
 export interface SessionOptions {
   /** Threads inside one operator; 0 lets onnxruntime choose. */
   threads: number;
+  /** Threads spin-wait for work between operators (onnxruntime's default, true) or sleep. */
+  spin?: boolean;
 }
 
 function createSession(path: string, opts: SessionOptions): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(path, { intraOpNumThreads: opts.threads, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+  return ort.InferenceSession.create(path, {
+    intraOpNumThreads: opts.threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    extra: { session: { intra_op: { allow_spinning: opts.spin === false ? '0' : '1' } } },
+  });
 }
 
 export async function loadOnnxCausalLM(onnxPath: string, cfg: ModelConfig, opts: SessionOptions): Promise<OnnxCausalLM> {
@@ -197,7 +205,9 @@ export async function loadDecodeGraph(path: string, cfg: ModelConfig, opts: Sess
     suffix: slots.map((s) => `suffix.${s}`),
     fresh: slots.map((s) => `new.${s}`),
   };
-  const missingIn = ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', ...graph.prefix, ...graph.suffix].filter((n) => !session.inputNames.includes(n));
+  const missingIn = ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', ...graph.prefix, ...graph.suffix].filter(
+    (n) => !session.inputNames.includes(n),
+  );
   const missingOut = ['logits', ...graph.fresh].filter((n) => !session.outputNames.includes(n));
   if (missingIn.length + missingOut.length > 0) {
     await session.release();

@@ -1,0 +1,104 @@
+/**
+ * Benchmark: where a batch-1 generation of the `onnx` backend spends its time, all in this run.
+ *   - the prefill of a ~1.2k-token chat prompt on the decode graph against one forward of the
+ *     model graph (onnx/model.onnx, what onnxruntime-genai and transformers.js run) on it;
+ *   - per generated token (onToken timestamps): the first token, the median step, the slowest
+ *     step and how many steps took over 4 ms, with onnxruntime's intra-op threads sleeping
+ *     between operators (the backend's default, spin: false) and spin-waiting (spin: true),
+ *     alternating.
+ * Prints medians over --reps generations of --tokens greedy tokens; give the load (uptime) with them.
+ *
+ *   npx tsx scripts/bench/onnx-decode-steps.ts [--model DIR] [--tokens N] [--reps N] [--threads N]
+ */
+import { parseArgs } from 'node:util';
+import { loadDataset } from '@thinkfl/env';
+import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
+import * as ort from 'onnxruntime-node';
+import { loadDecodeGraph, loadOnnxCausalLM, readModelConfig } from '../../packages/rollout/src/backends/onnx/model';
+import { SharedPrefixCache } from '../../packages/rollout/src/backends/onnx/prefix-cache';
+import { ensureNezhaDataset } from '../../testkit/nezha';
+import { casePromptOf, ensureModel } from './peers/models';
+
+const { values } = parseArgs({
+  options: {
+    /** Model directory; default the peers bench's tiny model (.cache/models/peers-tiny). */
+    model: { type: 'string' },
+    tokens: { type: 'string', default: '64' },
+    reps: { type: 'string', default: '6' },
+    /** onnxruntime intra-op threads. */
+    threads: { type: 'string', default: '2' },
+  },
+});
+const reps = Number(values.reps);
+const threads = Number(values.threads);
+const datasetDir = await ensureNezhaDataset();
+const dataset = await loadDataset(datasetDir);
+const modelDir = values.model ?? (await ensureModel('tiny', datasetDir));
+const prompt = casePromptOf(dataset, modelDir, 0, ['search_traces', 'print_results']).ids;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+const config = readModelConfig(modelDir);
+const decode = await loadDecodeGraph(`${modelDir}/onnx/decode.onnx`, config, { threads });
+const model = await loadOnnxCausalLM(`${modelDir}/onnx/model.onnx`, config, { threads });
+const cache = new SharedPrefixCache(decode, config.padId);
+const t = prompt.length;
+const i64 = (f: (i: number) => number) =>
+  new ort.Tensor(
+    'int64',
+    BigInt64Array.from({ length: t }, (_, i) => BigInt(f(i))),
+    [1, t],
+  );
+const feeds: Record<string, ort.Tensor> = { input_ids: i64((i) => prompt[i]), attention_mask: i64(() => 1), position_ids: i64((i) => i) };
+for (const c of model.cache) feeds[c.input] = new ort.Tensor('float32', new Float32Array(0), [1, model.kvHeads, 0, model.headDim]);
+const prefill: number[] = [];
+const forward: number[] = [];
+for (let k = 0; k <= reps; k++) {
+  let t0 = performance.now();
+  await cache.prefill(prompt);
+  const a = performance.now() - t0;
+  t0 = performance.now();
+  await model.session.run(feeds);
+  if (k > 0) prefill.push(a), forward.push(performance.now() - t0);
+}
+console.log(`${modelDir}, prompt ${t} tokens, ${threads} threads, median of ${reps}`);
+console.log(`prefill on the decode graph ${median(prefill).toFixed(1)} ms, model graph forward ${median(forward).toFixed(1)} ms`);
+await decode.session.release();
+await model.session.release();
+
+interface Gen {
+  total: number;
+  first: number;
+  step: number;
+  worst: number;
+  slow: number;
+}
+async function generation(b: OnnxBackend): Promise<Gen> {
+  const stamps: number[] = [];
+  const t0 = performance.now();
+  await b.generate([
+    { promptIds: prompt, sampling: { maxTokens: Number(values.tokens), temperature: 0 }, onToken: () => stamps.push(performance.now()) },
+  ]);
+  const total = performance.now() - t0;
+  const gaps = stamps.slice(1).map((s, i) => s - stamps[i]);
+  return { total, first: stamps[0] - t0, step: median(gaps), worst: Math.max(...gaps), slow: gaps.filter((g) => g > 4).length };
+}
+const backends = {
+  sleeping: await openOnnxBackend({ modelDir, threads }),
+  spinning: await openOnnxBackend({ modelDir, threads, spin: true }),
+};
+const runs: Record<string, Gen[]> = { sleeping: [], spinning: [] };
+for (let k = 0; k <= reps; k++) {
+  for (const [name, b] of Object.entries(backends)) {
+    const g = await generation(b);
+    if (k > 0) runs[name].push(g);
+  }
+}
+for (const [name, gs] of Object.entries(runs)) {
+  const m = (f: (g: Gen) => number) => median(gs.map(f));
+  console.log(
+    `threads ${name.padEnd(8)}: ${values.tokens} tokens in ${m((g) => g.total).toFixed(0)} ms, first token ${m((g) => g.first).toFixed(0)} ms, ` +
+      `step median ${m((g) => g.step).toFixed(2)} ms, slowest ${m((g) => g.worst).toFixed(1)} ms, ${m((g) => g.slow)} steps over 4 ms`,
+  );
+}
+await backends.sleeping.close();
+await backends.spinning.close();

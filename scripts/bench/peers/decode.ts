@@ -1,0 +1,111 @@
+/**
+ * Decode: the project's onnx backend against onnxruntime-genai and transformers.js on one export
+ * (the trainer's: onnx/model.onnx, which the peers run, and onnx/decode.onnx, the shared-prefix
+ * decode graph the backend decodes on beside it) and one ~1k-token chat prompt (a case's ThinkFL
+ * prompt with two tools' schemas rendered), greedy, batch 1 and 8 (copies of the prompt: a GRPO
+ * group). Tokens/s over `newTokens` new tokens per row, and time to first token (a generation of
+ * one new token: prompt prefill and the first pick). Each peer runs in its own process with the
+ * same intra-op threads; rounds alternate the contenders. Row 0's greedy tokens must be the same for all.
+ */
+import { join } from 'node:path';
+import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
+import type { Dataset } from '@thinkfl/env';
+import { LineChild } from './child';
+import { alternate, show, spread, table } from './measure';
+import { casePromptOf } from './models';
+
+export interface DecodeSettings {
+  modelDir: string;
+  dataset: Dataset;
+  newTokens: number;
+  batches: number[];
+  reps: number;
+  threads: number;
+  peersPython: string;
+  peersNode: string;
+}
+
+interface Run {
+  ms: number;
+  tokens: number;
+  first: number[];
+}
+
+/**
+ * The backend as configured by default (its threads sleep between operators), and with
+ * onnxruntime's spin-waiting threads (spin: true), which the peers keep: their difference is what
+ * spinning costs on this machine at this load.
+ */
+const CONTENDERS = ['project', 'project, spin on', 'onnxruntime-genai', 'transformers.js'] as const;
+
+export async function compareDecode(s: DecodeSettings): Promise<string> {
+  const prompt = casePromptOf(s.dataset, s.modelDir, 0, ['search_traces', 'print_results']).ids;
+  const genai = new LineChild('onnxruntime-genai', s.peersPython, [
+    join(import.meta.dirname, 'genai_decode.py'),
+    s.modelDir,
+    String(s.threads),
+  ]);
+  const tjs = new LineChild(
+    'transformers.js',
+    process.execPath,
+    [join(import.meta.dirname, 'tjs_decode.mjs'), s.modelDir, String(s.threads)],
+    {
+      env: { PEERS_NODE: s.peersNode },
+    },
+  );
+  const backend = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads });
+  const spinning = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads, spin: true });
+  try {
+    const versions = [await genai.next<{ version: string }>(), await tjs.next<{ version: string }>()].map((v) => v.version);
+    const project = async (b: OnnxBackend, batch: number, newTokens: number): Promise<Run> => {
+      const t0 = performance.now();
+      const gens = await b.generate(
+        Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { maxTokens: newTokens, temperature: 0 } })),
+      );
+      return { ms: performance.now() - t0, tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0), first: gens[0].tokenIds };
+    };
+    const run = (name: string, batch: number, newTokens: number): Promise<Run> => {
+      if (name === 'project') return project(backend, batch, newTokens);
+      if (name === 'project, spin on') return project(spinning, batch, newTokens);
+      return (name === 'transformers.js' ? tjs : genai).ask<Run>({ ids: prompt, batch, new_tokens: newTokens });
+    };
+    const rows: string[][] = [];
+    const mismatches: string[] = [];
+    const speed = new Map<string, number>();
+    for (const batch of s.batches) {
+      const decode = await alternate(CONTENDERS, s.reps, (name) => run(name, batch, s.newTokens));
+      const first = await alternate(CONTENDERS, s.reps, (name) => run(name, batch, 1));
+      const ref = decode.get('project')![0].first;
+      for (const name of CONTENDERS) {
+        const d = decode.get(name)!;
+        if (d[0].first.join() !== ref.join())
+          mismatches.push(`batch ${batch}: ${name} row 0 [${d[0].first.slice(0, 8)}...] vs project [${ref.slice(0, 8)}...]`);
+        const tps = spread(d.map((x) => x.tokens / (x.ms / 1000)));
+        speed.set(`${name}/${batch}`, tps.median);
+        rows.push([
+          name,
+          String(batch),
+          show(spread(d.map((x) => x.tokens / batch)), 0),
+          show(tps, 0),
+          show(spread(first.get(name)!.map((x) => x.ms)), 1),
+        ]);
+      }
+    }
+    const ratios = s.batches.map((b) => {
+      const p = speed.get(`project/${b}`)!;
+      return `batch ${b}: project ${(p / speed.get(`transformers.js/${b}`)!).toFixed(2)}x transformers.js, ${(p / speed.get(`onnxruntime-genai/${b}`)!).toFixed(2)}x onnxruntime-genai`;
+    });
+    return [
+      `Decode: ${s.modelDir}, prompt ${prompt.length} tokens (a case's ThinkFL chat prompt, search_traces and print_results schemas rendered), greedy, ${s.newTokens} new tokens a row, ${s.threads} threads; ` +
+        `onnxruntime-genai ${versions[0]}, transformers.js ${versions[1]}; median [min-max] of ${s.reps} runs each after one warm-up`,
+      table(['stack', 'batch', 'tokens a row', 'tokens/s', 'first token ms'], rows),
+      `tokens/s: ${ratios.join('; ')}`,
+      mismatches.length ? `DIFFERENT greedy tokens: ${mismatches.join('; ')}` : 'row 0 greedy tokens: the same for all',
+    ].join('\n');
+  } finally {
+    await genai.close();
+    await tjs.close();
+    await backend.close();
+    await spinning.close();
+  }
+}
