@@ -36,7 +36,7 @@ import {
   type StepRecord,
 } from '../../packages/trainer-ctl/src/controller/index';
 import { connectRedis, GroupStore, type Trajectory } from '../../packages/trainer-ctl/src/queue/index';
-import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/index';
+import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/embedded';
 
 const { values } = parseArgs({
   options: { config: { type: 'string', default: 'configs/tiny-cpu.yaml' }, model: { type: 'string' }, steps: { type: 'string', default: '4' } },

@@ -66,7 +66,7 @@ import {
   type TrainResult,
   type Trajectory,
 } from '../../packages/trainer-ctl/src/queue/index';
-import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/index';
+import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/embedded';
 import { startRolloutWorker, type RolloutWorker } from '../../packages/trainer-ctl/src/workers/rollout-worker';
 import { dataDir } from '../../packages/trainer-ctl/src/workers/run-files';
 import { ensureNezhaDataset } from '../../testkit/nezha';

@@ -1,5 +1,6 @@
 // Public API of @thinkfl/env: each part appends one export line for its barrel.
 export * from './types';
+export * from './zod-issues';
 export * from './policies/index';
 export * from './eval/index';
 export * from './datasets/index';

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { GRADERS, graderNames } from './registry';
-import { describeIssues } from './settings';
+import { formatZodIssues } from '@thinkfl/env';
 
 export const compositeSpec = z
   .object({
@@ -58,6 +58,6 @@ export function parseComposite(input: unknown, yamlPath = 'reward'): CompositeSp
     return preset;
   }
   const r = compositeSpec.safeParse(input);
-  if (!r.success) throw new Error(`invalid composite:\n${describeIssues(r.error, yamlPath)}`);
+  if (!r.success) throw new Error(`invalid composite:\n${formatZodIssues(r.error, yamlPath, { separator: '\n' })}`);
   return r.data;
 }

@@ -10,6 +10,7 @@ import { recallSettings } from './grader-settings/recall';
 import { reciprocalRankSettings } from './grader-settings/reciprocal-rank';
 import { routeSettings } from './grader-settings/route';
 import { oraclSettings } from './oracl/settings';
+import { formatZodIssues } from '@thinkfl/env';
 
 export const graderSettings = z
   .object({
@@ -27,16 +28,9 @@ export const graderSettings = z
 export type GraderSettings = z.output<typeof graderSettings>;
 export type GraderSettingsInput = z.input<typeof graderSettings>;
 
-/** zod issues as `yaml.path: message` lines, so a bad config names where it is wrong. */
-export function describeIssues(error: z.ZodError, yamlPath: string): string {
-  return error.issues
-    .map((i) => `${[yamlPath, ...i.path.map(String)].filter(Boolean).join('.')}: ${i.message}`)
-    .join('\n');
-}
-
 /** Parses grader settings; `yamlPath` is where they sit in the run config, for error messages. */
 export function parseGraderSettings(input: unknown, yamlPath = 'graders'): GraderSettings {
   const r = graderSettings.safeParse(input ?? {});
-  if (!r.success) throw new Error(`invalid grader settings:\n${describeIssues(r.error, yamlPath)}`);
+  if (!r.success) throw new Error(`invalid grader settings:\n${formatZodIssues(r.error, yamlPath, { separator: '\n' })}`);
   return r.data;
 }

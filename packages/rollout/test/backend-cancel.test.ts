@@ -27,11 +27,24 @@ afterAll(async () => {
   await backend.close();
 });
 
-/** A signal that fires once the event loop has run for `ms` (between decode steps). */
-function abortAfter(ms: number): AbortSignal {
+/**
+ * A signal that fires from outside the decode loop, as a client hanging up does: on the event
+ * loop's next turn after the request's `afterTokens`-th token. Counting tokens, not milliseconds,
+ * makes the cut the same on a busy machine as on an idle one.
+ */
+function abortAfterTokens(afterTokens: number): { signal: AbortSignal; onToken: () => void; tokensAfterAbort: () => number } {
   const c = new AbortController();
-  setTimeout(() => c.abort(), ms);
-  return c.signal;
+  let seen = 0;
+  let atAbort: number | undefined;
+  const onToken = () => {
+    seen++;
+    if (seen === afterTokens)
+      setImmediate(() => {
+        atAbort = seen;
+        c.abort();
+      });
+  };
+  return { signal: c.signal, onToken, tokensAfterAbort: () => seen - (atAbort ?? seen) };
 }
 
 describe('onnx backend cancellation', () => {
@@ -48,13 +61,18 @@ describe('onnx backend cancellation', () => {
       { promptIds: other, sampling: LONG },
     ]);
     expect([full.finishReason, fullOther.finishReason]).toEqual(['length', 'length']);
+    const AFTER = 20;
+    const hangUp = abortAfterTokens(AFTER);
     const [cut, rest] = await backend.generate([
-      { promptIds: prompt, sampling: LONG, signal: abortAfter(30) },
+      { promptIds: prompt, sampling: LONG, signal: hangUp.signal, onToken: hangUp.onToken },
       { promptIds: other, sampling: LONG },
     ]);
     expect(cut.finishReason).toBe('abort');
-    expect(cut.tokenIds.length).toBeGreaterThan(0);
-    expect(cut.tokenIds.length).toBeLessThan(LONG.maxTokens);
+    // The abort lands while a decode step runs; the row leaves at the end of that step, with at
+    // most the one token that step made after the abort (none if it landed between steps).
+    expect(hangUp.tokensAfterAbort()).toBeLessThanOrEqual(1);
+    expect(cut.tokenIds.length).toBeGreaterThanOrEqual(AFTER);
+    expect(cut.tokenIds.length).toBeLessThanOrEqual(AFTER + 1);
     expect(cut.tokenIds).toEqual(full.tokenIds.slice(0, cut.tokenIds.length));
     expect(rest.tokenIds).toEqual(fullOther.tokenIds);
     expect(rest.finishReason).toBe('length');

@@ -7,7 +7,7 @@ import {
   computeAdvantages,
   keepGroup,
   type AdvantageSettings,
-} from '../src/grpo';
+} from '../src/grpo/advantages';
 
 const settings = (over: Partial<AdvantageSettings>): AdvantageSettings => AdvantageSettingsSchema.parse(over);
 

@@ -7,13 +7,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createExpert, ExpertSettingsSchema, loadDataset, parseEpisodeSettings, runEpisode, type Dataset } from '@thinkfl/env';
+import { createExpert, ExpertSettingsSchema, loadDataset, parseEpisodeSettings, runEpisode, type Case, type Dataset, type EpisodeRecord } from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
-import { gradeGroup } from '@thinkfl/graders';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
-import { computeAdvantages, keepGroup } from '../src/grpo/advantages';
 import { groupIdOf, RedisTransport, runCases, runGrpoStep, stepCases, type StepContext } from '../src/controller/index';
 import { connectRedis, GroupStore, keys, parseQueueSettings, type TrainJob, type TrainResult } from '../src/queue/index';
 import { sftSample, DetourPolicy, DetourSettingsSchema } from '../src/sft/index';
@@ -43,8 +41,15 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-/** A rollout worker playing the expert; detourRate > 0 makes samples of a group differ (seeded per job). */
-async function expertWorker(runId: string, config: RunConfig, detourRate: number): Promise<{ plays: () => number }> {
+/** What a fixed episode replaces in the expert's record: sample `index` of a group on case `c`. */
+type Script = (index: number, c: Case) => Pick<EpisodeRecord, 'answer' | 'turns'>;
+
+/**
+ * A rollout worker playing the expert; detourRate > 0 makes samples of a group differ (seeded per
+ * job). With a script, the episode the controller grades is the expert's with the script's answer
+ * and turns (the tokens stay the expert's): fixed episodes whose rewards the test counts by hand.
+ */
+async function expertWorker(runId: string, config: RunConfig, detourRate: number, script?: Script): Promise<{ plays: () => number }> {
   const settings = parseQueueSettings({});
   const episode = parseEpisodeSettings(config.episode);
   const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax });
@@ -71,7 +76,7 @@ async function expertWorker(runId: string, config: RunConfig, detourRate: number
         mask,
         logprobs: mask.map((m) => (m ? -1 : 0)),
         temperature: job.temperature,
-        episode: record,
+        episode: script ? { ...record, ...script(job.sampleIndex, c) } : record,
         timing: { generateMs: 0, toolsMs: record.timing.wallMs, wallMs: record.timing.wallMs },
       };
     },
@@ -95,7 +100,7 @@ async function recordingTrainer(runId: string): Promise<TrainJob[]> {
   return jobs;
 }
 
-async function setup(runId: string, detourRate: number, edit: (c: RunConfig) => void = () => undefined) {
+async function setup(runId: string, detourRate: number, edit: (c: RunConfig) => void = () => undefined, script?: Script) {
   const config = structuredClone(base);
   config.run.name = runId;
   config.grpo.group_size = 3;
@@ -104,7 +109,7 @@ async function setup(runId: string, detourRate: number, edit: (c: RunConfig) => 
   edit(config);
   const transport = new RedisTransport(redis.url, runId);
   closers.push(() => transport.close());
-  const worker = await expertWorker(runId, config, detourRate);
+  const worker = await expertWorker(runId, config, detourRate, script);
   const trainJobs = await recordingTrainer(runId);
   const ctx: StepContext = { config, dataset, runId, train: runCases(dataset, config).train, transport };
   return { ctx, worker, trainJobs };
@@ -163,29 +168,58 @@ describe('runGrpoStep', () => {
   });
 
   it('grades each group with the stage reward in sample order; advantages are the estimator on those totals', async () => {
-    const { ctx, trainJobs } = await setup('refine', 0.6, (c) => {
-      c.grpo.cases_per_step = 2;
-      c.grpo.max_refill_groups = 3;
-    });
-    const { record } = await runGrpoStep(ctx, { stage: 'refinement', step: 0, update: 0, policyVersion: 0, checkpoint: false });
-    expect(Object.keys(record.graders)).toEqual(['multi_factor']);
-    const { primary, refill } = stepCases('refinement', 0, ctx.train, ctx.config);
-    const store = new GroupStore(connectRedis(redis.url), 'refine');
-    closers.push(() => store.close());
-    const expected: number[] = [];
-    for (let slot = 0; slot < record.groups; slot++) {
-      const trajectories = await store.read(groupIdOf('refinement', 0, slot));
-      const c = slot < primary.length ? primary[slot] : refill[slot - primary.length];
-      expect(trajectories.map((t) => t.caseId)).toEqual([c.id, c.id, c.id]);
-      // The route grader (Eq. 10) measures against the episodes' D_max, episode.d_max.
-      const { stage_rewards, ...graders } = ctx.config.graders;
-      const settings = { ...graders, route: { ...graders.route, dMax: ctx.config.episode.dMax } };
-      const grade = await gradeGroup(trajectories.map((t) => t.episode), { truth: c.truth, questionId: c.id, settings }, stage_rewards.refinement);
-      if (keepGroup(grade.totals, ctx.config.grpo.advantage)) expected.push(...computeAdvantages(grade.totals, ctx.config.grpo.advantage));
-    }
-    expect(record.keptGroups * 3).toBe(expected.length);
+    // Fixed episodes, the same three in every group (G = 3):
+    //   sample 0: the true pod first; 4 turns, all well-formed.
+    //   sample 1: two other pods, then the true pod (0-based rank 2); 4 turns, the second malformed.
+    //   sample 2: no answer; 4 turns, the second and third malformed.
+    const turn = (n: number, ok: boolean) => ({ turn: n, offered: ['search_traces', 'print_results'], parsed: ok, offeredTool: ok, argsValid: ok });
+    const turns = (...ok: boolean[]) => ok.map((o, n) => turn(n, o));
+    const others = (c: Case) => dataset.topology.pods.map((p) => p.pod).filter((p) => p !== c.truth.pod).slice(0, 2);
+    const script: Script = (index, c) =>
+      [
+        { answer: [{ pod: c.truth.pod }], turns: turns(true, true, true, true) },
+        { answer: [...others(c).map((pod) => ({ pod })), { pod: c.truth.pod }], turns: turns(true, false, true, true) },
+        { answer: null, turns: turns(true, false, false, true) },
+      ][index];
+    const { ctx, trainJobs } = await setup('fixed', 0, (c) => (c.grpo.cases_per_step = 2), script);
+    // What the arithmetic below assumes of tiny-cpu.yaml.
+    expect(ctx.config.graders.stage_rewards.priming).toBe('stage1');
+    expect(ctx.config.graders.recall).toEqual({ rMax: 10, missingScore: 0 });
+    expect(ctx.config.grpo.advantage).toMatchObject({ estimator: 'grpo', std: 'sample', eps: 1e-4 });
+    expect(dataset.cases.every((c) => c.truth.level === 'pod')).toBe(true);
+
+    const { record } = await runGrpoStep(ctx, { stage: 'priming', step: 0, update: 0, policyVersion: 0, checkpoint: false });
+    // stage1 = recall (Eq. 9, R = 1 - r/r_max, r_max 10, absent 0) + format (share of well-formed turns):
+    //   sample 0: R = 1 - 0/10 = 1,   F = 4/4 = 1     -> 2
+    //   sample 1: R = 1 - 2/10 = 0.8, F = 3/4 = 0.75  -> 1.55
+    //   sample 2: R = 0 (absent),     F = 2/4 = 0.5   -> 0.5
+    expect(Object.keys(record.graders).sort()).toEqual(['format', 'recall']);
+    expect(record.groups).toBe(2);
+    expect(record.keptGroups).toBe(2);
+    const totals = [2, 1.55, 0.5];
+    expect(record.rewards).toHaveLength(6);
+    record.rewards.forEach((r, i) => expect(r).toBeCloseTo(totals[i % 3], 12));
+    // grpo: (r_i - mean) / (sample std + eps). mean = 4.05/3 = 1.35; deviations 0.65, 0.2, -0.85;
+    // squares 0.4225 + 0.04 + 0.7225 = 1.185; sample variance 1.185/2 = 0.5925; std = sqrt(0.5925) = 0.76974...
+    // advantages 0.65/0.76984 = 0.84433, 0.2/0.76984 = 0.25979, -0.85/0.76984 = -1.10413.
+    const sd = Math.sqrt(0.5925) + 1e-4;
+    const advantages = [0.65 / sd, 0.2 / sd, -0.85 / sd];
+    expect(advantages.map((a) => Number(a.toFixed(5)))).toEqual([0.84433, 0.25979, -1.10413]);
     const got = trainJobs.flatMap((j) => j.samples.map((s) => s.advantage!));
-    expect(got).toHaveLength(expected.length);
-    got.forEach((a, i) => expect(a).toBeCloseTo(expected[i], 9));
+    expect(got).toHaveLength(6);
+    got.forEach((a, i) => expect(a).toBeCloseTo(advantages[i % 3], 9));
+
+    // In sample order: the group store holds each slot's samples as played, on its case.
+    const { primary } = stepCases('priming', 0, ctx.train, ctx.config);
+    const store = new GroupStore(connectRedis(redis.url), 'fixed');
+    closers.push(() => store.close());
+    for (let slot = 0; slot < 2; slot++) {
+      const trajectories = await store.read(groupIdOf('priming', 0, slot));
+      expect(trajectories.map((t) => t.caseId)).toEqual([primary[slot].id, primary[slot].id, primary[slot].id]);
+      expect(trajectories.map((t) => t.episode.answer?.length ?? 0)).toEqual([1, 3, 0]);
+    }
+    // Another stage, another reward: refinement grades with stage3, the multi-factor grader alone.
+    const refined = await runGrpoStep(ctx, { stage: 'refinement', step: 0, update: 1, policyVersion: 1, checkpoint: false });
+    expect(Object.keys(refined.record.graders)).toEqual(['multi_factor']);
   });
 });

@@ -78,11 +78,19 @@ describe('trainer-ctl import', () => {
 
 describe('npm', () => {
   it('prints no warning before `npx trainer-ctl --help`', async () => {
-    // The project's npm settings, not the machine's: a user's ~/.npmrc (this machine's sets `nodedir`,
-    // which npm 11 warns about) is not the project's to answer for.
-    const userconfig = join(dir, 'empty-npmrc');
-    writeFileSync(userconfig, '');
-    const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_'))), NPM_CONFIG_USERCONFIG: userconfig };
+    // The project's npm settings, not the machine's: a user's or global npmrc (this machine's user one
+    // sets `nodedir`, which some npm versions warn about; any unknown key warns) is not the project's to
+    // answer for, so npm gets empty ones of the test's own. The user config turns off the notice of a
+    // newer npm, which depends on the day and the registry, not on the project.
+    const userconfig = join(dir, 'test-npmrc');
+    writeFileSync(userconfig, 'update-notifier=false\n');
+    const globalconfig = join(dir, 'empty-global-npmrc');
+    writeFileSync(globalconfig, '');
+    const env = {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_'))),
+      NPM_CONFIG_USERCONFIG: userconfig,
+      NPM_CONFIG_GLOBALCONFIG: globalconfig,
+    };
     const { stdout, stderr } = await run('npx', ['--no-install', 'trainer-ctl', '--help'], { cwd: REPO_ROOT, env });
     expect(stdout).toContain('trainer-ctl <command>');
     expect(stderr).toBe('');

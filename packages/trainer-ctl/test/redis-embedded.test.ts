@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbeddedRedis, type EmbeddedRedisEvent } from '../src/redis';
+import { startEmbeddedRedis, type EmbeddedRedisEvent } from '../src/redis/embedded';
 import { connectRedis } from '../src/queue/connection';
 
 const runDir = mkdtempSync(join(tmpdir(), 'thinkfl-run-'));

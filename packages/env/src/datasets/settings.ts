@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { SettingsError } from './errors';
+import { formatZodIssues } from '../zod-issues';
 
 export const AnomalySettings = z
   .object({
@@ -50,6 +51,5 @@ export type GapSettings = z.infer<typeof GapSettings>;
 export function parseSettings<T extends z.ZodType>(schema: T, value: unknown, where: string): z.infer<T> {
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
-  const lines = r.error.issues.map((i) => `${[where, ...i.path.map(String)].join('.')}: ${i.message}`);
-  throw new SettingsError(`invalid settings:\n  ${lines.join('\n  ')}`);
+  throw new SettingsError(`invalid settings:\n  ${formatZodIssues(r.error, where, { separator: '\n  ' })}`);
 }

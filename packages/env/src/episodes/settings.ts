@@ -4,6 +4,7 @@ import '../tools/builtin';
 import { getTool, toolNames } from '../tools/registry';
 import { ToolSettingsSchema } from '../tools/settings';
 import { WorkflowSchema } from './rcaflow/tree';
+import { formatZodIssues } from '../zod-issues';
 
 /** Hard cap on tool turns of any protocol (ThinkFL: D_max up to 20). */
 export const MAX_TOOL_TURNS = 20;
@@ -99,6 +100,5 @@ export type EpisodeSettings = z.infer<typeof EpisodeSettingsSchema>;
 export function parseEpisodeSettings(input: unknown, path = 'episode'): EpisodeSettings {
   const r = EpisodeSettingsSchema.safeParse(input ?? {});
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
-  throw new Error(`invalid episode settings: ${issues.join('; ')}`);
+  throw new Error(`invalid episode settings: ${formatZodIssues(r.error, path)}`);
 }

@@ -5,6 +5,7 @@
  */
 import type { z } from 'zod';
 import type { Case, Dataset, Policy, RootCause } from '../types';
+import { formatZodIssues } from '../zod-issues';
 
 /** A baseline: ranked root causes for a case, most suspicious first. */
 export interface Ranker {
@@ -53,6 +54,5 @@ export function getPolicy(name: string): PolicyDefinition<unknown> {
 export function parsePolicySettings<S>(def: PolicyDefinition<S>, input: unknown, path = `policies.${def.name}`): S {
   const r = def.settings.safeParse(input ?? {});
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
-  throw new Error(`invalid settings of policy ${def.name}: ${issues.join('; ')}`);
+  throw new Error(`invalid settings of policy ${def.name}: ${formatZodIssues(r.error, path)}`);
 }

@@ -1,5 +1,6 @@
 /** Settings of the environment tools: thresholds, windows, observation bounds. */
 import { z } from 'zod';
+import { formatZodIssues } from '../zod-issues';
 
 export const TIMESTAMP_FORMATS = ['unix_s', 'unix_ms', 'unix_us', 'unix_ns', 'iso8601'] as const;
 export type TimestampFormat = (typeof TIMESTAMP_FORMATS)[number];
@@ -78,6 +79,5 @@ export type ToolSettings = z.infer<typeof ToolSettingsSchema>;
 export function parseToolSettings(input: unknown, path = 'tools'): ToolSettings {
   const r = ToolSettingsSchema.safeParse(input ?? {});
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
-  throw new Error(`invalid tool settings: ${issues.join('; ')}`);
+  throw new Error(`invalid tool settings: ${formatZodIssues(r.error, path)}`);
 }

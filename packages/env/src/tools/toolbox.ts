@@ -8,6 +8,7 @@ import { errorObservation } from './bound';
 import './builtin';
 import { getTool, toolNames, toolSpec, type ToolContext } from './registry';
 import { parseToolSettings, type ToolSettings } from './settings';
+import { formatZodIssues } from '../zod-issues';
 
 export type ArgsCheck = { ok: true; args: unknown } | { ok: false; error: string };
 
@@ -58,10 +59,7 @@ export class Toolbox {
     if (!def) return { ok: false, error: `unknown tool "${name}"` };
     const r = def.args.safeParse(args);
     if (r.success) return { ok: true, args: r.data };
-    const issues = r.error.issues
-      .slice(0, 5)
-      .map((i) => `${i.path.length ? i.path.join('.') : '(arguments)'}: ${i.message}`);
-    return { ok: false, error: `invalid arguments for ${name}: ${issues.join('; ')}` };
+    return { ok: false, error: `invalid arguments for ${name}: ${formatZodIssues(r.error, '', { limit: 5, root: '(arguments)' })}` };
   }
 
   /** Valid arguments in canonical form (span aliases resolved), for the episode path. */

@@ -7,6 +7,7 @@ import type { GenerationBackend } from './types';
 import { onnxKind } from './onnx/index';
 import { openaiKind } from './openai/index';
 import { vllmKind } from './vllm/index';
+import { formatZodIssues } from '@thinkfl/env';
 
 const kinds = new Map<string, BackendKind>([onnxKind, openaiKind, vllmKind].map((k) => [k.name, k]));
 
@@ -21,9 +22,6 @@ export async function openBackend(config: unknown, where = 'backend', log?: (lin
   const k = typeof kind === 'string' ? kinds.get(kind) : undefined;
   if (!k) throw new Error(`${where}.kind: unknown backend ${JSON.stringify(kind)} (known: ${backendNames().join(', ')})`);
   const r = k.settings.safeParse(rest);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new Error(`${[where, ...issue.path.map(String)].join('.')}: ${issue.message}`);
-  }
+  if (!r.success) throw new Error(formatZodIssues(r.error, where));
   return k.open(r.data, log);
 }

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { AssistantMessage, ChatMessage, ToolSpec } from '@thinkfl/env';
+import { formatZodIssues } from '@thinkfl/env';
 
 /** Sampling settings of one request, with the meanings OpenAI and vLLM give them. */
 export const samplingSchema = z
@@ -90,7 +91,5 @@ export class GenerationInputError extends Error {}
 export function resolveSampling(input: SamplingInput | undefined, where = 'sampling'): Sampling {
   const r = samplingSchema.safeParse(input ?? {});
   if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const path = [where, ...issue.path.map(String)].join('.');
-  throw new GenerationInputError(`${path}: ${issue.message}`);
+  throw new GenerationInputError(formatZodIssues(r.error, where));
 }

@@ -10,6 +10,7 @@ import type { GenerationBackend } from '../backends/types';
 import type { ChatModel } from '../chat/chat-model';
 import { EpisodeTokens } from '../chat/episode-tokens';
 import { ModelPolicySettingsSchema, turnSeed, type ModelPolicySettings, type ModelPolicySettingsInput } from './settings';
+import { formatZodIssues } from '@thinkfl/env';
 
 /** Context length when neither the settings nor config.json give one. */
 const DEFAULT_MAX_CONTEXT = 8192;
@@ -62,8 +63,7 @@ export interface ModelPolicyOptions {
 export function parseModelPolicySettings(input: unknown, path = 'policy'): ModelPolicySettings {
   const r = ModelPolicySettingsSchema.safeParse(input ?? {});
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
-  throw new Error(`invalid model policy settings: ${issues.join('; ')}`);
+  throw new Error(`invalid model policy settings: ${formatZodIssues(r.error, path)}`);
 }
 
 function configContext(chat: ChatModel): number | undefined {

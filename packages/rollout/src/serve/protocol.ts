@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { BadRequest } from './errors';
 import { unpacked } from './json-thread';
+import { formatZodIssue, zodIssuePath } from '@thinkfl/env';
 
 const stop = z.union([z.string(), z.array(z.string())]).nullish();
 const unsupported = (what: string) => ({ message: `${what} is not supported by this server` });
@@ -93,9 +94,10 @@ export type ChatBody = z.infer<typeof chatBodySchema>;
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(unpacked(body));
   if (r.success) return r.data;
+  // One error names one param, as OpenAI's do: the first issue.
   const issue = r.error.issues[0];
-  const param = issue.path.map(String).join('.');
-  throw new BadRequest(`${param || 'body'}: ${issue.message}`, param || undefined);
+  const param = zodIssuePath(issue);
+  throw new BadRequest(formatZodIssue(issue, '', 'body'), param || undefined);
 }
 
 /** vLLM's POST /v1/load_lora_adapter; load_inplace replaces the weights of a name already loaded. */

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { ConfigIssue } from './errors';
 import { snakeCase } from './snake-case';
 import type { YamlPath, YamlSource } from './yaml-source';
+import { zodIssuePath } from '@thinkfl/env';
 
 type Def = Record<string, unknown> & { type: string };
 
@@ -143,10 +144,10 @@ export function toConfigIssues(error: z.ZodError, schema: z.ZodType, src: YamlSo
     const accepted = issue.code === 'invalid_union' ? discriminatorValues(schema, path.slice(0, -1), src.data) : undefined;
     if (accepted) {
       const msg = `expected one of ${accepted.map((v) => JSON.stringify(v)).join(', ')}, got ${describeValue(value)}`;
-      out.push({ path: path.join('.'), line: src.lineOf(path), message: msg });
+      out.push({ path: zodIssuePath(issue), line: src.lineOf(path), message: msg });
       continue;
     }
-    out.push({ path: path.join('.'), line: src.lineOf(path), message: message(issue, value, value !== undefined) });
+    out.push({ path: zodIssuePath(issue), line: src.lineOf(path), message: message(issue, value, value !== undefined) });
   }
   return out.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 }

@@ -8,7 +8,7 @@
  * be started again, ends the run through `onFailure`.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import type { EmbeddedRedis } from '../redis/index';
+import type { EmbeddedRedis } from '../redis/embedded';
 import { recordProcesses, stopWorkerProcesses, type ProcessRecord, type WorkerProcess } from './processes';
 import type { RedisTransport } from './redis-transport';
 

@@ -11,7 +11,7 @@ import { loadRunConfig, type RunConfig } from '../config/index';
 import { diskFix, diskProblem, fsDiskError } from '../disk-errors';
 import type { ProgressStream } from '../progress';
 import { RedisAuthError, redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, waitReady } from '../queue/index';
-import { startEmbeddedRedis } from '../redis/index';
+import { startEmbeddedRedis } from '../redis/embedded';
 import { runCases } from './cases';
 import { truncateMetrics } from './metrics-log';
 import { prepareInputs } from './prepare';

@@ -1,5 +1,6 @@
 /** Settings of the BullMQ queues and the waits around them (retries, stalled-job detection, polling). */
 import { z } from 'zod';
+import { formatZodIssues } from '@thinkfl/env';
 
 export const QueueSettingsSchema = z.strictObject({
   /** BullMQ key prefix of the run's queues (the run config's queue.prefix). Default thinkfl. */
@@ -30,6 +31,5 @@ export type QueueSettings = z.output<typeof QueueSettingsSchema>;
 export function parseQueueSettings(input: unknown, path = 'queue'): QueueSettings {
   const r = QueueSettingsSchema.safeParse(input ?? {});
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${[path, ...i.path.map(String)].join('.')}: ${i.message}`);
-  throw new Error(`invalid queue settings: ${issues.join('; ')}`);
+  throw new Error(`invalid queue settings: ${formatZodIssues(r.error, path)}`);
 }

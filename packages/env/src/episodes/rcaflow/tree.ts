@@ -10,6 +10,7 @@
  * the coordinator re-plans by inserting a step before going on.
  */
 import { z } from 'zod';
+import { formatZodIssues } from '../../zod-issues';
 
 export type BtNode =
   | { type: 'sequence'; name?: string; children: BtNode[] }
@@ -64,7 +65,7 @@ export type Workflow = z.infer<typeof WorkflowSchema>;
 export function parseWorkflow(input: unknown, where = 'workflow'): Workflow {
   const r = WorkflowSchema.safeParse(input);
   if (r.success) return r.data;
-  throw new Error(`invalid ${where}: ${r.error.issues.map((i) => `${[where, ...i.path.map(String)].join('.')}: ${i.message}`).join('; ')}`);
+  throw new Error(`invalid ${where}: ${formatZodIssues(r.error, where)}`);
 }
 
 export interface Branch {

@@ -7,9 +7,9 @@
  * `--logprobs-mode processed_logprobs` (its default reports the raw distribution).
  */
 import { z } from 'zod';
-import type { AssistantMessage } from '@thinkfl/env';
+import { formatZodIssues, type AssistantMessage } from '@thinkfl/env';
 import { JsonHttpClient } from './http';
-import { completionResponseSchema, chatResponseSchema, modelsResponseSchema, readCompletionChoice, describeIssue } from './responses';
+import { completionResponseSchema, chatResponseSchema, modelsResponseSchema, readCompletionChoice } from './responses';
 import { resolveSampling, type ChatRequest, type Generation, type GenerationBackend, type GenerationRequest, type Sampling } from '../types';
 
 export const openaiSettingsSchema = z
@@ -107,6 +107,6 @@ function samplingFields(s: Sampling): Record<string, unknown> {
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const r = schema.safeParse(value);
-  if (!r.success) throw new Error(`unexpected ${what} response: ${describeIssue(r.error)}`);
+  if (!r.success) throw new Error(`unexpected ${what} response: ${formatZodIssues(r.error)}`);
   return r.data;
 }

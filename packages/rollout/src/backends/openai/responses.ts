@@ -39,11 +39,6 @@ export const chatResponseSchema = z.object({
 /** vLLM lists an adapter with the lora_path it was loaded from as `root`. */
 export const modelsResponseSchema = z.object({ data: z.array(z.object({ id: z.string(), root: z.string().nullish() })) });
 
-export function describeIssue(err: z.ZodError): string {
-  const i = err.issues[0];
-  return `${i.path.join('.') || '(root)'}: ${i.message}`;
-}
-
 const TOKEN_ID = /^token_id:(\d+)$/;
 
 export function readCompletionChoice(choice: z.infer<typeof completionChoiceSchema>, s: Sampling, promptTokens: number): Generation {

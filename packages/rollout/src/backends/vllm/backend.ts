@@ -17,8 +17,9 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { formatZodIssues } from '@thinkfl/env';
 import { HttpError } from '../openai/http';
-import { completionResponseSchema, describeIssue, readCompletionChoice } from '../openai/responses';
+import { completionResponseSchema, readCompletionChoice } from '../openai/responses';
 import { resolveSampling, type Generation, type GenerationBackend, type GenerationRequest } from '../types';
 import { manifestDigest, verifyManifest } from './manifest';
 import { Replica } from './replica';
@@ -147,7 +148,7 @@ export class VllmBackend implements GenerationBackend {
         try {
           const raw = await replica.client.post('/completions', body);
           const res = completionResponseSchema.extend({ model: z.string() }).safeParse(raw);
-          if (!res.success) throw new Error(`${replica.url}: unexpected completion response: ${describeIssue(res.error)}`);
+          if (!res.success) throw new Error(`${replica.url}: unexpected completion response: ${formatZodIssues(res.error)}`);
           if (res.data.model !== entry.name) throw new Error(`${replica.url} answered ${entry.name} (policy version ${version}) with model ${res.data.model}`);
           const gen = readCompletionChoice(res.data.choices[0], s, request.promptIds.length);
           // The replica stopped the generation itself (put to sleep, shutting down): not the model's answer.
