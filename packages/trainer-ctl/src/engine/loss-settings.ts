@@ -42,15 +42,15 @@ const base = z
   .strict();
 
 /**
- * A rule between two settings, written once: a zod check for TypeScript and the same rule as
+ * A rule between two settings, written once (`at`: the key an error names, the one the user set to ask for the rule's need): a zod check for TypeScript and the same rule as
  * JSON Schema if/then for the engine (protocol.schema.json), which zod cannot export from a refine.
  */
-function requireWhen<K extends keyof z.input<typeof base>>(when: K, is: string, then: K, thenSchema: z.ZodType, message: string) {
+function requireWhen<K extends keyof z.input<typeof base>>(when: K, is: string, then: K, thenSchema: z.ZodType, message: string, at: K) {
   const { $schema: _, ...thenJson } = z.toJSONSchema(thenSchema);
   return {
     check: (s: z.output<typeof base>) => s[when] !== is || thenSchema.safeParse(s[then]).success,
     message,
-    path: [then as string],
+    path: [at as string],
     json: {
       if: { properties: { [when]: { const: is } }, required: [when] },
       // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable
@@ -60,13 +60,14 @@ function requireWhen<K extends keyof z.input<typeof base>>(when: K, is: string, 
 }
 
 const rules = [
-  requireWhen('aggregation', 'seq-mean-token-sum-norm', 'norm_length', z.number().int().positive(), 'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length'),
+  requireWhen('aggregation', 'seq-mean-token-sum-norm', 'norm_length', z.number().int().positive(), 'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length', 'norm_length'),
   requireWhen(
     'ratio_level',
     'sequence',
     'aggregation',
     z.literal('seq-mean-token-mean'),
     'ratio_level sequence (GSPO) averages per sequence: it needs aggregation seq-mean-token-mean',
+    'ratio_level',
   ),
 ];
 
