@@ -51,7 +51,7 @@ const argv = await yargs(hideBin(process.argv))
   .option('max-tokens', { type: 'number', default: 512, describe: 'most tokens of one assistant turn' })
   .parseAsync();
 
-const episode = { dMax: argv.dMax, turnsLeftNote: argv.turnsLeftNote, toolSettings: { spanAliases: true } };
+const episode = { d_max: argv.dMax, turns_left_note: argv.turnsLeftNote, tool_settings: { span_aliases: true } };
 const dir = argv.out ?? join(mkdtempSync(join(tmpdir(), 'sft-tiny-')), 'model');
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);
@@ -66,7 +66,7 @@ const faults = (cs: typeof split.train) => new Set(cs.map((c) => c.faultId)).siz
 console.log(`split by fault: ${split.train.length} train cases (${faults(split.train)} faults), ${split.eval.length} held-out cases (${faults(split.eval)} faults)`);
 
 const chat = loadChatModel(dir);
-const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, expert: { maxAnswers: argv.maxAnswers }, detours: { rate: argv.detourRate } });
+const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, expert: { max_answers: argv.maxAnswers }, detours: { rate: argv.detourRate } });
 const samples = teacher.episodes.map((e) => sftSample(e, chat, { renderTools: argv.renderTools }));
 const size = sampleTokens(samples);
 const detours = teacher.episodes.reduce((n, e) => n + e.untrainedTurns.length, 0);
@@ -94,7 +94,7 @@ try {
 }
 console.log(`SFT wall time ${(report.wallMs / 1000).toFixed(1)} s: ${report.steps} steps, ${report.epochs} epochs, loss per epoch ${report.epochLoss.map((l) => l.toFixed(3)).join(' ')}, ${report.tokens} trained tokens seen`);
 
-const backend = await openOnnxBackend({ modelDir: dir });
+const backend = await openOnnxBackend({ model_dir: dir });
 const cases = spreadCases(split.eval, argv.evalCases);
 const all: PlayedEpisode[] = [];
 try {

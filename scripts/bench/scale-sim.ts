@@ -414,13 +414,14 @@ async function controllerRole(): Promise<void> {
   // Every episode reaches the train job: the largest step file and the heaviest train job.
   config.grpo.advantage.skip_equal_groups = false;
   const train = runCases(dataset, config).train.slice(0, Number(values.cases));
-  const hasty = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 2, confirmations: 0, maxAnswers: 1 }));
+  const hasty = createExpert(dataset, ExpertSettingsSchema.parse({ confirmations: 0, max_answers: 1 }));
   const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   const episodeFile: EpisodeFile = {};
   for (const c of train) {
     const { protocol, ...settings } = config.episode;
-    const play = (policy: typeof expert) => runEpisode({ dataset, case: c, policy, protocol, settings });
-    episodeFile[c.id] = [await play(expert), await play(hasty)];
+    const play = (policy: typeof expert, dMax = settings.d_max) => runEpisode({ dataset, case: c, policy, protocol, settings: { ...settings, d_max: dMax } });
+    // The hasty expert answers after one tool turn: it plays an episode of D_max 2.
+    episodeFile[c.id] = [await play(expert), await play(hasty, 2)];
   }
   const shapes = Object.values(episodeFile).flat().map((e) => turnShape(e, TOKENS));
   const gen = shapes.map((s) => modeledMs(s, 0));

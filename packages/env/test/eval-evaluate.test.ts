@@ -156,7 +156,7 @@ describe('evaluate on the real dataset', () => {
   });
 
   it('plays agent policies through the protocol and keeps the stop reason', async () => {
-    const r = await evaluate(ds, cases.slice(0, 3), solverFor(ds, 'expert', { protocol: 'rot', episode: { dMax: 4 } }), { concurrency: 2 });
+    const r = await evaluate(ds, cases.slice(0, 3), solverFor(ds, 'expert', { protocol: 'rot', episode: { d_max: 4 } }), { concurrency: 2 });
     for (const q of r.requests) {
       expect(q.stopReason).toBe('answered');
       expect(q.toolCalls).toBeLessThanOrEqual(4);

@@ -27,7 +27,7 @@ let rows: FaultRow[];
 async function play(settings: Record<string, unknown> = {}, kinds: readonly EvidenceKind[] = evidenceKinds()): Promise<{ r: EvalResult; rows: FaultRow[] }> {
   const expert = createExpert(ds, ExpertSettingsSchema.parse(settings), kinds);
   const r = await evaluate(ds, ds.cases, async (c) => {
-    const ep = await runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { dMax: 10 } });
+    const ep = await runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { d_max: 10 } });
     return { answer: ep.answer, episode: ep };
   });
   const o = outcomesOf(r);

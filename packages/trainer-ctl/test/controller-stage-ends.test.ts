@@ -50,7 +50,7 @@ afterAll(async () => {
 /** The expert with detours in training steps except each stage's last; plain for greedy plays (stage eval). */
 async function expertWorker(runId: string, config: RunConfig, lastStep: (stage: string) => number): Promise<void> {
   const episode = parseEpisodeSettings(config.episode);
-  const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax });
+  const expert = ExpertSettingsSchema.parse({});
   const byId = new Map(dataset.cases.map((c) => [c.id, c]));
   const worker = await startRolloutWorker({
     connection: connectRedis(redis.url),
@@ -171,7 +171,7 @@ describe('stage ends and tracking', () => {
     const cases = spreadCases(split.train, 2);
     const expert = await evaluate(dataset, cases, async (c) => {
       const settings = parseEpisodeSettings(config.episode);
-      const episode = await runEpisode({ dataset, case: c, policy: createExpert(dataset, ExpertSettingsSchema.parse({ dMax: settings.dMax })), protocol: 'rot', settings });
+      const episode = await runEpisode({ dataset, case: c, policy: createExpert(dataset, ExpertSettingsSchema.parse({})), protocol: 'rot', settings });
       return { answer: episode.answer, episode };
     });
     for (const m of track) {

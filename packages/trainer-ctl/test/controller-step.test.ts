@@ -52,7 +52,7 @@ type Script = (index: number, c: Case) => Pick<EpisodeRecord, 'answer' | 'turns'
 async function expertWorker(runId: string, config: RunConfig, detourRate: number, script?: Script): Promise<{ plays: () => number }> {
   const settings = parseQueueSettings({});
   const episode = parseEpisodeSettings(config.episode);
-  const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax });
+  const expert = ExpertSettingsSchema.parse({});
   const byId = new Map(dataset.cases.map((c) => [c.id, c]));
   let plays = 0;
   const worker: RolloutWorker = await startRolloutWorker({
@@ -184,7 +184,7 @@ describe('runGrpoStep', () => {
     const { ctx, trainJobs } = await setup('fixed', 0, (c) => (c.grpo.cases_per_step = 2), script);
     // What the arithmetic below assumes of tiny-cpu.yaml.
     expect(ctx.config.graders.stage_rewards.priming).toBe('stage1');
-    expect(ctx.config.graders.recall).toEqual({ rMax: 10, missingScore: 0 });
+    expect(ctx.config.graders.recall).toEqual({ r_max: 10, missing_score: 0 });
     expect(ctx.config.grpo.advantage).toMatchObject({ estimator: 'grpo', std: 'sample', eps: 1e-4 });
     expect(dataset.cases.every((c) => c.truth.level === 'pod')).toBe(true);
 

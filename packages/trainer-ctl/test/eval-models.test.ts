@@ -19,7 +19,7 @@ import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 const run = promisify(execFile);
 const BIN = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const dir = scratchDir('eval-models');
-const EPISODE = { protocol: 'rot', dMax: 2, toolSettings: { spanAliases: true } };
+const EPISODE = { protocol: 'rot', d_max: 2, tool_settings: { span_aliases: true } };
 let datasetDir: string;
 let dataset: Dataset;
 let modelDir: string;
@@ -50,7 +50,7 @@ beforeAll(async () => {
   const { protocol, ...episode } = EPISODE;
   // The expert's episode without free text (short enough to memorize), with the tools it was offered.
   let tools: ToolSpec[] = [];
-  const expert = callsOnly(createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 2 })));
+  const expert = callsOnly(createExpert(dataset, ExpertSettingsSchema.parse({})));
   const recorder: Policy = { name: 'expert', next: (ctx) => ((tools = ctx.turn === 0 ? ctx.tools : tools), expert.next(ctx)) };
   expertRecord = await runEpisode({ dataset, case: c, policy: recorder, protocol, settings: episode });
   const base = await createTinyModel(join(dir, 'base'), 5);

@@ -24,7 +24,7 @@ beforeAll(async () => {
   });
   await engine.request('create_tiny', { out_dir: modelDir, config, seed: 0 });
   const chat = loadChatModel(modelDir);
-  const data = await teacherEpisodes({ dataset, cases: spreadCases(dataset.cases, 40), episode: { toolSettings: { spanAliases: true } } });
+  const data = await teacherEpisodes({ dataset, cases: spreadCases(dataset.cases, 40), episode: { tool_settings: { span_aliases: true } } });
   samples = data.episodes.slice(0, 2).map((e) => sftSample(e, chat, { renderTools: false }));
 }, 180_000);
 afterAll(async () => {

@@ -80,8 +80,8 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
       settings: {
         renderTools: config.generation.render_tools,
         temperature: job.temperature,
-        topP: config.generation.sampling.topP,
-        maxTokens: config.generation.sampling.maxTokens,
+        topP: config.generation.sampling.top_p,
+        maxTokens: config.generation.sampling.max_tokens,
         seed: job.seed,
         maxContext: config.model.max_context_tokens,
       },

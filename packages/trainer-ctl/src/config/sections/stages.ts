@@ -40,7 +40,7 @@ export const StagesSection = z
                   'train_faults (every case of the training faults: more correct conversations under a small cap; ' +
                   'held-out faults stay unseen). Default run.',
               ),
-            teacher: ExpertSettingsSchema.omit({ dMax: true })
+            teacher: ExpertSettingsSchema
               .prefault({})
               .describe('Settings of the scripted expert that plays the teacher conversations (max_answers, confirmations, ...); its turn budget is episode.d_max.'),
             variants: z
