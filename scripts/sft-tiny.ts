@@ -42,6 +42,8 @@ const argv = await yargs(hideBin(process.argv))
   .option('epochs', { type: 'number', default: 5 })
   .option('batch', { type: 'number', default: 1 })
   .option('lr', { type: 'number', default: 5e-3 })
+  .option('warmup-steps', { type: 'number', default: 10, describe: 'SFT steps of linear learning-rate warm-up (stages.priming.sft.warmup_steps)' })
+  .option('min-lr-ratio', { type: 'number', default: 0.1, describe: 'floor of the cosine decay, a fraction of lr (stages.priming.sft.min_lr_ratio)' })
   .option('time-budget', { type: 'number', describe: 'stop SFT after this many seconds' })
   .option('autocast', { type: 'string', choices: ['auto', 'float32', 'bfloat16'] as const, default: 'auto' as const, describe: 'compute precision (workers.train.autocast)' })
   .option('eval-cases', { type: 'number', default: 16, describe: 'held-out cases played per seed, spread over the held-out faults' })
@@ -81,12 +83,18 @@ try {
   const loaded = await engine.request('load', { model_dir: dir, seed: 0, autocast: argv.autocast });
   console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, compute ${loaded.precision}, ${loaded.threads} threads`);
   let last = Date.now();
-  report = await sft(engine, samples, { epochs: argv.epochs, batchSize: argv.batch, lr: argv.lr, ...(argv.timeBudget !== undefined && { timeBudgetS: argv.timeBudget }) }, (step, total, loss) => {
-    if (Date.now() - last > 15_000 || step === total) {
-      last = Date.now();
-      process.stderr.write(`  step ${step}/${total} loss ${loss.toFixed(3)}\n`);
-    }
-  });
+  report = await sft(
+    engine,
+    samples,
+    { epochs: argv.epochs, batch_size: argv.batch, warmup_steps: argv.warmupSteps, min_lr_ratio: argv.minLrRatio },
+    { lr: argv.lr, ...(argv.timeBudget !== undefined && { timeBudgetS: argv.timeBudget }) },
+    (step, total, loss) => {
+      if (Date.now() - last > 15_000 || step === total) {
+        last = Date.now();
+        process.stderr.write(`  step ${step}/${total} loss ${loss.toFixed(3)}\n`);
+      }
+    },
+  );
   await engine.request('save', { dir });
   await engine.request('export', { dir, format: 'onnx' });
 } finally {
