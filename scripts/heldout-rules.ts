@@ -38,7 +38,7 @@ for (const [label, cases] of [['held-out', split.eval], ['training', split.train
     const r = await evaluate(dataset, cases, solve);
     const first = r.requests.filter((q) => q.ranks.service === 0).length;
     const faults = r.faults.map((f) => `${f.type}:${f.ranks.service ?? '-'}`).join(' ');
-    console.log(`${name}: per-fault ${mrr(r.perFault)} vote ${mrr(r.perFaultVote)} per-request ${mrr(r.perRequest)}, right first ${first}/${cases.length} [${faults}]`);
+    console.log(`${name}: per-fault ${mrr(r.per_fault)} vote ${mrr(r.per_fault_vote)} per-request ${mrr(r.per_request)}, right first ${first}/${cases.length} [${faults}]`);
   }
 }
 

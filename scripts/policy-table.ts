@@ -94,7 +94,7 @@ for (const name of policyNames()) {
   const r = await evaluate(ds, ds.cases, solverFor(ds, name));
   const protocol = def.kind === 'agent' ? (def.protocol ?? 'rot') : '(ranker)';
   const label = name.endsWith('-script') ? `${name.replace(/-script$/, '')}-scripted` : name;
-  console.log(`| ${label} | ${protocol} | ${[...cells(r.perFault.service!), ...cells(r.perFaultVote!.service!), r.perRequest.service!.mrr.toFixed(3)].join(' | ')} |`);
+  console.log(`| ${label} | ${protocol} | ${[...cells(r.per_fault.service!), ...cells(r.per_fault_vote!.service!), r.per_request.service!.mrr.toFixed(3)].join(' | ')} |`);
   const o = outcomesOf(r);
   const rows = faultRows(o.faults, o.requests);
   for (const type of types) {

@@ -375,8 +375,8 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       const mem = await info.info('memory');
       row.perStep.push({ usedMb: redisInfo(mem, 'used_memory') / 2 ** 20, aofMb: dirBytes(join(redis.dir, 'appendonlydir')) / 2 ** 20 });
       process.stderr.write(
-        `  step ${step}: ${((tEnd - t0) / 1000).toFixed(1)} s wall, controller CPU ${(rows.at(-1)!.cpuMs / 1000).toFixed(2)} s, first episode after ${firstStartMs} ms (enqueue ${out.record.timing.enqueueMs} ms), ` +
-          `grading ${out.record.timing.gradeMs} ms, gap ${gapMs} ms (advantages and samples ${trainCalledAt - lastGroup} ms, step file ${trainJob!.timestamp - trainCalledAt} ms, train job waited ${trainJob!.processedOn! - trainJob!.timestamp} ms), result ${resultMs} ms, ` +
+        `  step ${step}: ${((tEnd - t0) / 1000).toFixed(1)} s wall, controller CPU ${(rows.at(-1)!.cpuMs / 1000).toFixed(2)} s, first episode after ${firstStartMs} ms (enqueue ${out.record.timing.enqueue_ms} ms), ` +
+          `grading ${out.record.timing.grade_ms} ms, gap ${gapMs} ms (advantages and samples ${trainCalledAt - lastGroup} ms, step file ${trainJob!.timestamp - trainCalledAt} ms, train job waited ${trainJob!.processedOn! - trainJob!.timestamp} ms), result ${resultMs} ms, ` +
           `Redis ${row.perStep.at(-1)!.usedMb.toFixed(1)} MB, AOF ${row.perStep.at(-1)!.aofMb.toFixed(2)} MB\n`,
       );
     }

@@ -72,19 +72,19 @@ describe('evaluate on hand-labelled answers', () => {
 
     // Per request, service ranks 1, 2, -, 0, -: Recall@1 1/5, @2 2/5, @3 3/5;
     // MRR (1/2 + 1/3 + 0 + 1 + 0) / 5 = (11/6) / 5 = 11/30.
-    expect(r.perRequest.service).toMatchObject({ n: 5, found: 3, recall: { 1: 0.2, 2: 0.4, 3: 0.6, 5: 0.6, 10: 0.6 } });
-    expect(r.perRequest.service!.mrr).toBeCloseTo(11 / 30, 12);
+    expect(r.per_request.service).toMatchObject({ n: 5, found: 3, recall: { 1: 0.2, 2: 0.4, 3: 0.6, 5: 0.6, 10: 0.6 } });
+    expect(r.per_request.service!.mrr).toBeCloseTo(11 / 30, 12);
     // Per request, pod ranks 0, -, -, -, -: Recall@1 1/5, MRR 1/5.
-    expect(r.perRequest.pod).toMatchObject({ n: 5, found: 1, recall: { 1: 0.2, 10: 0.2 } });
-    expect(r.perRequest.pod!.mrr).toBeCloseTo(0.2, 12);
+    expect(r.per_request.pod).toMatchObject({ n: 5, found: 1, recall: { 1: 0.2, 10: 0.2 } });
+    expect(r.per_request.pod!.mrr).toBeCloseTo(0.2, 12);
     // Per fault (best), service 1 and 0: Recall@1 1/2, @2 1; MRR (1/2 + 1) / 2 = 3/4. Pod 0 and -: 1/2, MRR 1/2.
-    expect(r.perFault.service).toMatchObject({ n: 2, found: 2, recall: { 1: 0.5, 2: 1 } });
-    expect(r.perFault.service!.mrr).toBeCloseTo(0.75, 12);
-    expect(r.perFault.pod).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5, 10: 0.5 } });
-    expect(r.perFault.pod!.mrr).toBeCloseTo(0.5, 12);
+    expect(r.per_fault.service).toMatchObject({ n: 2, found: 2, recall: { 1: 0.5, 2: 1 } });
+    expect(r.per_fault.service!.mrr).toBeCloseTo(0.75, 12);
+    expect(r.per_fault.pod).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5, 10: 0.5 } });
+    expect(r.per_fault.pod!.mrr).toBeCloseTo(0.5, 12);
     // Per fault by vote, service - and 0: Recall@1 1/2, MRR 1/2.
-    expect(r.perFaultVote!.service).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5 } });
-    expect(r.perFaultVote!.service!.mrr).toBeCloseTo(0.5, 12);
+    expect(r.per_fault_vote!.service).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5 } });
+    expect(r.per_fault_vote!.service!.mrr).toBeCloseTo(0.5, 12);
   });
 });
 
@@ -107,18 +107,18 @@ describe('evaluate on the real dataset', () => {
       const found = mine.map((q) => q.ranks.service).filter((x): x is number => typeof x === 'number');
       expect(f.ranks.service).toBe(found.length ? Math.min(...found) : null);
     }
-    expect(r.perRequest.service!.n).toBe(cases.length);
+    expect(r.per_request.service!.n).toBe(cases.length);
     for (const k of [1, 3, 5]) {
       const hits = r.requests.filter((q) => q.ranks.service !== null && q.ranks.service! < k).length;
-      expect(r.perRequest.service!.recall[k] * cases.length).toBeCloseTo(hits, 9);
+      expect(r.per_request.service!.recall[k] * cases.length).toBeCloseTo(hits, 9);
     }
-    expect(r.perFault.service!.n).toBe(new Set(cases.map((c) => c.faultId)).size);
+    expect(r.per_fault.service!.n).toBe(new Set(cases.map((c) => c.faultId)).size);
     // A fault counts as found at k when any of its requests is.
     for (const k of [1, 3, 5]) {
       const found = r.faults.filter((f) => r.requests.some((q) => q.faultId === f.faultId && q.ranks.service !== null && q.ranks.service! < k));
-      expect(r.perFault.service!.recall[k] * r.perFault.service!.n).toBeCloseTo(found.length, 9);
+      expect(r.per_fault.service!.recall[k] * r.per_fault.service!.n).toBeCloseTo(found.length, 9);
     }
-    expect(r.faultsWithoutCases).toEqual(ds.faults.filter((f) => f.caseCount === 0).map((f) => f.id));
+    expect(r.faults_without_cases).toEqual(ds.faults.filter((f) => f.caseCount === 0).map((f) => f.id));
     expect(formatSummary(r, r.levels)).toMatch(/per fault, service\s+\d+/);
   });
 
@@ -140,8 +140,8 @@ describe('evaluate on the real dataset', () => {
       // A vote can never beat the best request.
       if (f.voteRanks.service !== null) expect(f.voteRanks.service!).toBeGreaterThanOrEqual(f.ranks.service!);
     }
-    expect(r.perFaultVote!.service!.n).toBe(r.faults.length);
-    expect(r.perBatchVote!.service!.n).toBe(r.faults.reduce((n, f) => n + f.batchVoteRanks.service!.length, 0));
+    expect(r.per_fault_vote!.service!.n).toBe(r.faults.length);
+    expect(r.per_batch_vote!.service!.n).toBe(r.faults.reduce((n, f) => n + f.batchVoteRanks.service!.length, 0));
     expect(formatSummary(r, r.levels)).toMatch(/per fault by vote, service\s+\d+/);
   });
 
@@ -152,7 +152,7 @@ describe('evaluate on the real dataset', () => {
     });
     expect(r.requests.map((q) => q.ranks.service)).toEqual([0, null, 0]);
     expect(r.requests[1].error).toBe('boom');
-    expect(r.perRequest.service!.recall[1]).toBeCloseTo(2 / 3, 12);
+    expect(r.per_request.service!.recall[1]).toBeCloseTo(2 / 3, 12);
   });
 
   it('plays agent policies through the protocol and keeps the stop reason', async () => {

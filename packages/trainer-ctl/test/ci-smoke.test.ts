@@ -119,16 +119,16 @@ describe('configs/ci-smoke.yaml', () => {
         expect(at('sft/train/loss', step)).toBeCloseTo(train.loss, 5);
         return;
       }
-      const r = m as typeof m & { reward: { mean: number }; formatValid: number; toolCalls: number; timing: { rolloutMs: number } };
+      const r = m as typeof m & { reward: { mean: number }; format_valid: number; tool_calls: number; timing: { rollout_ms: number } };
       expect(at(`${m.stage}/reward/mean`, step)).toBeCloseTo(r.reward.mean, 5);
-      expect(at(`${m.stage}/formatValid`, step)).toBeCloseTo(r.formatValid, 5);
+      expect(at(`${m.stage}/format_valid`, step)).toBeCloseTo(r.format_valid, 5);
       expect(at(`${m.stage}/train/kl`, step)).toBeCloseTo(train.kl, 4);
-      expect(at(`${m.stage}/timing/rolloutMs`, step)).toBeCloseTo(r.timing.rolloutMs, 0);
+      expect(at(`${m.stage}/timing/rollout_ms`, step)).toBeCloseTo(r.timing.rollout_ms, 0);
     });
     for (const name of ['sft', 'priming', 'exploration', 'refinement']) {
       const e = JSON.parse(readFileSync(join(runDir, `eval-${name}.json`), 'utf8'));
-      expect(tb[`eval/${name}/formatValid`]?.map(([, v]) => v)).toEqual([e.formatValid]);
-      expect(tb[`eval/${name}/perFaultVote/service/mrr`]?.[0][1]).toBeCloseTo(e.summary.perFaultVote.service.mrr, 6);
+      expect(tb[`eval/${name}/format_valid`]?.map(([, v]) => v)).toEqual([e.format_valid]);
+      expect(tb[`eval/${name}/per_fault_vote/service/mrr`]?.[0][1]).toBeCloseTo(e.summary.per_fault_vote.service.mrr, 6);
     }
   });
 

@@ -154,7 +154,7 @@ describe('stage ends and tracking', () => {
     expect(checkpointJobs.map((j) => j.stage)).toEqual(expect.arrayContaining(['priming', 'refinement']));
     expect(state.updates).toBeGreaterThan(config.checkpoints.keep_last + 3);
     for (const stage of ['priming', 'exploration', 'refinement']) {
-      const kept = state.stageCheckpoints?.[stage];
+      const kept = state.stage_checkpoints?.[stage];
       expect(kept, stage).toBeDefined();
       expect(existsSync(kept!), stage).toBe(true);
       const evaluated = JSON.parse(readFileSync(join(runDir, `eval-${stage}.json`), 'utf8')) as { policyVersion: number };
@@ -162,7 +162,7 @@ describe('stage ends and tracking', () => {
     }
     // On disk: the stage-end checkpoints and the newest one; exploration's mid-stage checkpoint was pruned.
     const onDisk = listCheckpoints(runDir).map((c) => c.updates);
-    expect(onDisk).toEqual([...new Set(Object.values(state.stageCheckpoints!).map(updatesOf))].sort((a, b) => a - b));
+    expect(onDisk).toEqual([...new Set(Object.values(state.stage_checkpoints!).map(updatesOf))].sort((a, b) => a - b));
     expect(trainJobs.filter((j) => j.checkpoint).length).toBeGreaterThan(onDisk.length);
 
     const track = readMetrics(runDir).filter((m) => m.kind === 'track');
@@ -177,8 +177,8 @@ describe('stage ends and tracking', () => {
     for (const m of track) {
       expect(m.cases).toBe(2);
       expect(m.formatValid).toBe(1);
-      expect(m['perRequest/service/mrr']).toBeCloseTo(expert.perRequest.service!.mrr, 9);
-      expect(m['perRequest/service/R@1']).toBeCloseTo(expert.perRequest.service!.recall[1], 9);
+      expect(m['perRequest/service/mrr']).toBeCloseTo(expert.per_request.service!.mrr, 9);
+      expect(m['perRequest/service/R@1']).toBeCloseTo(expert.per_request.service!.recall[1], 9);
     }
     // TensorBoard gets each point at its metrics line.
     const lines = readMetrics(runDir);

@@ -47,7 +47,7 @@ describe('trainer-ctl eval', () => {
     }
     expect(json.faults).toHaveLength(6);
     for (const level of ['service', 'pod']) {
-      for (const scope of [json.perRequest[level], json.perFault[level]]) {
+      for (const scope of [json.per_request[level], json.per_fault[level]]) {
         expect(Object.keys(scope.recall)).toEqual(['1', '2', '3', '5', '10']);
         expect(scope.mrr).toBeGreaterThanOrEqual(0);
         expect(scope.mrr).toBeLessThanOrEqual(1);

@@ -91,7 +91,7 @@ describe('trainer-ctl eval on models', () => {
     expect(model.faults[0].voteRanks).toEqual(exp.faults[0].voteRanks);
     expect(checkpoint.requests[0].answer).toEqual(expertRecord.answer);
     // One request per fault: its vote is its own top-1, so vote and best rank agree at R@1.
-    expect(model.perFaultVote.service.recall[1]).toBe(model.requests[0].ranks.service === 0 ? 1 : 0);
+    expect(model.per_fault_vote.service.recall[1]).toBe(model.requests[0].ranks.service === 0 ? 1 : 0);
 
     const lines = readLines(episodes);
     expect(lines.map((l) => l.policy)).toEqual(['expert', modelDir, checkpointDir]);

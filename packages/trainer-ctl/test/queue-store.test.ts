@@ -183,8 +183,8 @@ describe('heartbeats', () => {
     const beat = await startHeartbeat(conn, RUN, 'rollout-a', 'rollout', 60_000);
     const [w] = await listWorkers(conn, RUN);
     expect(w).toMatchObject({ id: 'rollout-a', kind: 'rollout', pid: process.pid });
-    expect(w.lastSeen).toBeGreaterThanOrEqual(before);
-    expect(w.lastSeen).toBeLessThanOrEqual(Date.now());
+    expect(w.last_seen).toBeGreaterThanOrEqual(before);
+    expect(w.last_seen).toBeLessThanOrEqual(Date.now());
     await beat.stop();
     expect(await listWorkers(conn, RUN)).toEqual([]);
   });

@@ -46,17 +46,17 @@ export interface FaultResult {
 }
 
 export interface EvalSummary {
-  perRequest: Partial<Record<Level, RankSummary>>;
+  per_request: Partial<Record<Level, RankSummary>>;
   /** Faults ranked by their best request. */
-  perFault: Partial<Record<Level, RankSummary>>;
+  per_fault: Partial<Record<Level, RankSummary>>;
   /** Faults ranked by majority vote of their requests' top answers (RCLAgent Eq. 10); absent in summaries saved before it existed. */
-  perFaultVote?: Partial<Record<Level, RankSummary>>;
+  per_fault_vote?: Partial<Record<Level, RankSummary>>;
   /** Batches of VOTE_BATCH requests of one fault, each ranked by its vote (RCLAgent's evaluation script); absent as above. */
-  perBatchVote?: Partial<Record<Level, RankSummary>>;
+  per_batch_vote?: Partial<Record<Level, RankSummary>>;
   /** Requests by the fault type within the top k with the top service right: recall[k] is KnowledgeMind's FT@k. */
-  perRequestType?: RankSummary;
+  per_request_type?: RankSummary;
   /** Faults of the dataset that have no case and so cannot be scored. */
-  faultsWithoutCases: string[];
+  faults_without_cases: string[];
 }
 
 export interface EvalResult extends EvalSummary {
@@ -131,8 +131,8 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
 
 /** Summaries over request and fault results (also used to re-summarise a saved result). */
 export function summarize(dataset: Dataset, levels: Level[], requests: RequestResult[], faults: FaultResult[]): EvalSummary {
-  const perRequest: EvalSummary['perRequest'] = {};
-  const perFault: EvalSummary['perFault'] = {};
+  const perRequest: EvalSummary['per_request'] = {};
+  const perFault: EvalSummary['per_fault'] = {};
   const perFaultVote: Partial<Record<Level, RankSummary>> = {};
   const perBatchVote: Partial<Record<Level, RankSummary>> = {};
   for (const l of levels) {
@@ -145,7 +145,7 @@ export function summarize(dataset: Dataset, levels: Level[], requests: RequestRe
   const faultIds = new Set(faults.map((f) => f.faultId));
   const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
   const perRequestType = summarizeRanks(requests.map((r) => r.typeRank ?? null));
-  return { perRequest, perFault, perFaultVote, perBatchVote, perRequestType, faultsWithoutCases };
+  return { per_request: perRequest, per_fault: perFault, per_fault_vote: perFaultVote, per_batch_vote: perBatchVote, per_request_type: perRequestType, faults_without_cases: faultsWithoutCases };
 }
 
 export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, opts: EvaluateOptions = {}): Promise<EvalResult> {

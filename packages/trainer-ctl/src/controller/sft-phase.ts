@@ -77,9 +77,9 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
         epoch: updates[u][0].epoch,
         lr: sftSteps[sftSteps.length - 1].lr,
         samples: batch.length,
-        trainedTokens: tokens,
+        trained_tokens: tokens,
         train: result.metrics,
-        timing: { updateMs: Date.now() - t0 },
+        timing: { update_ms: Date.now() - t0 },
         at: new Date().toISOString(),
       },
     });
