@@ -53,8 +53,8 @@ import { ensureNezhaDataset } from '../testkit/nezha';
 const ds = await loadDataset(await ensureNezhaDataset());
 const r = await evaluate(ds, ds.cases, solverFor(ds, 'expert'));
 writeFileSync(${JSON.stringify(out)}, JSON.stringify({
-  faults: r.faults.map((f) => ({ faultId: f.faultId, type: f.type, service: f.truth.service ?? '' })),
-  requests: r.requests.map((q) => ({ faultId: q.faultId, rank: q.ranks.service ?? null, top: q.answer?.find((a) => a.service)?.service ?? null })),
+  faults: r.faults.map((f) => ({ faultId: f.fault_id, type: f.type, service: f.truth.service ?? '' })),
+  requests: r.requests.map((q) => ({ faultId: q.fault_id, rank: q.ranks.service ?? null, top: q.answer?.find((a) => a.service)?.service ?? null })),
 }));
 `,
     );

@@ -40,7 +40,7 @@ describe('trainer-ctl eval', () => {
     expect(json.cases).toBe(6);
     expect(json.levels).toEqual(['service', 'pod']);
     expect(json.requests).toHaveLength(6);
-    expect(new Set(json.requests.map((r: { faultId: string }) => r.faultId)).size).toBe(6);
+    expect(new Set(json.requests.map((r: { fault_id: string }) => r.fault_id)).size).toBe(6);
     for (const r of json.requests) {
       expect(r).toHaveProperty('ranks.service');
       expect(Array.isArray(r.answer)).toBe(true);
@@ -53,7 +53,7 @@ describe('trainer-ctl eval', () => {
         expect(scope.mrr).toBeLessThanOrEqual(1);
       }
     }
-    if (policy === 'expert') expect(json.requests.every((r: { stopReason: string }) => r.stopReason === 'answered')).toBe(true);
+    if (policy === 'expert') expect(json.requests.every((r: { stop_reason: string }) => r.stop_reason === 'answered')).toBe(true);
   });
 
   it('writes under runs/ by default', async () => {

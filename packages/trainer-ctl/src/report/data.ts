@@ -13,7 +13,7 @@ import { readState } from '../controller/state';
 import { readEvals, runSeries, type Point } from '../ci/series';
 
 /** An eval-<name>.json as the controller writes it (controller/evaluation.ts). */
-type EvalFile = Omit<EvalReport, 'requests'> & { requests: { caseId: string }[] };
+type EvalFile = Omit<EvalReport, 'requests'> & { requests: { case_id: string }[] };
 
 export interface EvalRow {
   policy: string;
@@ -99,7 +99,7 @@ export async function gatherReport(runDir: string, opts: { baselines?: boolean }
   const played = new Map<string, EvalRow[]>();
   for (const e of readEvals<EvalFile>(runDir)) {
     const rows: EvalRow[] = [{ policy: `policy v${e.policy_version}`, summary: e.summary }];
-    const ids = e.requests.map((r) => r.caseId);
+    const ids = e.requests.map((r) => r.case_id);
     if (opts.baselines !== false) {
       const key = ids.join('\n');
       if (!played.has(key)) played.set(key, await baselines(dataset, config, ids));
