@@ -94,7 +94,7 @@ function split(r: StepRecord, trajectories: Trajectory[], startedMs: number): Sp
   const intervals = trajectories.map((t): [number, number] => [t.episode.timing.startedAt, t.episode.timing.startedAt + t.episode.timing.wallMs]);
   const generation = unionMs(intervals);
   // The engine step and the policy export (the train worker's metrics).
-  const update = Number(r.train.trainMs ?? 0) + Number(r.train.exportMs ?? 0);
+  const update = Number(r.train.train_ms ?? 0) + Number(r.train.export_ms ?? 0);
   const t = r.timing;
   const rolloutGap = Math.max(0, t.rollout_ms - generation);
   const firstEpisode = Math.min(rolloutGap, Math.max(0, Math.min(...intervals.map((i) => i[0])) - startedMs - t.enqueue_ms));
@@ -109,7 +109,7 @@ function split(r: StepRecord, trajectories: Trajectory[], startedMs: number): Sp
     firstEpisode,
     gaps: rolloutGap - firstEpisode,
     trainTrip,
-    exportMs: Number(r.train.exportMs ?? 0),
+    exportMs: Number(r.train.export_ms ?? 0),
   };
 }
 

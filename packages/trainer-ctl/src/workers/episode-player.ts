@@ -34,7 +34,7 @@ export interface EpisodePlayerOptions {
 function openedSettings(config: RunConfig, runId: string, ref: PolicyRef): Record<string, unknown> {
   const settings = config.generation.backend;
   // The onnx backend always runs the published policy, so generation and training share weights.
-  if (settings.kind === 'onnx') return { ...settings, modelDir: ref.dir };
+  if (settings.kind === 'onnx') return { ...settings, model_dir: ref.dir };
   if (settings.kind === 'vllm') {
     const { policy_format: _written, ...rest } = settings;
     return { lora_prefix: runId, model_dir: config.model.dir, staleness: config.workers.max_staleness, ...rest };
