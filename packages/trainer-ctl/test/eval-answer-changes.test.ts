@@ -53,10 +53,10 @@ describe('answerChanges', () => {
   it('is what scripts/stage-changes.ts prints per stage', () => {
     const dir = mkdtempSync(join(tmpdir(), 'h26-changes-'));
     dirs.push(dir);
-    const summary = { perRequest: { service: { mrr: 0.5 } }, perFault: { service: { mrr: 0.5 } } };
+    const summary = { per_request: { service: { mrr: 0.5 } }, per_fault: { service: { mrr: 0.5 } } };
     writeFileSync(join(dir, 'metrics.jsonl'), '');
-    writeFileSync(join(dir, 'eval-sft.json'), JSON.stringify({ formatValid: 1, summary, requests: sft }));
-    writeFileSync(join(dir, 'eval-refinement.json'), JSON.stringify({ formatValid: 1, summary, requests: stage }));
+    writeFileSync(join(dir, 'eval-sft.json'), JSON.stringify({ format_valid: 1, summary, requests: sft }));
+    writeFileSync(join(dir, 'eval-refinement.json'), JSON.stringify({ format_valid: 1, summary, requests: stage }));
     const out = execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'stage-changes.ts'), dir], { cwd: REPO_ROOT, encoding: 'utf8' });
     const row = out.split('\n').find((l) => l.startsWith('| refinement |'));
     expect(row).toBe('| refinement | 1.00 | 0.500 | - | 0.500 | 1 of 6 | 2 | 1 | 2 |');
