@@ -23,7 +23,7 @@ const argv = await yargs(hideBin(process.argv))
   .option('d-max', { type: 'number', describe: "the teacher's turn budget instead of the config's episode.d_max" })
   .parse();
 const { config } = loadRunConfig(argv.config);
-if (argv.dMax !== undefined) config.episode.dMax = argv.dMax;
+if (argv.dMax !== undefined) config.episode.d_max = argv.dMax;
 const dataset = await loadDataset(config.dataset.path);
 const split = runCases(dataset, config);
 const mrr = (m: { service?: { mrr: number } } | undefined): string => (m?.service ? m.service.mrr.toFixed(3) : '-');
@@ -38,12 +38,12 @@ for (const [label, cases] of [['held-out', split.eval], ['training', split.train
     const r = await evaluate(dataset, cases, solve);
     const first = r.requests.filter((q) => q.ranks.service === 0).length;
     const faults = r.faults.map((f) => `${f.type}:${f.ranks.service ?? '-'}`).join(' ');
-    console.log(`${name}: per-fault ${mrr(r.perFault)} vote ${mrr(r.perFaultVote)} per-request ${mrr(r.perRequest)}, right first ${first}/${cases.length} [${faults}]`);
+    console.log(`${name}: per-fault ${mrr(r.per_fault)} vote ${mrr(r.per_fault_vote)} per-request ${mrr(r.per_request)}, right first ${first}/${cases.length} [${faults}]`);
   }
 }
 
 const episode = parseEpisodeSettings(config.episode);
-const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax, ...config.stages.priming.sft.teacher });
+const expert = ExpertSettingsSchema.parse(config.stages.priming.sft.teacher);
 for (const [label, cases] of [['held-out', split.eval], ['training', split.train]] as const) {
   const at = new Map<string, number>();
   const faults = new Map<string, { cases: number; inView: number; first: number }>();

@@ -53,8 +53,8 @@ import { ensureNezhaDataset } from '../testkit/nezha';
 const ds = await loadDataset(await ensureNezhaDataset());
 const r = await evaluate(ds, ds.cases, solverFor(ds, 'expert'));
 writeFileSync(${JSON.stringify(out)}, JSON.stringify({
-  faults: r.faults.map((f) => ({ faultId: f.faultId, type: f.type, service: f.truth.service ?? '' })),
-  requests: r.requests.map((q) => ({ faultId: q.faultId, rank: q.ranks.service ?? null, top: q.answer?.find((a) => a.service)?.service ?? null })),
+  faults: r.faults.map((f) => ({ faultId: f.fault_id, type: f.type, service: f.truth.service ?? '' })),
+  requests: r.requests.map((q) => ({ faultId: q.fault_id, rank: q.ranks.service ?? null, top: q.answer?.find((a) => a.service)?.service ?? null })),
 }));
 `,
     );
@@ -94,7 +94,7 @@ for (const name of policyNames()) {
   const r = await evaluate(ds, ds.cases, solverFor(ds, name));
   const protocol = def.kind === 'agent' ? (def.protocol ?? 'rot') : '(ranker)';
   const label = name.endsWith('-script') ? `${name.replace(/-script$/, '')}-scripted` : name;
-  console.log(`| ${label} | ${protocol} | ${[...cells(r.perFault.service!), ...cells(r.perFaultVote!.service!), r.perRequest.service!.mrr.toFixed(3)].join(' | ')} |`);
+  console.log(`| ${label} | ${protocol} | ${[...cells(r.per_fault.service!), ...cells(r.per_fault_vote!.service!), r.per_request.service!.mrr.toFixed(3)].join(' | ')} |`);
   const o = outcomesOf(r);
   const rows = faultRows(o.faults, o.requests);
   for (const type of types) {

@@ -44,8 +44,8 @@ if (seeds.some((s) => !Number.isInteger(s))) throw new Error(`--seeds: need comm
 
 type Mrr = { service?: { mrr: number } };
 interface EvalFile {
-  formatValid: number;
-  summary: { perRequest: Mrr; perFault: Mrr; perFaultVote?: Mrr };
+  format_valid: number;
+  summary: { per_request: Mrr; per_fault: Mrr; per_fault_vote?: Mrr };
 }
 const STAGES = ['sft', 'priming', 'exploration', 'refinement'];
 const BASELINES = ['microrank', 'expert'];
@@ -72,7 +72,7 @@ for (const seed of seeds) {
     const f = join(runDir, `eval-${stage}.json`);
     if (!existsSync(f)) return '-';
     const e = JSON.parse(readFileSync(f, 'utf8')) as EvalFile;
-    return `${e.formatValid.toFixed(2)} / ${mrr(e.summary.perFault)} / ${mrr(e.summary.perFaultVote)} / ${mrr(e.summary.perRequest)}`;
+    return `${e.format_valid.toFixed(2)} / ${mrr(e.summary.per_fault)} / ${mrr(e.summary.per_fault_vote)} / ${mrr(e.summary.per_request)}`;
   });
   rows.push(`| ${seed} | ${run.status === 0 ? 'ok' : `exit ${run.status}`} | ${wall.toFixed(0)} | ${cells.join(' | ')} |`);
   // The baselines on the cases this seed's run evaluated (the run imported the dataset if it was missing).
@@ -82,7 +82,7 @@ for (const seed of seeds) {
   const scores = [];
   for (const name of BASELINES) {
     const r = await evaluate(dataset, held, solverFor(dataset, name));
-    scores.push(`${mrr(r.perFault)} / ${mrr(r.perFaultVote)} / ${mrr(r.perRequest)}`);
+    scores.push(`${mrr(r.per_fault)} / ${mrr(r.per_fault_vote)} / ${mrr(r.per_request)}`);
   }
   baselineRows.push(`| ${seed} | ${held.length} | ${new Set(held.map((c) => c.faultId)).size} | ${scores.join(' | ')} |`);
 }

@@ -42,6 +42,8 @@ const argv = await yargs(hideBin(process.argv))
   .option('epochs', { type: 'number', default: 5 })
   .option('batch', { type: 'number', default: 1 })
   .option('lr', { type: 'number', default: 5e-3 })
+  .option('warmup-steps', { type: 'number', default: 10, describe: 'SFT steps of linear learning-rate warm-up (stages.priming.sft.warmup_steps)' })
+  .option('min-lr-ratio', { type: 'number', default: 0.1, describe: 'floor of the cosine decay, a fraction of lr (stages.priming.sft.min_lr_ratio)' })
   .option('time-budget', { type: 'number', describe: 'stop SFT after this many seconds' })
   .option('autocast', { type: 'string', choices: ['auto', 'float32', 'bfloat16'] as const, default: 'auto' as const, describe: 'compute precision (workers.train.autocast)' })
   .option('eval-cases', { type: 'number', default: 16, describe: 'held-out cases played per seed, spread over the held-out faults' })
@@ -51,7 +53,7 @@ const argv = await yargs(hideBin(process.argv))
   .option('max-tokens', { type: 'number', default: 512, describe: 'most tokens of one assistant turn' })
   .parseAsync();
 
-const episode = { dMax: argv.dMax, turnsLeftNote: argv.turnsLeftNote, toolSettings: { spanAliases: true } };
+const episode = { d_max: argv.dMax, turns_left_note: argv.turnsLeftNote, tool_settings: { span_aliases: true } };
 const dir = argv.out ?? join(mkdtempSync(join(tmpdir(), 'sft-tiny-')), 'model');
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);
@@ -66,7 +68,7 @@ const faults = (cs: typeof split.train) => new Set(cs.map((c) => c.faultId)).siz
 console.log(`split by fault: ${split.train.length} train cases (${faults(split.train)} faults), ${split.eval.length} held-out cases (${faults(split.eval)} faults)`);
 
 const chat = loadChatModel(dir);
-const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, expert: { maxAnswers: argv.maxAnswers }, detours: { rate: argv.detourRate } });
+const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, expert: { max_answers: argv.maxAnswers }, detours: { rate: argv.detourRate } });
 const samples = teacher.episodes.map((e) => sftSample(e, chat, { renderTools: argv.renderTools }));
 const size = sampleTokens(samples);
 const detours = teacher.episodes.reduce((n, e) => n + e.untrainedTurns.length, 0);
@@ -81,12 +83,18 @@ try {
   const loaded = await engine.request('load', { model_dir: dir, seed: 0, autocast: argv.autocast });
   console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, compute ${loaded.precision}, ${loaded.threads} threads`);
   let last = Date.now();
-  report = await sft(engine, samples, { epochs: argv.epochs, batchSize: argv.batch, lr: argv.lr, ...(argv.timeBudget !== undefined && { timeBudgetS: argv.timeBudget }) }, (step, total, loss) => {
-    if (Date.now() - last > 15_000 || step === total) {
-      last = Date.now();
-      process.stderr.write(`  step ${step}/${total} loss ${loss.toFixed(3)}\n`);
-    }
-  });
+  report = await sft(
+    engine,
+    samples,
+    { epochs: argv.epochs, batch_size: argv.batch, warmup_steps: argv.warmupSteps, min_lr_ratio: argv.minLrRatio },
+    { lr: argv.lr, ...(argv.timeBudget !== undefined && { timeBudgetS: argv.timeBudget }) },
+    (step, total, loss) => {
+      if (Date.now() - last > 15_000 || step === total) {
+        last = Date.now();
+        process.stderr.write(`  step ${step}/${total} loss ${loss.toFixed(3)}\n`);
+      }
+    },
+  );
   await engine.request('save', { dir });
   await engine.request('export', { dir, format: 'onnx' });
 } finally {
@@ -94,7 +102,7 @@ try {
 }
 console.log(`SFT wall time ${(report.wallMs / 1000).toFixed(1)} s: ${report.steps} steps, ${report.epochs} epochs, loss per epoch ${report.epochLoss.map((l) => l.toFixed(3)).join(' ')}, ${report.tokens} trained tokens seen`);
 
-const backend = await openOnnxBackend({ modelDir: dir });
+const backend = await openOnnxBackend({ model_dir: dir });
 const cases = spreadCases(split.eval, argv.evalCases);
 const all: PlayedEpisode[] = [];
 try {

@@ -16,16 +16,16 @@ import { answerChanges, type AnsweredRequest } from '../packages/trainer-ctl/src
 
 type Mrr = { service?: { mrr: number } };
 interface EvalFile {
-  formatValid: number;
-  summary: { perRequest: Mrr; perFault: Mrr; perFaultVote?: Mrr };
+  format_valid: number;
+  summary: { per_request: Mrr; per_fault: Mrr; per_fault_vote?: Mrr };
   requests: AnsweredRequest[];
 }
 interface GrpoRecord {
   kind: 'grpo';
   stage: string;
   step: number;
-  zeroVarianceShare: number;
-  formatValid: number;
+  zero_variance_share: number;
+  format_valid: number;
   reward: { mean: number };
 }
 
@@ -63,8 +63,8 @@ for (const dir of dirs) {
     if (!recs.length) continue;
     const blocks: string[] = [];
     for (let i = 0; i < recs.length; i += BLOCK) blocks.push(mean(recs.slice(i, i + BLOCK).map((r) => r.reward.mean)).toFixed(3));
-    const fmt = mean(recs.map((r) => r.formatValid)).toFixed(2);
-    const equal = mean(recs.map((r) => r.zeroVarianceShare)).toFixed(2);
+    const fmt = mean(recs.map((r) => r.format_valid)).toFixed(2);
+    const equal = mean(recs.map((r) => r.zero_variance_share)).toFixed(2);
     console.log(`| ${stage} | ${recs.length} | ${fmt} | ${equal} | ${blocks.join(', ')} |`);
   }
   const sftFile = join(dir, 'eval-sft.json');
@@ -77,6 +77,6 @@ for (const dir of dirs) {
     const e = JSON.parse(readFileSync(file, 'utf8')) as EvalFile;
     const c = sft ? answerChanges(sft.requests, e.requests) : undefined;
     const vs = c ? `${c.same} of ${c.compared} | ${c.towards} | ${c.away} | ${c.sameRank}` : '- | - | - | -';
-    console.log(`| ${name} | ${e.formatValid.toFixed(2)} | ${mrr(e.summary.perFault)} | ${mrr(e.summary.perFaultVote)} | ${mrr(e.summary.perRequest)} | ${vs} |`);
+    console.log(`| ${name} | ${e.format_valid.toFixed(2)} | ${mrr(e.summary.per_fault)} | ${mrr(e.summary.per_fault_vote)} | ${mrr(e.summary.per_request)} | ${vs} |`);
   }
 }

@@ -94,22 +94,22 @@ function split(r: StepRecord, trajectories: Trajectory[], startedMs: number): Sp
   const intervals = trajectories.map((t): [number, number] => [t.episode.timing.startedAt, t.episode.timing.startedAt + t.episode.timing.wallMs]);
   const generation = unionMs(intervals);
   // The engine step and the policy export (the train worker's metrics).
-  const update = Number(r.train.trainMs ?? 0) + Number(r.train.exportMs ?? 0);
+  const update = Number(r.train.train_ms ?? 0) + Number(r.train.export_ms ?? 0);
   const t = r.timing;
-  const rolloutGap = Math.max(0, t.rolloutMs - generation);
-  const firstEpisode = Math.min(rolloutGap, Math.max(0, Math.min(...intervals.map((i) => i[0])) - startedMs - t.enqueueMs));
-  const trainTrip = Math.max(0, t.updateMs - update);
+  const rolloutGap = Math.max(0, t.rollout_ms - generation);
+  const firstEpisode = Math.min(rolloutGap, Math.max(0, Math.min(...intervals.map((i) => i[0])) - startedMs - t.enqueue_ms));
+  const trainTrip = Math.max(0, t.update_ms - update);
   return {
-    stepMs: t.stepMs,
+    stepMs: t.step_ms,
     generation,
-    queueing: t.enqueueMs + rolloutGap + trainTrip,
-    grading: t.gradeMs,
+    queueing: t.enqueue_ms + rolloutGap + trainTrip,
+    grading: t.grade_ms,
     update,
-    enqueue: t.enqueueMs,
+    enqueue: t.enqueue_ms,
     firstEpisode,
     gaps: rolloutGap - firstEpisode,
     trainTrip,
-    exportMs: Number(r.train.exportMs ?? 0),
+    exportMs: Number(r.train.export_ms ?? 0),
   };
 }
 
@@ -133,7 +133,7 @@ try {
     const { record } = await runGrpoStep(ctx, { stage: 'priming', step, update: step, policyVersion: step, checkpoint: false });
     const groups = await Promise.all(Array.from({ length: record.groups }, (_, slot) => store.read(groupIdOf('priming', step, slot))));
     splits.push(split(record, groups.flat(), startedMs));
-    process.stderr.write(`step ${step}: ${(record.timing.stepMs / 1000).toFixed(1)} s, ${record.samples} episodes\n`);
+    process.stderr.write(`step ${step}: ${(record.timing.step_ms / 1000).toFixed(1)} s, ${record.samples} episodes\n`);
   }
 } finally {
   await transport.close();

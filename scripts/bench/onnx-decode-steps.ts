@@ -76,15 +76,15 @@ async function generation(b: OnnxBackend): Promise<Gen> {
   const stamps: number[] = [];
   const t0 = performance.now();
   await b.generate([
-    { promptIds: prompt, sampling: { maxTokens: Number(values.tokens), temperature: 0 }, onToken: () => stamps.push(performance.now()) },
+    { promptIds: prompt, sampling: { max_tokens: Number(values.tokens), temperature: 0 }, onToken: () => stamps.push(performance.now()) },
   ]);
   const total = performance.now() - t0;
   const gaps = stamps.slice(1).map((s, i) => s - stamps[i]);
   return { total, first: stamps[0] - t0, step: median(gaps), worst: Math.max(...gaps), slow: gaps.filter((g) => g > 4).length };
 }
 const backends = {
-  sleeping: await openOnnxBackend({ modelDir, threads }),
-  spinning: await openOnnxBackend({ modelDir, threads, spin: true }),
+  sleeping: await openOnnxBackend({ model_dir: modelDir, threads }),
+  spinning: await openOnnxBackend({ model_dir: modelDir, threads, spin: true }),
 };
 const runs: Record<string, Gen[]> = { sleeping: [], spinning: [] };
 for (let k = 0; k <= reps; k++) {

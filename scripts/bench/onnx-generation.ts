@@ -75,7 +75,7 @@ console.log(`prompt: ${promptIds.length} tokens (chat prompt with tools of case 
 
 // A row may end early at an end-of-sequence token: only tokens actually generated are counted.
 const requests = (n: number, prompts = [promptIds]): GenerationRequest[] =>
-  Array.from({ length: n }, (_, i) => ({ promptIds: prompts[i % prompts.length], sampling: { seed: i, maxTokens: tokens, temperature: 1 } }));
+  Array.from({ length: n }, (_, i) => ({ promptIds: prompts[i % prompts.length], sampling: { seed: i, max_tokens: tokens, temperature: 1 } }));
 async function tokensPerSecond(b: OnnxBackend, batch: number): Promise<number> {
   let generated = 0;
   const ms = await timeMs(async () => {
@@ -94,8 +94,8 @@ async function concurrentTokensPerSecond(b: OnnxBackend): Promise<number> {
 }
 
 const threads = Number(values.threads);
-const cached = await openOnnxBackend({ modelDir, maxBatch: 8, threads });
-const uncached = await openOnnxBackend({ modelDir, kvCache: 'off', maxBatch: 8, threads });
+const cached = await openOnnxBackend({ model_dir: modelDir, max_batch: 8, threads });
+const uncached = await openOnnxBackend({ model_dir: modelDir, kv_cache: 'off', max_batch: 8, threads });
 const b1 = await tokensPerSecond(cached, 1);
 const b8 = await tokensPerSecond(cached, 8);
 const c8 = await concurrentTokensPerSecond(cached);
@@ -110,7 +110,7 @@ console.log(`onnx generate, batch 1, no cache:  ${nc1.toFixed(0)} tokens/s (KV c
 
 // One forward over whole sequences: onnx (prefill of one generation step) vs PyTorch (engine logprobs op).
 const full = (await cached.generate(requests(8))).map((g) => [...promptIds, ...g.tokenIds]);
-const onnxForward = await timeMs(() => cached.generate(full.map((ids) => ({ promptIds: ids, sampling: { maxTokens: 1, temperature: 0 } }))));
+const onnxForward = await timeMs(() => cached.generate(full.map((ids) => ({ promptIds: ids, sampling: { max_tokens: 1, temperature: 0 } }))));
 const engine = new TrainEngine();
 try {
   await engine.request('load', { model_dir: modelDir, optimizer: { lr: 1e-5 } });

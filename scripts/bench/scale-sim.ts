@@ -375,8 +375,8 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       const mem = await info.info('memory');
       row.perStep.push({ usedMb: redisInfo(mem, 'used_memory') / 2 ** 20, aofMb: dirBytes(join(redis.dir, 'appendonlydir')) / 2 ** 20 });
       process.stderr.write(
-        `  step ${step}: ${((tEnd - t0) / 1000).toFixed(1)} s wall, controller CPU ${(rows.at(-1)!.cpuMs / 1000).toFixed(2)} s, first episode after ${firstStartMs} ms (enqueue ${out.record.timing.enqueueMs} ms), ` +
-          `grading ${out.record.timing.gradeMs} ms, gap ${gapMs} ms (advantages and samples ${trainCalledAt - lastGroup} ms, step file ${trainJob!.timestamp - trainCalledAt} ms, train job waited ${trainJob!.processedOn! - trainJob!.timestamp} ms), result ${resultMs} ms, ` +
+        `  step ${step}: ${((tEnd - t0) / 1000).toFixed(1)} s wall, controller CPU ${(rows.at(-1)!.cpuMs / 1000).toFixed(2)} s, first episode after ${firstStartMs} ms (enqueue ${out.record.timing.enqueue_ms} ms), ` +
+          `grading ${out.record.timing.grade_ms} ms, gap ${gapMs} ms (advantages and samples ${trainCalledAt - lastGroup} ms, step file ${trainJob!.timestamp - trainCalledAt} ms, train job waited ${trainJob!.processedOn! - trainJob!.timestamp} ms), result ${resultMs} ms, ` +
           `Redis ${row.perStep.at(-1)!.usedMb.toFixed(1)} MB, AOF ${row.perStep.at(-1)!.aofMb.toFixed(2)} MB\n`,
       );
     }
@@ -414,13 +414,14 @@ async function controllerRole(): Promise<void> {
   // Every episode reaches the train job: the largest step file and the heaviest train job.
   config.grpo.advantage.skip_equal_groups = false;
   const train = runCases(dataset, config).train.slice(0, Number(values.cases));
-  const hasty = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 2, confirmations: 0, maxAnswers: 1 }));
+  const hasty = createExpert(dataset, ExpertSettingsSchema.parse({ confirmations: 0, max_answers: 1 }));
   const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   const episodeFile: EpisodeFile = {};
   for (const c of train) {
     const { protocol, ...settings } = config.episode;
-    const play = (policy: typeof expert) => runEpisode({ dataset, case: c, policy, protocol, settings });
-    episodeFile[c.id] = [await play(expert), await play(hasty)];
+    const play = (policy: typeof expert, dMax = settings.d_max) => runEpisode({ dataset, case: c, policy, protocol, settings: { ...settings, d_max: dMax } });
+    // The hasty expert answers after one tool turn: it plays an episode of D_max 2.
+    episodeFile[c.id] = [await play(expert), await play(hasty, 2)];
   }
   const shapes = Object.values(episodeFile).flat().map((e) => turnShape(e, TOKENS));
   const gen = shapes.map((s) => modeledMs(s, 0));

@@ -60,13 +60,13 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 // Baseline: the backend in process, one request at a time.
 const chat = loadChatModel(modelDir);
 const promptIds = chat.tokenizer.encode(chat.template.render(messages, { tools, addGenerationPrompt: true }));
-const backend = await openOnnxBackend({ modelDir, threads: 1 });
-await backend.generate([{ promptIds, sampling: { maxTokens: tokens, seed: 0 } }]);
+const backend = await openOnnxBackend({ model_dir: modelDir, threads: 1 });
+await backend.generate([{ promptIds, sampling: { max_tokens: tokens, seed: 0 } }]);
 const direct: number[] = [];
 let directTokens = 0;
 for (let i = 1; i <= 16; i++) {
   const t0 = performance.now();
-  const [g] = await backend.generate([{ promptIds, sampling: { maxTokens: tokens, seed: i } }]);
+  const [g] = await backend.generate([{ promptIds, sampling: { max_tokens: tokens, seed: i } }]);
   direct.push(performance.now() - t0);
   directTokens += g.tokenIds.length;
 }

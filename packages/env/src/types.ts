@@ -324,6 +324,8 @@ export interface PolicyContext {
   turn: number;
   /** True on the forced final turn, where only print_results is offered. */
   final: boolean;
+  /** D_max of the episode (its settings' d_max): tool turns before the forced print_results turn. */
+  d_max: number;
   /**
    * Structured form of what the protocol itself showed in its latest prompt (oracl's sketch,
    * knowledgemind's scoring request, rcaflow's workflow step), for scripted policies; the text
@@ -332,7 +334,7 @@ export interface PolicyContext {
   environment?: unknown;
   /**
    * A text as the model reads it (pod names as their per-episode aliases when
-   * tool_settings.podAliases is on), for scripted policies that write names into their messages,
+   * tool_settings.pod_aliases is on), for scripted policies that write names into their messages,
    * so that teacher conversations name pods as the observations do. Undefined: shown as written.
    */
   show?: (text: string) => string;

@@ -65,7 +65,7 @@ describe('a simulated redeploy (every pod re-hashed consistently)', () => {
 describe('pod aliases', () => {
   it("show a pod as its service and place among that service's pods, and the tools take the alias", () => {
     const c = ds.cases[0];
-    const tb = new Toolbox(ds, { spanAliases: true, podAliases: true });
+    const tb = new Toolbox(ds, { span_aliases: true, pod_aliases: true });
     const o = tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) });
     const d = o.data as SearchTracesData;
     const pods = [...new Set(d.children.map((k) => k.pod))];
@@ -84,14 +84,14 @@ describe('pod aliases', () => {
     expect(answer.text).toContain(alias);
     expect(answer.text).not.toContain(first.pod);
     // Off by default: the pod's own name, as before.
-    const plain = new Toolbox(ds, { spanAliases: true });
+    const plain = new Toolbox(ds, { span_aliases: true });
     expect(plain.call('search_traces', { parent_span_id: plain.spanRef(c.entrySpanId) }).text).toContain(`pod=${first.pod}`);
   });
 
   it('make a redeployed dataset read the same as the original: same messages, the same answer under the new names', async () => {
-    const expert = () => createExpert(ds, ExpertSettingsSchema.parse({ dMax: 6 }));
+    const expert = () => createExpert(ds, ExpertSettingsSchema.parse({}));
     const cases = spreadCases(ds.cases, 12);
-    const settings = (podAliases: boolean) => ({ dMax: 6, toolSettings: { spanAliases: true, verdicts: true, podAliases } });
+    const settings = (pod_aliases: boolean) => ({ d_max: 6, tool_settings: { span_aliases: true, verdicts: true, pod_aliases } });
     let podsCalled = 0;
     for (const c of cases) {
       const a = await runEpisode({ dataset: ds, case: c, policy: expert(), settings: settings(true) });

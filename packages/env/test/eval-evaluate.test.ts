@@ -66,25 +66,25 @@ describe('evaluate on hand-labelled answers', () => {
     // Vote of the top answers: A's service tops are ts-order-service twice (a3 casts none), so the
     // truth gets no vote: null; A's pod tops are PA (a1) and PX (a2), one each, PA seen first: 0.
     // B's service tops: ts-basic-service once: 0; B names no pod: null. One batch each (< 10 requests).
-    const byId = new Map(r.faults.map((f) => [f.faultId, f]));
-    expect(byId.get(A)).toMatchObject({ cases: 3, ranks: { service: 1, pod: 0 }, voteRanks: { service: null, pod: 0 }, batchVoteRanks: { service: [null], pod: [0] } });
-    expect(byId.get(B)).toMatchObject({ cases: 2, ranks: { service: 0, pod: null }, voteRanks: { service: 0, pod: null }, batchVoteRanks: { service: [0], pod: [null] } });
+    const byId = new Map(r.faults.map((f) => [f.fault_id, f]));
+    expect(byId.get(A)).toMatchObject({ cases: 3, ranks: { service: 1, pod: 0 }, vote_ranks: { service: null, pod: 0 }, batch_vote_ranks: { service: [null], pod: [0] } });
+    expect(byId.get(B)).toMatchObject({ cases: 2, ranks: { service: 0, pod: null }, vote_ranks: { service: 0, pod: null }, batch_vote_ranks: { service: [0], pod: [null] } });
 
     // Per request, service ranks 1, 2, -, 0, -: Recall@1 1/5, @2 2/5, @3 3/5;
     // MRR (1/2 + 1/3 + 0 + 1 + 0) / 5 = (11/6) / 5 = 11/30.
-    expect(r.perRequest.service).toMatchObject({ n: 5, found: 3, recall: { 1: 0.2, 2: 0.4, 3: 0.6, 5: 0.6, 10: 0.6 } });
-    expect(r.perRequest.service!.mrr).toBeCloseTo(11 / 30, 12);
+    expect(r.per_request.service).toMatchObject({ n: 5, found: 3, recall: { 1: 0.2, 2: 0.4, 3: 0.6, 5: 0.6, 10: 0.6 } });
+    expect(r.per_request.service!.mrr).toBeCloseTo(11 / 30, 12);
     // Per request, pod ranks 0, -, -, -, -: Recall@1 1/5, MRR 1/5.
-    expect(r.perRequest.pod).toMatchObject({ n: 5, found: 1, recall: { 1: 0.2, 10: 0.2 } });
-    expect(r.perRequest.pod!.mrr).toBeCloseTo(0.2, 12);
+    expect(r.per_request.pod).toMatchObject({ n: 5, found: 1, recall: { 1: 0.2, 10: 0.2 } });
+    expect(r.per_request.pod!.mrr).toBeCloseTo(0.2, 12);
     // Per fault (best), service 1 and 0: Recall@1 1/2, @2 1; MRR (1/2 + 1) / 2 = 3/4. Pod 0 and -: 1/2, MRR 1/2.
-    expect(r.perFault.service).toMatchObject({ n: 2, found: 2, recall: { 1: 0.5, 2: 1 } });
-    expect(r.perFault.service!.mrr).toBeCloseTo(0.75, 12);
-    expect(r.perFault.pod).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5, 10: 0.5 } });
-    expect(r.perFault.pod!.mrr).toBeCloseTo(0.5, 12);
+    expect(r.per_fault.service).toMatchObject({ n: 2, found: 2, recall: { 1: 0.5, 2: 1 } });
+    expect(r.per_fault.service!.mrr).toBeCloseTo(0.75, 12);
+    expect(r.per_fault.pod).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5, 10: 0.5 } });
+    expect(r.per_fault.pod!.mrr).toBeCloseTo(0.5, 12);
     // Per fault by vote, service - and 0: Recall@1 1/2, MRR 1/2.
-    expect(r.perFaultVote!.service).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5 } });
-    expect(r.perFaultVote!.service!.mrr).toBeCloseTo(0.5, 12);
+    expect(r.per_fault_vote!.service).toMatchObject({ n: 2, found: 1, recall: { 1: 0.5 } });
+    expect(r.per_fault_vote!.service!.mrr).toBeCloseTo(0.5, 12);
   });
 });
 
@@ -102,30 +102,30 @@ describe('evaluate on the real dataset', () => {
     // Ranks themselves are checked on hand-labelled answers below; here, how they add up.
     for (const q of r.requests) expect(Object.keys(q.ranks).sort()).toEqual(['pod', 'service']);
     for (const f of r.faults) {
-      const mine = r.requests.filter((q) => q.faultId === f.faultId);
+      const mine = r.requests.filter((q) => q.fault_id === f.fault_id);
       expect(f.cases).toBe(mine.length);
       const found = mine.map((q) => q.ranks.service).filter((x): x is number => typeof x === 'number');
       expect(f.ranks.service).toBe(found.length ? Math.min(...found) : null);
     }
-    expect(r.perRequest.service!.n).toBe(cases.length);
+    expect(r.per_request.service!.n).toBe(cases.length);
     for (const k of [1, 3, 5]) {
       const hits = r.requests.filter((q) => q.ranks.service !== null && q.ranks.service! < k).length;
-      expect(r.perRequest.service!.recall[k] * cases.length).toBeCloseTo(hits, 9);
+      expect(r.per_request.service!.recall[k] * cases.length).toBeCloseTo(hits, 9);
     }
-    expect(r.perFault.service!.n).toBe(new Set(cases.map((c) => c.faultId)).size);
+    expect(r.per_fault.service!.n).toBe(new Set(cases.map((c) => c.faultId)).size);
     // A fault counts as found at k when any of its requests is.
     for (const k of [1, 3, 5]) {
-      const found = r.faults.filter((f) => r.requests.some((q) => q.faultId === f.faultId && q.ranks.service !== null && q.ranks.service! < k));
-      expect(r.perFault.service!.recall[k] * r.perFault.service!.n).toBeCloseTo(found.length, 9);
+      const found = r.faults.filter((f) => r.requests.some((q) => q.fault_id === f.fault_id && q.ranks.service !== null && q.ranks.service! < k));
+      expect(r.per_fault.service!.recall[k] * r.per_fault.service!.n).toBeCloseTo(found.length, 9);
     }
-    expect(r.faultsWithoutCases).toEqual(ds.faults.filter((f) => f.caseCount === 0).map((f) => f.id));
+    expect(r.faults_without_cases).toEqual(ds.faults.filter((f) => f.caseCount === 0).map((f) => f.id));
     expect(formatSummary(r, r.levels)).toMatch(/per fault, service\s+\d+/);
   });
 
   it("ranks each fault by the vote of its requests' top answers, in full and in batches of 10", async () => {
     const r = await evaluate(ds, ds.cases, solverFor(ds, 'selftime'));
     for (const f of r.faults) {
-      const mine = r.requests.filter((q) => q.faultId === f.faultId);
+      const mine = r.requests.filter((q) => q.fault_id === f.fault_id);
       // Counted by hand here: votes per top service, ties kept in first-seen order.
       const votes = new Map<string, number>();
       for (const q of mine) {
@@ -135,13 +135,13 @@ describe('evaluate on the real dataset', () => {
       }
       const order = [...votes].sort((a, b) => b[1] - a[1]).map(([s]) => s);
       const at = order.indexOf(f.truth.service!);
-      expect(f.voteRanks.service).toBe(at < 0 ? null : at);
-      expect(f.batchVoteRanks.service).toHaveLength(Math.ceil(mine.length / 10));
+      expect(f.vote_ranks.service).toBe(at < 0 ? null : at);
+      expect(f.batch_vote_ranks.service).toHaveLength(Math.ceil(mine.length / 10));
       // A vote can never beat the best request.
-      if (f.voteRanks.service !== null) expect(f.voteRanks.service!).toBeGreaterThanOrEqual(f.ranks.service!);
+      if (f.vote_ranks.service !== null) expect(f.vote_ranks.service!).toBeGreaterThanOrEqual(f.ranks.service!);
     }
-    expect(r.perFaultVote!.service!.n).toBe(r.faults.length);
-    expect(r.perBatchVote!.service!.n).toBe(r.faults.reduce((n, f) => n + f.batchVoteRanks.service!.length, 0));
+    expect(r.per_fault_vote!.service!.n).toBe(r.faults.length);
+    expect(r.per_batch_vote!.service!.n).toBe(r.faults.reduce((n, f) => n + f.batch_vote_ranks.service!.length, 0));
     expect(formatSummary(r, r.levels)).toMatch(/per fault by vote, service\s+\d+/);
   });
 
@@ -152,14 +152,14 @@ describe('evaluate on the real dataset', () => {
     });
     expect(r.requests.map((q) => q.ranks.service)).toEqual([0, null, 0]);
     expect(r.requests[1].error).toBe('boom');
-    expect(r.perRequest.service!.recall[1]).toBeCloseTo(2 / 3, 12);
+    expect(r.per_request.service!.recall[1]).toBeCloseTo(2 / 3, 12);
   });
 
   it('plays agent policies through the protocol and keeps the stop reason', async () => {
-    const r = await evaluate(ds, cases.slice(0, 3), solverFor(ds, 'expert', { protocol: 'rot', episode: { dMax: 4 } }), { concurrency: 2 });
+    const r = await evaluate(ds, cases.slice(0, 3), solverFor(ds, 'expert', { protocol: 'rot', episode: { d_max: 4 } }), { concurrency: 2 });
     for (const q of r.requests) {
-      expect(q.stopReason).toBe('answered');
-      expect(q.toolCalls).toBeLessThanOrEqual(4);
+      expect(q.stop_reason).toBe('answered');
+      expect(q.tool_calls).toBeLessThanOrEqual(4);
     }
   });
 

@@ -66,7 +66,7 @@ describe('summarizeRanks', () => {
     // 0-based ranks 0, 9, 10, 14: MRR = (1 + 1/10 + 1/11 + 1/15)/4; top-10 MRR = (1 + 1/10)/4 = 0.275
     const s = summarizeRanks([0, 9, 10, 14]);
     expect(s.mrr).toBeCloseTo((1 + 1 / 10 + 1 / 11 + 1 / 15) / 4, 12);
-    expect(s.mrrTop10).toBeCloseTo(0.275, 12);
+    expect(s.mrr_top10).toBeCloseTo(0.275, 12);
   });
 
   it('an empty table gives zeros, not NaN', () => {

@@ -21,10 +21,10 @@ describe('vote rank in evaluate', () => {
     const r = await evaluate(ds, cases, async (c) => ({ answer: c === cases[1] ? [{ service: c.truth.service }] : [{ service: wrong }, { service: c.truth.service }] }));
     expect(r.faults[0].ranks.service).toBe(0);
     // Votes: wrong 2, truth 1.
-    expect(r.faults[0].voteRanks.service).toBe(1);
-    expect(r.perFault.service!.recall[1]).toBe(1);
-    expect(r.perFaultVote!.service!.recall[1]).toBe(0);
-    expect(r.perFaultVote!.service!.mrr).toBeCloseTo(0.5, 12);
+    expect(r.faults[0].vote_ranks.service).toBe(1);
+    expect(r.per_fault.service!.recall[1]).toBe(1);
+    expect(r.per_fault_vote!.service!.recall[1]).toBe(0);
+    expect(r.per_fault_vote!.service!.mrr).toBeCloseTo(0.5, 12);
   });
 
   it('puts several policies side by side, one row per policy in each scope', async () => {

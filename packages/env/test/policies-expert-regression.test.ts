@@ -27,7 +27,7 @@ let rows: FaultRow[];
 async function play(settings: Record<string, unknown> = {}, kinds: readonly EvidenceKind[] = evidenceKinds()): Promise<{ r: EvalResult; rows: FaultRow[] }> {
   const expert = createExpert(ds, ExpertSettingsSchema.parse(settings), kinds);
   const r = await evaluate(ds, ds.cases, async (c) => {
-    const ep = await runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { dMax: 10 } });
+    const ep = await runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { d_max: 10 } });
     return { answer: ep.answer, episode: ep };
   });
   const o = outcomesOf(r);
@@ -53,12 +53,12 @@ describe("the expert's regression table on Nezha 2023-01-29", () => {
 
   it("sums to the evaluation's own per-fault and per-request figures", () => {
     const s = summarizeRows(rows);
-    expect(s.best).toBeCloseTo(result.perFault.service!.mrr, 9);
-    expect(s.vote).toBeCloseTo(result.perFaultVote!.service!.mrr, 9);
+    expect(s.best).toBeCloseTo(result.per_fault.service!.mrr, 9);
+    expect(s.vote).toBeCloseTo(result.per_fault_vote!.service!.mrr, 9);
     // Request MRRs are pinned to 3 decimals.
-    expect(Math.abs(s.request - result.perRequest.service!.mrr)).toBeLessThan(5e-4);
-    expect(s.requestR10).toBeCloseTo(result.perRequest.service!.recall[10], 9);
-    expect(s.batch).toBeCloseTo(result.perBatchVote!.service!.mrr, 9);
+    expect(Math.abs(s.request - result.per_request.service!.mrr)).toBeLessThan(5e-4);
+    expect(s.requestR10).toBeCloseTo(result.per_request.service!.recall[10], 9);
+    expect(s.batch).toBeCloseTo(result.per_batch_vote!.service!.mrr, 9);
   });
 
   it('fails on a deliberate one-line regression: the silence kind left out of the registry', async () => {

@@ -18,8 +18,9 @@ beforeAll(async () => {
 });
 
 async function play(c: Case, settings: Record<string, unknown> = {}, dMax = 10): Promise<EpisodeRecord> {
-  const expert = createExpert(ds, ExpertSettingsSchema.parse({ dMax, ...settings }));
-  return runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { dMax, toolSettings: settings.toolSettings ?? {} } });
+  const { tool_settings = {}, ...expertSettings } = settings;
+  const expert = createExpert(ds, ExpertSettingsSchema.parse(expertSettings));
+  return runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { d_max: dMax, tool_settings } });
 }
 
 describe('scripted expert on real cases', () => {
@@ -85,7 +86,7 @@ describe('scripted expert on real cases', () => {
   });
 
   it('uses the span aliases the prompt shows when aliases are on', async () => {
-    const ep = await play(cases[3], { toolSettings: { spanAliases: true } });
+    const ep = await play(cases[3], { tool_settings: { span_aliases: true } });
     expect(ep.stopReason).toBe('answered');
     const ids = ep.toolCalls.filter((t) => t.name === 'search_traces').map((t) => (t.arguments as { parent_span_id: string }).parent_span_id);
     expect(ids[0]).toBe('s1');

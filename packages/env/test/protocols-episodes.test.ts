@@ -47,10 +47,10 @@ describe('rot', () => {
     expect(ep.messages[3].content).toBe(ep.toolCalls[0].observation.text);
   });
 
-  it('ends each exploration turn\'s result or error with the tool turns left when turnsLeftNote is on, and only then', async () => {
+  it('ends each exploration turn\'s result or error with the tool turns left when turns_left_note is on, and only then', async () => {
     const msgs = [traces(kase.entrySpanId), 'no call here', traces(kase.entrySpanId), answer('ts-order-service')];
-    const noted = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { dMax: 3, turnsLeftNote: true } });
-    const plain = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { dMax: 3 } });
+    const noted = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { d_max: 3, turns_left_note: true } });
+    const plain = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { d_max: 3 } });
     expect(noted.stopReason).toBe('forced_answer');
     const after = (ep: typeof noted) => ep.messages.filter((_, i) => i > 1 && ep.messages[i - 1].role === 'assistant').map((m) => m.content);
     const [n, p] = [after(noted), after(plain)];
@@ -65,7 +65,7 @@ describe('rot', () => {
 
   it('forces a final print_results turn after D_max turns, offering only that tool', async () => {
     const p = new Recording(['hmm', 'let me think', 'no call here', answer('ts-order-service')]);
-    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 3 } });
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 3 } });
     expect(ep.stopReason).toBe('forced_answer');
     expect(ep.answer).toEqual([{ pod: 'ts-order-service' }]);
     expect(p.seen.map((s) => s.final)).toEqual([false, false, false, true]);
@@ -77,7 +77,7 @@ describe('rot', () => {
   });
 
   it('ends with no answer when the forced turn is not a valid print_results', async () => {
-    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]), settings: { dMax: 1 } });
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]), settings: { d_max: 1 } });
     expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
     expect(ep.turns[1]).toMatchObject({ parsed: true, offeredTool: false, argsValid: false, error: expect.stringMatching(/not offered/) });
     expect(ep.path).toEqual([]);
@@ -109,7 +109,7 @@ describe('rot', () => {
     expect(await runEpisode({ dataset: ds, case: kase, policy: broken })).toMatchObject({ stopReason: 'policy_error', error: 'boom' });
     expect(ep.error).toBe('replay exhausted after 1 messages');
     const weird: Policy = { name: 'weird', next: async () => null as never };
-    const ep2 = await runEpisode({ dataset: ds, case: kase, policy: weird, settings: { dMax: 1 } });
+    const ep2 = await runEpisode({ dataset: ds, case: kase, policy: weird, settings: { d_max: 1 } });
     expect(ep2).toMatchObject({ stopReason: 'no_answer' });
   });
 
@@ -144,7 +144,7 @@ describe('rot', () => {
       dataset: ds,
       case: kase,
       policy: new ReplayPolicy([traces('s1'), answer('p')]),
-      settings: { toolSettings: { spanAliases: true } },
+      settings: { tool_settings: { span_aliases: true } },
     });
     expect(ep.messages[1].content).toContain('Entry span: s1');
     expect(ep.toolCalls[0].observation.ok).toBe(true);
@@ -156,10 +156,10 @@ describe('rot', () => {
 
   it('caps D_max at 20 and names the bad setting', async () => {
     const p = new Recording(Array.from({ length: 21 }, () => 'nothing'));
-    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 20 } });
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 20 } });
     expect(ep.turns).toHaveLength(21);
     expect(ep.stopReason).toBe('no_answer');
-    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { dMax: 21 } })).rejects.toThrow(/episode\.dMax/);
+    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 21 } })).rejects.toThrow(/episode\.d_max/);
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_traces'] } })).rejects.toThrow(/print_results/);
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_tracez', 'print_results'] } })).rejects.toThrow(
       /episode\.tools: unknown tool; known tools: search_traces/,
@@ -236,7 +236,7 @@ describe('rclagent', () => {
       case: kase,
       policy: new ReplayPolicy(['a', 'b', 'c']),
       protocol: 'rclagent',
-      settings: { rclagent: { initialTurns: 1, reflectionTurns: 1 } },
+      settings: { rclagent: { initial_turns: 1, reflection_turns: 1 } },
     });
     expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
     expect(ep.turns).toHaveLength(3);

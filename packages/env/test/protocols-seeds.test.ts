@@ -29,7 +29,7 @@ describe('oracl sketch and <root> parsing', () => {
 
   it("describes every pod of the case's trace once, with the calls between pods", () => {
     const settings = parseEpisodeSettings({});
-    const sk = buildSketch(ds, kase, settings.toolSettings, settings.oracl);
+    const sk = buildSketch(ds, kase, settings.tool_settings, settings.oracl);
     const spans = ds.traces.trace(kase.traceId);
     const pods = new Set(spans.map((s) => s.pod));
     expect(sk.pods.length + sk.omitted).toBe(pods.size);

@@ -10,7 +10,7 @@ import {
 import type { Case, Dataset, Span } from '../src/types';
 
 let ds: Dataset;
-const unbounded = { maxItems: 1_000_000, maxObservationChars: 10_000_000 };
+const unbounded = { max_items: 1_000_000, max_observation_chars: 10_000_000 };
 const traces = (o: { data?: unknown }) => o.data as SearchTracesData;
 
 beforeAll(async () => {
@@ -107,7 +107,7 @@ describe('search_traces', () => {
 
   it('shows short span aliases and accepts them when aliases are on', () => {
     const c = ds.cases[0];
-    const tb = new Toolbox(ds, { spanAliases: true });
+    const tb = new Toolbox(ds, { span_aliases: true });
     expect(tb.spanRef(c.entrySpanId)).toBe('s1');
     const o = tb.call('search_traces', { parent_span_id: 's1' });
     const d = traces(o);
@@ -122,8 +122,8 @@ describe('search_traces', () => {
     const order = ['error', 'missing', 'slow', 'short', 'usual'];
     const seen = new Set<string>();
     for (const c of spreadCases(ds.cases, 40)) {
-      const plain = new Toolbox(ds, { spanAliases: true });
-      const told = new Toolbox(ds, { spanAliases: true, verdicts: true });
+      const plain = new Toolbox(ds, { span_aliases: true });
+      const told = new Toolbox(ds, { span_aliases: true, verdicts: true });
       const queue = [c.entrySpanId];
       for (let n = 0; queue.length && n < 6; n++) {
         const id = queue.shift()!;
@@ -164,12 +164,12 @@ describe('search_traces', () => {
   it('bounds the observation and says what was cut', () => {
     const parent = ds.cases.map((c) => ds.traces.span(c.entrySpanId) as Span).find((s) => ds.traces.children(s.spanId).length >= 2)!;
     const n = ds.traces.children(parent.spanId).length;
-    const o = new Toolbox(ds, { maxItems: 1 }).call('search_traces', { parent_span_id: parent.spanId });
+    const o = new Toolbox(ds, { max_items: 1 }).call('search_traces', { parent_span_id: parent.spanId });
     expect(traces(o).children).toHaveLength(1);
     expect(traces(o).omitted).toBe(n - 1);
     expect(o.truncated).toBe(true);
     expect(o.text).toContain(`[${n - 1} more child spans not shown (limit 1)]`);
-    const small = new Toolbox(ds, { maxObservationChars: 200 }).call('search_traces', { parent_span_id: parent.spanId });
+    const small = new Toolbox(ds, { max_observation_chars: 200 }).call('search_traces', { parent_span_id: parent.spanId });
     expect(small.text.length).toBeLessThanOrEqual(200);
     expect(small.truncated).toBe(true);
     expect(small.text).toMatch(/\[cut: /);
@@ -233,7 +233,7 @@ describe('search_fluctuating_metrics', () => {
 
   it('flags nothing with a huge n, and errors readably on bad names and times', () => {
     const c = cpuCase();
-    const o = new Toolbox(ds, { nSigma: 1e9 }).call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: c.timestampUs });
+    const o = new Toolbox(ds, { n_sigma: 1e9 }).call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: c.timestampUs });
     expect((o.data as SearchMetricsData).fluctuating).toEqual([]);
     expect(o.text).toMatch(/None of \d+ metric series broke the band/);
     const tb = new Toolbox(ds);
@@ -325,7 +325,7 @@ describe('print_results', () => {
   });
   it('takes a span shown earlier for its service and pod, and refuses one never shown', () => {
     const c = ds.cases[0];
-    const tb = new Toolbox(ds, { spanAliases: true });
+    const tb = new Toolbox(ds, { span_aliases: true });
     const child = traces(tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) })).children[0];
     const span = ds.traces.span(child.spanId)!;
     const o = tb.call('print_results', { root_causes: [{ span: child.ref }, { service: 'ts-order-service' }] });

@@ -60,11 +60,11 @@ describe('bounding', () => {
 
 describe('tool settings', () => {
   it('has the ThinkFL defaults', () => {
-    expect(parseToolSettings({})).toMatchObject({ nSigma: 3, metricDeltaS: 600, baselineWindowS: 1200, spanAliases: false });
+    expect(parseToolSettings({})).toMatchObject({ n_sigma: 3, metric_delta_s: 600, baseline_window_s: 1200, span_aliases: false });
   });
   it('names the YAML path of a bad knob', () => {
-    expect(() => parseToolSettings({ nSigma: -1 }, 'env.tools')).toThrow(/env\.tools\.nSigma/);
-    expect(() => parseToolSettings({ metricDeltaS: 900, baselineWindowS: 600 }, 'env.tools')).toThrow(/env\.tools\.baselineWindowS/);
-    expect(() => parseToolSettings({ timestampFormats: ['unix_weeks'] })).toThrow(/tools\.timestampFormats/);
+    expect(() => parseToolSettings({ n_sigma: -1 }, 'env.tools')).toThrow(/env\.tools\.n_sigma/);
+    expect(() => parseToolSettings({ metric_delta_s: 900, baseline_window_s: 600 }, 'env.tools')).toThrow(/env\.tools\.baseline_window_s/);
+    expect(() => parseToolSettings({ timestamp_formats: ['unix_weeks'] })).toThrow(/tools\.timestamp_formats/);
   });
 });

@@ -20,6 +20,8 @@ export interface GroupContext {
   faultStartUs?: number;
   /** An OpenRCA query's scoring points and failures. */
   openrca?: { scoringPoints: string; failures: number };
+  /** D_max the episodes were played with (the episode settings' d_max), for the route grader (Eq. 10). */
+  d_max: number;
   settings?: GraderSettingsInput;
   diversity?: DiversityCache;
   /**
@@ -67,6 +69,7 @@ export async function gradeGroup(
     faultType: group.faultType,
     faultStartUs: group.faultStartUs,
     openrca: group.openrca,
+    d_max: group.d_max,
     settings: parseGraderSettings(group.settings),
     diversity: group.diversity,
   };

@@ -15,12 +15,12 @@ import { formatZodIssues } from '@thinkfl/env';
 export const graderSettings = z
   .object({
     /** Name of the tool that delivers the final answer; its own result is not evidence. Default 'print_results'. */
-    answerTool: z.string().min(1).default('print_results'),
+    answer_tool: z.string().min(1).default('print_results'),
     recall: recallSettings.prefault({}),
     reciprocalRank: reciprocalRankSettings.prefault({}),
     route: routeSettings.prefault({}),
     hallucination: hallucinationSettings.prefault({}),
-    multiFactor: multiFactorSettings.prefault({}),
+    multi_factor: multiFactorSettings.prefault({}),
     diversity: diversitySettings.prefault({}),
     oracl: oraclSettings.prefault({}),
   })

@@ -27,6 +27,8 @@ export interface GradeContext {
   faultStartUs?: number;
   /** An OpenRCA query's scoring points and its number of failures (openrca_* graders). */
   openrca?: { scoringPoints: string; failures: number };
+  /** D_max the episodes were played with (the episode settings' d_max): the route grader's budget, Eq. 10. */
+  d_max: number;
   /** Parsed settings of every grader (see settings.ts). */
   settings: GraderSettings;
   /** Needed only by the diversity grader. */

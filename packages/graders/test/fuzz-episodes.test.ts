@@ -62,9 +62,9 @@ describe('episode fuzz', () => {
       const c = ds.cases[Math.floor(pick() * ds.cases.length)];
       const protocol = protocolNames()[Math.floor(pick() * protocolNames().length)];
       const settings = {
-        dMax: 1 + Math.floor(pick() * 10),
-        rclagent: { initialTurns: 1 + Math.floor(pick() * 4), reflectionTurns: 1 + Math.floor(pick() * 6) },
-        toolSettings: { spanAliases: pick() < 0.3, maxObservationChars: 500 + Math.floor(pick() * 4000) },
+        d_max: 1 + Math.floor(pick() * 10),
+        rclagent: { initial_turns: 1 + Math.floor(pick() * 4), reflection_turns: 1 + Math.floor(pick() * 6) },
+        tool_settings: { span_aliases: pick() < 0.3, max_observation_chars: 500 + Math.floor(pick() * 4000) },
       };
       const w = world(c);
       const group: EpisodeRecord[] = [];
@@ -78,12 +78,12 @@ describe('episode fuzz', () => {
         expect(ep.parseErrors.length).toBe(ep.turns.filter((t) => !t.argsValid).length);
         expect(ep.answer === null).toBe(ep.stopReason === 'no_answer' || ep.stopReason === 'policy_error');
         for (const m of ep.messages) expect(typeof m.content).toBe('string');
-        for (const call of ep.toolCalls) expect(call.observation.text.length).toBeLessThanOrEqual(settings.toolSettings.maxObservationChars + 200);
+        for (const call of ep.toolCalls) expect(call.observation.text.length).toBeLessThanOrEqual(settings.tool_settings.max_observation_chars + 200);
         for (const call of ep.toolCalls) formats.add(call.name);
         group.push(ep);
       }
       for (const [name, spec] of Object.entries(COMPOSITE_PRESETS)) {
-        const grade = await gradeGroup(group, { truth: c.truth, podToService, diversity }, spec);
+        const grade = await gradeGroup(group, { truth: c.truth, podToService, d_max: settings.d_max, diversity }, spec);
         expect(grade.totals).toHaveLength(group.length);
         for (const t of grade.totals) expect(Number.isFinite(t), `${name} total ${t}`).toBe(true);
         for (const s of grade.samples) for (const term of Object.values(s.graders)) expect(Number.isFinite(term.score)).toBe(true);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EpisodeRecord } from '@thinkfl/env';
+import { parseEpisodeSettings, type EpisodeRecord } from '@thinkfl/env';
 import { COMPOSITE_PRESETS, gradeGroup, MemoryDiversityCache, parseComposite, parseGraderSettings } from '../src/index';
 import { call, episode, pathWithTruthAt, POD, POD_TRUTH, SERVICE_OF, turn } from './fixtures/episodes';
 
@@ -19,7 +19,7 @@ const GROUP: EpisodeRecord[] = [
 ];
 
 describe('gradeGroup', () => {
-  const base = { truth: POD_TRUTH, podToService: SERVICE_OF };
+  const base = { truth: POD_TRUTH, podToService: SERVICE_OF, d_max: 10 };
 
   it('stage 1: recall + format, per sample in order', async () => {
     const g = await gradeGroup(GROUP, base, 'stage1');
@@ -76,7 +76,7 @@ describe('gradeGroup', () => {
 
   it('takes an explicit composite with custom settings', async () => {
     const spec = { terms: [{ grader: 'recall', weight: 2 }, { grader: 'hallucination', weight: -1 }] };
-    const g = await gradeGroup(GROUP, { ...base, settings: { recall: { rMax: 5 } } }, spec);
+    const g = await gradeGroup(GROUP, { ...base, settings: { recall: { r_max: 5 } } }, spec);
     // 2*1 - 0; 2*(1 - 1/5) - 0; 2*0 - 0; 2*1 - 0.25
     expect(g.totals.map((t) => +t.toFixed(12))).toEqual([2, 1.6, 0, 1.75]);
     expect(Object.keys(g.samples[0].graders)).toEqual(['recall', 'hallucination']);
@@ -129,9 +129,11 @@ describe('composite and settings parsing', () => {
 
   it('settings: defaults are the papers', () => {
     const s = parseGraderSettings(undefined);
-    expect([s.recall.rMax, s.recall.missingScore, s.route.mu, s.route.dMax]).toEqual([10, 0, 2, 10]);
+    expect([s.recall.r_max, s.recall.missing_score, s.route.mu]).toEqual([10, 0, 2]);
+    // The route grader's D_max is the episode's (GradeContext.d_max), whose default is ThinkFL's 10.
+    expect(parseEpisodeSettings({}).d_max).toBe(10);
     expect([s.hallucination.l1, s.hallucination.l2]).toEqual([0.5, 0.5]);
-    expect([s.multiFactor.alpha, s.multiFactor.beta, s.multiFactor.gamma]).toEqual([1, 0.2, 0.2]);
+    expect([s.multi_factor.alpha, s.multi_factor.beta, s.multi_factor.gamma]).toEqual([1, 0.2, 0.2]);
     expect([s.diversity.a, s.diversity.b, s.diversity.c]).toEqual([1, 0.3, 0]);
   });
 

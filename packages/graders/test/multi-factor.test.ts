@@ -41,7 +41,7 @@ describe('multi-factor grader (Eq. 8)', () => {
       // never shown): 1.6 + 1 - 1/6
       name: 'custom weights',
       ep: episode({ answer: [{ pod: POD.order }, { pod: POD.route }, { pod: POD.contacts }], path: pathWithTruthAt(1, [1]), toolCalls: [call(0, 'x', [POD.contacts, POD.route])] }),
-      settings: { multiFactor: { alpha: 2, beta: 1, gamma: 1 } },
+      settings: { multi_factor: { alpha: 2, beta: 1, gamma: 1 } },
       score: 1.6 + 1 - 1 / 6,
       parts: { R: 0.8, P: 1, H: 1 / 6 },
     },

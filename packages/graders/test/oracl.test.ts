@@ -145,7 +145,7 @@ describe('the oracl preset sums Eq. 8, 9 and 11', () => {
   it('grades a well-formed correct answer by hand', async () => {
     const text = '<think>a</think><Fault>b</Fault><Counterfactual>c</Counterfactual><root>d</root>';
     const ep = episode({ answer: [{ pod: POD.contacts, type: 'exception' }], messages: [say(text)] });
-    const g = await gradeGroup([ep], { truth: typed('exception').truth, podToService: typed('x').podToService, faultType: 'exception' }, parseComposite('oracl'));
+    const g = await gradeGroup([ep], { truth: typed('exception').truth, d_max: 10, podToService: typed('x').podToService, faultType: 'exception' }, parseComposite('oracl'));
     // 0.1/(1+eps) + 0.9*5/(5+eps) + 0.5 + 0 (format) + 0 (short)
     expect(g.totals[0]).toBeCloseTo(0.1 / (1 + EPS) + (0.9 * 5) / (5 + EPS) + 0.5, 9);
   });

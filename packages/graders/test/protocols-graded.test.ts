@@ -33,7 +33,7 @@ describe('oracl', () => {
     expect(ep.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
     expect(ep.messages[1].content).toMatch(/Call graph \(caller -> callee: calls\):\n① -> ②/);
     expect(ep.turns).toEqual([expect.objectContaining({ parsed: true, offered: [] })]);
-    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
+    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
     // pods {other, truth}: S_pod = 1/(2+eps); pairs TP 1, FP 1, FN 0: F_2 = 5/(6+eps); bonus 0.5; format 0; length 0
     const eps = 1e-6;
     expect(g.totals[0]).toBeCloseTo(0.1 / (2 + eps) + (0.9 * 5) / (6 + eps) + 0.5, 9);
@@ -43,7 +43,7 @@ describe('oracl', () => {
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy(['<think>no idea</think>']) });
     expect(ep.stopReason).toBe('no_answer');
     expect(ep.parseErrors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
-    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
+    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
     // result 0 - 0.5 (one miss); format: think passes, Fault/Counterfactual/root absent: 12/16
     expect(g.totals[0]).toBeCloseTo(-0.5 - 0.75, 12);
   });
@@ -67,7 +67,7 @@ describe('rclagent', () => {
     });
     // The final review failed: forced answer R1 ∪ R0 = [pod].
     expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod }] });
-    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p) }, 'stage3');
+    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p) }, 'stage3');
     // R = 1 (rank 0); path of 2 steps, the truth named at step 2 (metrics of the pod): P = min(2/(2-0), 1) = 1; H = 0.
     expect(g.samples[0].graders.multi_factor.parts).toMatchObject({ R: 1, H: 0 });
     expect(g.totals[0]).toBeCloseTo(1 + 0.2 * g.samples[0].graders.multi_factor.parts.P, 12);
@@ -79,7 +79,7 @@ describe('fault_type grader (KnowledgeMind FT@k)', () => {
     const pod = kase.truth.pod!;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
     const { faultType: grader } = await import('../src/index');
-    const ctx = { truth: kase.truth, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType: 'return', settings: (await import('../src/index')).parseGraderSettings({}) };
+    const ctx = { truth: kase.truth, d_max: 10, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType: 'return', settings: (await import('../src/index')).parseGraderSettings({}) };
     const ep = (answer: unknown) => ({ caseId: 'q', protocol: 'knowledgemind', messages: [], toolCalls: [], turns: [], parseErrors: [], answer, path: [], stopReason: 'answered', timing: { startedAt: 0, wallMs: 0 } }) as never;
     // types for the right pod: exception, cpu, return -> return at place 2 -> 1/3
     const three = [{ pod, type: 'exception' }, { pod, type: 'CPU contention' }, { pod, type: 'Return' }];
@@ -96,7 +96,7 @@ describe('openrca graders on an rcaflow episode', () => {
     const { openRcaAnswer, scoringPointsOf, parseGraderSettings } = await import('../src/index');
     const pod = kase.truth.pod!;
     const fault = ds.faults.find((f) => f.id === kase.faultId)!;
-    const ctx = { truth: kase.truth, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs, settings: parseGraderSettings({}) };
+    const ctx = { truth: kase.truth, d_max: 10, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs, settings: parseGraderSettings({}) };
     const t = new Date(Math.floor(fault.startUs / 1000) + 45_000).toISOString().slice(0, 19).replace('T', ' ');
     const sp = scoringPointsOf(ctx);
     expect(sp.failures).toBe(1);
@@ -131,7 +131,7 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
       ]),
     });
     expect(ep.stopReason).toBe('answered');
-    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, { terms: [{ grader: 'recall', weight: 1 }, { grader: 'fault_type', weight: 1 }] });
+    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, { terms: [{ grader: 'recall', weight: 1 }, { grader: 'fault_type', weight: 1 }] });
     // recall 1 (rank 0); the true type second -> 1/2
     expect(g.totals[0]).toBe(1.5);
   });
@@ -154,7 +154,7 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'rcaflow', policy: new Stepper([]) });
     expect(ep.stopReason).toBe('answered');
     expect(ep.parseErrors).toEqual([]);
-    const g = await gradeGroup([ep], { truth: kase.truth, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs }, { terms: [{ grader: 'openrca_correct', weight: 1 }] });
+    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs }, { terms: [{ grader: 'openrca_correct', weight: 1 }] });
     expect(g.totals[0]).toBe(1);
   });
 });

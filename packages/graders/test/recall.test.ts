@@ -16,10 +16,10 @@ describe('recall grader (Eq. 9)', () => {
     { name: 'rank r_max', answer: truthAtRank(10), score: 0, rank: 10 }, // 1 - 10/10 (paper as written)
     { name: 'rank beyond r_max', answer: truthAtRank(11), score: 0.1, rank: 11 }, // 1/10
     { name: 'far beyond r_max', answer: truthAtRank(30), score: 0.1, rank: 30 }, // 1/10
-    { name: 'r_max 4, rank 1', answer: truthAtRank(1), settings: { recall: { rMax: 4 } }, score: 0.75, rank: 1 }, // 1 - 1/4
-    { name: 'r_max 4, rank 5', answer: truthAtRank(5), settings: { recall: { rMax: 4 } }, score: 0.25, rank: 5 }, // 1/4
+    { name: 'r_max 4, rank 1', answer: truthAtRank(1), settings: { recall: { r_max: 4 } }, score: 0.75, rank: 1 }, // 1 - 1/4
+    { name: 'r_max 4, rank 5', answer: truthAtRank(5), settings: { recall: { r_max: 4 } }, score: 0.25, rank: 5 }, // 1/4
     { name: 'absent', answer: [{ pod: POD.order }], score: 0, rank: -1 }, // missing_score
-    { name: 'absent, missing_score -0.5', answer: [{ pod: POD.order }], settings: { recall: { missingScore: -0.5 } }, score: -0.5, rank: -1 },
+    { name: 'absent, missing_score -0.5', answer: [{ pod: POD.order }], settings: { recall: { missing_score: -0.5 } }, score: -0.5, rank: -1 },
     { name: 'empty answer', answer: [], score: 0, rank: -1 },
     { name: 'no answer', answer: null, score: 0, rank: -1 },
     // The repeated wrong pod takes one rank: truth at rank 1 -> 1 - 1/10.
@@ -33,7 +33,7 @@ describe('recall grader (Eq. 9)', () => {
   });
 
   it('recallScore is the formula on its own', () => {
-    const s = { rMax: 10, missingScore: 0 };
+    const s = { r_max: 10, missing_score: 0 };
     expect([0, 5, 10, 11, null].map((r) => recallScore(r, s))).toEqual([1, 0.5, 0, 0.1, 0]);
   });
 });

@@ -75,7 +75,7 @@ describe('reciprocal_rank grader (MRR as a reward)', () => {
     const answers: RootCause[][] = [[{ pod: POD.contacts }], [{ pod: POD.order }, { pod: POD.contacts }], [{ pod: POD.order }]];
     const graded = await gradeGroup(
       answers.map((answer) => episode({ answer })),
-      { truth: POD_TRUTH, podToService: SERVICE_OF },
+      { truth: POD_TRUTH, podToService: SERVICE_OF, d_max: 10 },
       'reciprocal_rank',
     );
     expect(graded.totals).toEqual([1, 0.5, 0]);

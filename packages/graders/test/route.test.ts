@@ -9,6 +9,7 @@ describe('route grader (Eq. 10)', () => {
     path: PathStep[];
     truth?: GroundTruth;
     settings?: GraderSettingsInput;
+    d_max?: number;
     score: number;
     lastStep: number;
   }[] = [
@@ -30,7 +31,7 @@ describe('route grader (Eq. 10)', () => {
     // Not in the path: min(L/D_max, 1).
     { name: 'path without the root cause, L 4', path: pathWithTruthAt(4, []), score: 0.4, lastStep: 0 },
     { name: 'path without the root cause, L 12', path: pathWithTruthAt(12, []), score: 1, lastStep: 0 },
-    { name: 'path without the root cause, D_max 20', path: pathWithTruthAt(5, []), settings: { route: { dMax: 20 } }, score: 0.25, lastStep: 0 },
+    { name: 'path without the root cause, D_max 20', path: pathWithTruthAt(5, []), d_max: 20, score: 0.25, lastStep: 0 },
     { name: 'empty path', path: [], score: 0, lastStep: 0 },
     // Service-level truth named through its pod at step 2 of 4: min(2/2, 1).
     { name: 'service truth via a pod', path: pathWithTruthAt(4, [2]), truth: SERVICE_TRUTH, score: 1, lastStep: 2 },
@@ -44,15 +45,15 @@ describe('route grader (Eq. 10)', () => {
     // Mixed case in a component: L = 4, r' = 2: 2/2.
     { name: 'case-insensitive', path: [step('a', {}), step('b', {}, [POD.contacts.toUpperCase()]), step('c', {}), step('d', {})], score: 1, lastStep: 2 },
   ];
-  it.each(table)('$name', async ({ path, truth, settings, score, lastStep }) => {
-    const r = await route.grade(episode({ path }), ctxFor(truth ?? POD_TRUTH, settings));
+  it.each(table)('$name', async ({ path, truth, settings, d_max, score, lastStep }) => {
+    const r = await route.grade(episode({ path }), ctxFor(truth ?? POD_TRUTH, settings, d_max));
     expect(r.score).toBeCloseTo(score, 12);
     expect(r.parts).toEqual({ steps: path.length, lastStep, found: lastStep > 0 ? 1 : 0 });
   });
 
   it('routeScore is the formula on its own', () => {
-    const s = { mu: 2, dMax: 10 };
-    // 3/(10-2), min(9/8, 1), 2 <= mu, 6/10
-    expect([routeScore(10, 3, s), routeScore(10, 9, s), routeScore(2, 2, s), routeScore(6, null, s)]).toEqual([0.375, 1, 1, 0.6]);
+    const s = { mu: 2 };
+    // D_max 10: 3/(10-2), min(9/8, 1), 2 <= mu, 6/10
+    expect([routeScore(10, 3, s, 10), routeScore(10, 9, s, 10), routeScore(2, 2, s, 10), routeScore(6, null, s, 10)]).toEqual([0.375, 1, 1, 0.6]);
   });
 });

@@ -67,7 +67,7 @@ function recordDecodeSteps(): DecodeStep[] {
 }
 const rowsOf = (steps: DecodeStep[]) => steps.map((s) => s.rows);
 
-const greedy = (i: number, maxTokens: number): GenerationRequest => ({ promptIds: prompts[i], sampling: { temperature: 0, maxTokens } });
+const greedy = (i: number, maxTokens: number): GenerationRequest => ({ promptIds: prompts[i], sampling: { temperature: 0, max_tokens: maxTokens } });
 
 let backend: OnnxBackend;
 
@@ -86,7 +86,7 @@ function expectSame(batched: Generation[], single: Generation[]): void {
 describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend continuous batching, %s', (layout) => {
   const model = models[layout];
   beforeAll(async () => {
-    backend = await openOnnxBackend({ modelDir: model, threads: 1 });
+    backend = await openOnnxBackend({ model_dir: model, threads: 1 });
   });
   afterAll(async () => {
     await backend.close();
@@ -136,7 +136,7 @@ describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend cont
 
   it('decodes a group of 8 samples of one prompt, leaving at different steps, as each one decodes alone', async () => {
     // Sampled at temperature 1 with per-row seeds, past the suffix's first 32 positions.
-    const reqs = Array.from({ length: 8 }, (_, i): GenerationRequest => ({ promptIds: prompts[7], sampling: { temperature: 1, seed: 100 + i, maxTokens: 30 + 3 * i } }));
+    const reqs = Array.from({ length: 8 }, (_, i): GenerationRequest => ({ promptIds: prompts[7], sampling: { temperature: 1, seed: 100 + i, max_tokens: 30 + 3 * i } }));
     const single = await alone(reqs);
     expect(Math.max(...single.map((g) => g.tokenIds.length))).toBeGreaterThan(33);
     const steps = recordDecodeSteps();
@@ -147,7 +147,7 @@ describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend cont
   });
 
   it('decodes at most maxBatch rows together; the others wait for a place', async () => {
-    const small = await openOnnxBackend({ modelDir: model, threads: 1, maxBatch: 3 });
+    const small = await openOnnxBackend({ model_dir: model, threads: 1, max_batch: 3 });
     try {
       const reqs = prompts.slice(0, 5).map((_, i) => greedy(i, 6 + 2 * i));
       const single = await alone(reqs);
@@ -204,13 +204,13 @@ describe('onnx backend, a decode.onnx that is not a decode graph', () => {
     const bad = join(dir, 'tiny-bad-decode');
     cpSync(models['whole-cache graph'], bad, { recursive: true });
     copyFileSync(join(bad, 'onnx', 'model.onnx'), join(bad, 'onnx', 'decode.onnx'));
-    const refused = await openOnnxBackend({ modelDir: bad, threads: 1 }).then(
+    const refused = await openOnnxBackend({ model_dir: bad, threads: 1 }).then(
       () => undefined,
       (e: Error) => e.message,
     );
     expect(refused).toContain(`${join(bad, 'onnx', 'decode.onnx')}: not a decode-step graph for 2 layers (missing prefix_mask, suffix_mask, prefix.0.key`);
     // The model graph alone still serves it.
-    const plain = await openOnnxBackend({ modelDir: bad, threads: 1, kvCache: 'off' });
+    const plain = await openOnnxBackend({ model_dir: bad, threads: 1, kv_cache: 'off' });
     try {
       expect((await plain.generate([greedy(0, 3)]))[0].tokenIds).toHaveLength(3);
     } finally {

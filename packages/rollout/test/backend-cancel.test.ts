@@ -14,11 +14,11 @@ let backend: OnnxBackend;
 let prompt: number[];
 let other: number[];
 /** Greedy, long: the tiny model does not end these early (checked below). */
-const LONG = { temperature: 0, maxTokens: 400 };
+const LONG = { temperature: 0, max_tokens: 400 };
 
 beforeAll(async () => {
   const model = await createTinyModel(join(dir, 'tiny'), 4);
-  backend = await openOnnxBackend({ modelDir: model, threads: 1 });
+  backend = await openOnnxBackend({ model_dir: model, threads: 1 });
   const tok = loadTokenizer(model);
   prompt = tok.encode('search_traces');
   other = tok.encode('ts-order-service returned 500');

@@ -64,9 +64,9 @@ describe.each(ARCHITECTURES)('onnx backend on a tiny random $architecture', ({ a
     const prompts = [conversation, conversation, 'ts-order-service returned 500 after 3021 ms', 'ok, done'].map((text) => chat.tokenizer.encode(text));
     const reference = await engine.request('generate', { input_ids: prompts, max_new_tokens: NEW_TOKENS });
 
-    const backend = await openOnnxBackend({ modelDir: join(dir, 'export') });
+    const backend = await openOnnxBackend({ model_dir: join(dir, 'export') });
     try {
-      const gens = await backend.generate(prompts.map((p) => ({ promptIds: p, sampling: { temperature: 0, maxTokens: NEW_TOKENS } })));
+      const gens = await backend.generate(prompts.map((p) => ({ promptIds: p, sampling: { temperature: 0, max_tokens: NEW_TOKENS } })));
       expect(gens.map((g) => g.tokenIds)).toEqual(reference.tokens);
       expect(reference.tokens.every((t) => t.length === NEW_TOKENS)).toBe(true);
       let worst = 0;

@@ -25,7 +25,7 @@ const expectSame = (a: Generation[], b: Generation[]) => {
 beforeAll(async () => {
   modelA = await createTinyModel(join(dir, 'a'), 1);
   modelB = await createTinyModel(join(dir, 'b'), 2);
-  backend = await openOnnxBackend({ modelDir: modelA });
+  backend = await openOnnxBackend({ model_dir: modelA });
   const tok = loadTokenizer(modelA);
   for (const text of ['search_traces(parent_span_id)', 'ts-order-service returned 500 after 3021 ms', 'ok']) prompts.push(tok.encode(text));
 });
@@ -39,7 +39,7 @@ describe('onnx backend', () => {
   });
 
   it('gives the same tokens for the same seed and other tokens for another seed', async () => {
-    const req = (seed: number) => [{ promptIds: prompts[0], sampling: { seed, maxTokens: 24 } }];
+    const req = (seed: number) => [{ promptIds: prompts[0], sampling: { seed, max_tokens: 24 } }];
     const [a] = await backend.generate(req(7));
     const [b] = await backend.generate(req(7));
     const [c] = await backend.generate(req(8));
@@ -51,15 +51,15 @@ describe('onnx backend', () => {
   });
 
   it('generates the same with the KV cache as recomputing the whole sequence each step', async () => {
-    const off = await openOnnxBackend({ modelDir: modelA, kvCache: 'off' });
+    const off = await openOnnxBackend({ model_dir: modelA, kv_cache: 'off' });
     // Greedy: where a random model's distribution is near uniform, float rounding could move a sampled token.
-    const reqs = prompts.map((p, i) => ({ promptIds: p, sampling: { temperature: 0, maxTokens: 16 - 5 * i } }));
+    const reqs = prompts.map((p, i) => ({ promptIds: p, sampling: { temperature: 0, max_tokens: 16 - 5 * i } }));
     expectSame(await backend.generate(reqs), await off.generate(reqs));
     await off.close();
   });
 
   it('gives each row of a left-padded batch what it gives alone, also after other rows finished', async () => {
-    const reqs = prompts.map((p, i) => ({ promptIds: p, sampling: { temperature: 0, maxTokens: 14 - 4 * i } }));
+    const reqs = prompts.map((p, i) => ({ promptIds: p, sampling: { temperature: 0, max_tokens: 14 - 4 * i } }));
     const batch = await backend.generate(reqs);
     const alone = [];
     for (const r of reqs) alone.push(...(await backend.generate([r])));
@@ -68,7 +68,7 @@ describe('onnx backend', () => {
 
   it('reports logprobs of the temperature-scaled distribution that sampled, equal to the engine\'s at the same temperature; a first update on them has ratio 1 (issue 8 acceptance 1)', async () => {
     const temps = [0.7, 1.3];
-    const gens = await backend.generate(temps.map((temperature, i) => ({ promptIds: prompts[i], sampling: { seed: 3 + i, maxTokens: 12, temperature } })));
+    const gens = await backend.generate(temps.map((temperature, i) => ({ promptIds: prompts[i], sampling: { seed: 3 + i, max_tokens: 12, temperature } })));
     const seqs = gens.map((g, i) => [...prompts[i], ...g.tokenIds]);
     // Aligned with the ids: 0 on prompt tokens, the rollout's logprob on generated ones.
     const old = gens.map((g, i) => [...prompts[i].map(() => 0), ...g.logprobs]);
@@ -98,23 +98,23 @@ describe('onnx backend', () => {
   });
 
   it('decodes greedily at temperature 0 and when top-p keeps one token', async () => {
-    const [greedy] = await backend.generate([{ promptIds: prompts[2], sampling: { temperature: 0, maxTokens: 12, topLogprobs: 3 } }]);
+    const [greedy] = await backend.generate([{ promptIds: prompts[2], sampling: { temperature: 0, max_tokens: 12, top_logprobs: 3 } }]);
     greedy.tokenIds.forEach((id, t) => {
       const top = [...greedy.topLogprobs![t]];
       expect(top).toHaveLength(3);
       expect(top[0][0]).toBe(id);
       expect(top[0][1]).toBeCloseTo(greedy.logprobs[t], 10);
     });
-    const [nucleus] = await backend.generate([{ promptIds: prompts[2], sampling: { seed: 9, topP: 1e-6, maxTokens: 12 } }]);
+    const [nucleus] = await backend.generate([{ promptIds: prompts[2], sampling: { seed: 9, top_p: 1e-6, max_tokens: 12 } }]);
     expect(nucleus.tokenIds).toEqual(greedy.tokenIds);
   });
 
   it('stops at a stop string, cutting the text before it', async () => {
-    const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20 } }]);
+    const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, max_tokens: 20 } }]);
     const det = modelDetokenizer(modelA);
     const stop = det.decode(free.tokenIds.slice(6, 8));
     const full = det.decode(free.tokenIds);
-    const [cut] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20, stop: [stop] } }]);
+    const [cut] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, max_tokens: 20, stop: [stop] } }]);
     expect(cut.finishReason).toBe('stop');
     expect(cut.text).toBe(full.slice(0, full.indexOf(stop)));
     expect(cut.tokenIds).toEqual(free.tokenIds.slice(0, cut.tokenIds.length));
@@ -122,14 +122,14 @@ describe('onnx backend', () => {
   });
 
   it("stops at an end-of-sequence id from generation_config.json and keeps it in the ids but not the text", async () => {
-    const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20 } }]);
+    const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, max_tokens: 20 } }]);
     const eos = free.tokenIds[4];
     const copy = join(dir, 'eos');
     cpSync(modelA, copy, { recursive: true, filter: (src) => !src.endsWith('.onnx') && !src.endsWith('.bin') });
     symlinkSync(join(modelA, 'onnx', 'model.onnx'), join(copy, 'onnx', 'model.onnx'));
     writeFileSync(join(copy, 'generation_config.json'), JSON.stringify({ eos_token_id: [eos] }));
-    const b = await openOnnxBackend({ modelDir: copy });
-    const [g] = await b.generate([{ promptIds: prompts[0], sampling: { temperature: 0, maxTokens: 20 } }]);
+    const b = await openOnnxBackend({ model_dir: copy });
+    const [g] = await b.generate([{ promptIds: prompts[0], sampling: { temperature: 0, max_tokens: 20 } }]);
     const first = free.tokenIds.indexOf(eos);
     expect(g.finishReason).toBe('stop');
     expect(g.tokenIds).toEqual(free.tokenIds.slice(0, first + 1));
@@ -138,9 +138,9 @@ describe('onnx backend', () => {
   });
 
   it('reloads a new policy between requests; a request already running finishes on the old one', async () => {
-    const req = [{ promptIds: prompts[1], sampling: { seed: 21, maxTokens: 32 } }];
+    const req = [{ promptIds: prompts[1], sampling: { seed: 21, max_tokens: 32 } }];
     const fresh = async (m: string) => {
-      const b = await openOnnxBackend({ modelDir: m });
+      const b = await openOnnxBackend({ model_dir: m });
       const out = await b.generate(req);
       await b.close();
       return out;
@@ -148,7 +148,7 @@ describe('onnx backend', () => {
     const expectA = await fresh(modelA);
     const expectB = await fresh(modelB);
     expect(expectB[0].tokenIds).not.toEqual(expectA[0].tokenIds);
-    const live = await openOnnxBackend({ modelDir: modelA });
+    const live = await openOnnxBackend({ model_dir: modelA });
     const running = live.generate(req);
     await live.reload(modelB);
     expectSame(await running, expectA);
@@ -165,10 +165,10 @@ describe('onnx backend', () => {
     await expect(bad([])).rejects.toThrow(/requests\[0\]\.promptIds: the prompt is empty/);
     const vocab = JSON.parse(readFileSync(join(modelA, 'config.json'), 'utf8')).vocab_size;
     await expect(bad([1, vocab])).rejects.toThrow(`token id ${vocab} is outside the vocabulary [0, ${vocab})`);
-    await expect(bad([1], { topP: 0 })).rejects.toThrow(GenerationInputError);
-    await expect(bad([1], { topP: 0 })).rejects.toThrow(/requests\[0\]\.sampling\.topP/);
-    await expect(openBackend({ kind: 'onnx', modelDir: modelA, threds: 2 }, 'rollout.backend')).rejects.toThrow(/rollout\.backend: .*threds/);
+    await expect(bad([1], { top_p: 0 })).rejects.toThrow(GenerationInputError);
+    await expect(bad([1], { top_p: 0 })).rejects.toThrow(/requests\[0\]\.sampling\.top_p/);
+    await expect(openBackend({ kind: 'onnx', model_dir: modelA, threds: 2 }, 'rollout.backend')).rejects.toThrow(/rollout\.backend: .*threds/);
     await expect(openBackend({ kind: 'sglang' }, 'rollout.backend')).rejects.toThrow(/rollout\.backend\.kind: unknown backend "sglang" \(known: onnx, openai, vllm\)/);
-    await expect(openOnnxBackend({ modelDir: join(dir, 'missing') })).rejects.toThrow(/missing/);
+    await expect(openOnnxBackend({ model_dir: join(dir, 'missing') })).rejects.toThrow(/missing/);
   });
 });

@@ -32,12 +32,12 @@ afterAll(async () => {
 
 describe('openai backend against trainer-ctl serve', () => {
   it('completes token ids into token ids and logprobs, as the onnx backend does in process', async () => {
-    const remote = new OpenAIBackend({ baseUrl: serve.url });
-    const local = await openOnnxBackend({ modelDir });
+    const remote = new OpenAIBackend({ base_url: serve.url });
+    const local = await openOnnxBackend({ model_dir: modelDir });
     const chat = loadChatModel(modelDir);
     const reqs = [
-      { promptIds: chat.tokenizer.encode(`search_traces ${entrySpanId}`), sampling: { seed: 11, maxTokens: 16, topLogprobs: 2 } },
-      { promptIds: chat.tokenizer.encode('ts-order-service'), sampling: { temperature: 0, maxTokens: 8 } },
+      { promptIds: chat.tokenizer.encode(`search_traces ${entrySpanId}`), sampling: { seed: 11, max_tokens: 16, top_logprobs: 2 } },
+      { promptIds: chat.tokenizer.encode('ts-order-service'), sampling: { temperature: 0, max_tokens: 8 } },
     ];
     const [got, want] = [await remote.generate(reqs), await local.generate(reqs)];
     got.forEach((g, i) => {
@@ -53,8 +53,8 @@ describe('openai backend against trainer-ctl serve', () => {
 
   it('chats with tools: the tool call the model writes comes back as message.tool_calls', async () => {
     expect(memorizedLoss).toBeLessThan(0.05);
-    const backend = await openBackend({ kind: 'openai', baseUrl: serve.url, model: 'tool-caller' });
-    const msg = await backend.chat!({ messages, tools, sampling: { temperature: 0, maxTokens: 80 } });
+    const backend = await openBackend({ kind: 'openai', base_url: serve.url, model: 'tool-caller' });
+    const msg = await backend.chat!({ messages, tools, sampling: { temperature: 0, max_tokens: 80 } });
     expect(msg.tool_calls).toHaveLength(1);
     const call = msg.tool_calls![0];
     expect(call).toMatchObject({ type: 'function', function: { name: 'search_traces' } });
@@ -64,20 +64,20 @@ describe('openai backend against trainer-ctl serve', () => {
   });
 
   it('chats without tools: the text comes back as content', async () => {
-    const backend = new OpenAIBackend({ baseUrl: serve.url });
-    const msg = await backend.chat({ messages: [{ role: 'user', content: 'ts-travel-service' }], sampling: { seed: 1, maxTokens: 6 } });
+    const backend = new OpenAIBackend({ base_url: serve.url });
+    const msg = await backend.chat({ messages: [{ role: 'user', content: 'ts-travel-service' }], sampling: { seed: 1, max_tokens: 6 } });
     expect(msg.tool_calls).toBeUndefined();
     expect(typeof msg.content).toBe('string');
   });
 
   it('retries 503s with backoff and gives up after the configured retries', async () => {
     const proxy = await startProxy(serve.url, (n) => (n <= 2 ? 503 : undefined));
-    const req = [{ promptIds: [5, 6, 7], sampling: { seed: 1, maxTokens: 4 } }];
-    const ok = await new OpenAIBackend({ baseUrl: proxy.url, model: 'tool-caller', retries: 2, backoffMs: 1 }).generate(req);
+    const req = [{ promptIds: [5, 6, 7], sampling: { seed: 1, max_tokens: 4 } }];
+    const ok = await new OpenAIBackend({ base_url: proxy.url, model: 'tool-caller', retries: 2, backoff_ms: 1 }).generate(req);
     expect(ok[0].tokenIds).toHaveLength(4);
     expect(proxy.seen).toBe(3);
     proxy.seen = 0;
-    await expect(new OpenAIBackend({ baseUrl: proxy.url, model: 'tool-caller', retries: 1, backoffMs: 1 }).generate(req)).rejects.toThrow(
+    await expect(new OpenAIBackend({ base_url: proxy.url, model: 'tool-caller', retries: 1, backoff_ms: 1 }).generate(req)).rejects.toThrow(
       /failed after 2 attempt\(s\): HTTP 503/,
     );
     await proxy.close();
@@ -85,7 +85,7 @@ describe('openai backend against trainer-ctl serve', () => {
 
   it('does not retry a 400: the server names the bad field', async () => {
     const proxy = await startProxy(serve.url, () => undefined);
-    const backend = new OpenAIBackend({ baseUrl: proxy.url, model: 'tool-caller', retries: 3, backoffMs: 1 });
+    const backend = new OpenAIBackend({ base_url: proxy.url, model: 'tool-caller', retries: 3, backoff_ms: 1 });
     await expect(backend.generate([{ promptIds: [1, 10 ** 9] }])).rejects.toThrow(/after 1 attempt\(s\): HTTP 400.*outside the vocabulary/);
     expect(proxy.seen).toBe(1);
     await proxy.close();
@@ -94,7 +94,7 @@ describe('openai backend against trainer-ctl serve', () => {
   it('times out a request the server never answers', async () => {
     const silent = createServer(() => undefined);
     const url = await listen(silent);
-    const backend = new OpenAIBackend({ baseUrl: url, model: 'tool-caller', timeoutMs: 200, retries: 1, backoffMs: 1 });
+    const backend = new OpenAIBackend({ base_url: url, model: 'tool-caller', timeout_ms: 200, retries: 1, backoff_ms: 1 });
     await expect(backend.generate([{ promptIds: [1] }])).rejects.toThrow(/after 2 attempt\(s\): timed out after 200 ms/);
     silent.closeAllConnections();
     silent.close();
@@ -102,8 +102,8 @@ describe('openai backend against trainer-ctl serve', () => {
 
   it('keeps at most `concurrency` requests in flight', async () => {
     const proxy = await startProxy(serve.url, () => undefined);
-    const backend = new OpenAIBackend({ baseUrl: proxy.url, concurrency: 2 });
-    const out = await backend.generate(Array.from({ length: 6 }, (_, i) => ({ promptIds: [5, 6, 7 + i], sampling: { seed: i, maxTokens: 8 } })));
+    const backend = new OpenAIBackend({ base_url: proxy.url, concurrency: 2 });
+    const out = await backend.generate(Array.from({ length: 6 }, (_, i) => ({ promptIds: [5, 6, 7 + i], sampling: { seed: i, max_tokens: 8 } })));
     expect(out).toHaveLength(6);
     expect(proxy.maxInFlight).toBeGreaterThan(0);
     expect(proxy.maxInFlight).toBeLessThanOrEqual(2);

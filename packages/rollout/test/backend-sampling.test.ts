@@ -31,16 +31,16 @@ describe('TokenSampler', () => {
   const probs = [0.4, 0.3, 0.2, 0.1];
 
   it('samples only inside the nucleus, in proportion to the kept probabilities', () => {
-    const half = draws(logitsOf(probs), { topP: 0.5 }, 4000);
+    const half = draws(logitsOf(probs), { top_p: 0.5 }, 4000);
     expect(new Set(half)).toEqual(new Set([0, 1]));
     expect(half.filter((t) => t === 0).length / half.length).toBeCloseTo(0.4 / 0.7, 1);
-    expect(new Set(draws(logitsOf(probs), { topP: 0.75 }, 4000))).toEqual(new Set([0, 1, 2]));
+    expect(new Set(draws(logitsOf(probs), { top_p: 0.75 }, 4000))).toEqual(new Set([0, 1, 2]));
     expect(new Set(draws(logitsOf(probs), {}, 4000))).toEqual(new Set([0, 1, 2, 3]));
   });
 
   it('is greedy at temperature 0 and reports logprobs of the distribution that sampled (temperature-scaled)', () => {
     const sampler = new TokenSampler();
-    const greedy = sampler.pick(logitsOf(probs), resolveSampling({ temperature: 0, topLogprobs: 2 }), new Rng(1));
+    const greedy = sampler.pick(logitsOf(probs), resolveSampling({ temperature: 0, top_logprobs: 2 }), new Rng(1));
     expect(greedy.token).toBe(0);
     expect(greedy.logprob).toBeCloseTo(Math.log(0.4), 6);
     expect([...greedy.top!.keys()]).toEqual([0, 1]);
@@ -55,7 +55,7 @@ describe('TokenSampler', () => {
   it('picks the same tokens as a full sort of a 50k-token vocabulary', () => {
     const gen = new Rng(5);
     const logits = Float32Array.from({ length: 50_000 }, () => gen.next() * 12);
-    const s = resolveSampling({ topP: 0.9, temperature: 0.7 });
+    const s = resolveSampling({ top_p: 0.9, temperature: 0.7 });
     const sampler = new TokenSampler();
     const fast = new Rng(9);
     const slow = new Rng(9);
@@ -64,7 +64,7 @@ describe('TokenSampler', () => {
     const total = w.reduce((a, b) => a + b, 0);
     const order = w.map((_, i) => i).sort((a, b) => w[b] - w[a] || a - b);
     let n = 0;
-    for (let acc = 0; acc < total * s.topP; n++) acc += w[order[n]];
+    for (let acc = 0; acc < total * s.top_p; n++) acc += w[order[n]];
     const kept = order.slice(0, n);
     const keptMass = kept.reduce((a, i) => a + w[i], 0);
     for (let k = 0; k < 200; k++) {

@@ -71,7 +71,7 @@ describe('vllm backend', () => {
     expect(models).toEqual(['base', backend.modelName(0)]);
     expect(backend.modelName(0)).toMatch(/^run-a-v0-[0-9a-f]{12}$/);
     const chat = loadChatModel(modelDir);
-    const gens = await backend.generate([0, 1, 2].map((s) => ({ promptIds: chat.tokenizer.encode('search_traces'), sampling: { seed: s, maxTokens: 5 } })));
+    const gens = await backend.generate([0, 1, 2].map((s) => ({ promptIds: chat.tokenizer.encode('search_traces'), sampling: { seed: s, max_tokens: 5 } })));
     for (const g of gens) {
       expect(g.tokenIds.length).toBeGreaterThan(0);
       expect(g.logprobs).toHaveLength(g.tokenIds.length);
@@ -86,7 +86,7 @@ describe('vllm backend', () => {
     const after = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
     expect(after).toContain(b0.modelName(2));
     expect(after.some((m) => m.startsWith('run-b-v1-'))).toBe(false);
-    await expect(b0.generate([{ promptIds: [5, 6], policyVersion: 1, sampling: { maxTokens: 2 } }])).rejects.toThrow(/policy version 1 is not loaded \(newest 2, staleness window 0\)/);
+    await expect(b0.generate([{ promptIds: [5, 6], policyVersion: 1, sampling: { max_tokens: 2 } }])).rejects.toThrow(/policy version 1 is not loaded \(newest 2, staleness window 0\)/);
     await Promise.all([backend.close(), b0.close()]);
   });
 
@@ -95,7 +95,7 @@ describe('vllm backend', () => {
     await expect(backend.reload(await policyVersion(3), 3)).rejects.toThrow(
       new RegExp(`policy version 3 \\(run-c-v3-[0-9a-f]{12} from .*\\) could not be loaded on any replica: ${deadUrl.replace(/[/.]/g, '\\$&')} out of rotation \\(loading policy version 3`),
     );
-    await expect(backend.generate([{ promptIds: [1], sampling: { maxTokens: 1 } }])).rejects.toThrow(/no policy version is loaded yet/);
+    await expect(backend.generate([{ promptIds: [1], sampling: { max_tokens: 1 } }])).rejects.toThrow(/no policy version is loaded yet/);
     await backend.close();
   });
 
@@ -142,7 +142,7 @@ describe('vllm backend against a replica that outlives runs', () => {
     expect(listed.find((c) => c.id === fresh)?.root).toBe(path);
     // What the replica samples for version 1 is what the new weights sample in process, token for token.
     const prompt = loadChatModel(modelDir).tokenizer.encode('ts-order-service search_traces');
-    const sampling = { seed: 11, maxTokens: 12, temperature: 0.7 };
+    const sampling = { seed: 11, max_tokens: 12, temperature: 0.7 };
     const [got] = await resumed.generate([{ promptIds: prompt, sampling, policyVersion: 1 }]);
     const reference = async (d: string) => {
       const m = await openLocalModel(d, { threads: 1 });

@@ -18,7 +18,7 @@ let dataset: Dataset;
 let chat: ChatModel;
 let backend: OnnxBackend;
 let kase: Case;
-const episodeSettings = { dMax: 2, toolSettings: { spanAliases: true } };
+const episodeSettings = { d_max: 2, tool_settings: { span_aliases: true } };
 
 async function play(settings: ModelPolicySettingsInput, c = kase): Promise<{ record: EpisodeRecord; policy: ModelPolicy }> {
   const policy = new ModelPolicy({ backend, chat, settings });
@@ -31,7 +31,7 @@ beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());
   const dir = await createTinyModel(join(scratchDir('policy'), 'model'), 3);
   chat = loadChatModel(dir);
-  backend = await openOnnxBackend({ modelDir: dir, threads: 1 });
+  backend = await openOnnxBackend({ model_dir: dir, threads: 1 });
   kase = dataset.cases[0];
 }, 300_000);
 afterAll(async () => {
@@ -45,7 +45,7 @@ describe('ModelPolicy', () => {
     const assistant = record.messages.filter((m) => m.role === 'assistant');
     expect(record.error).toBeUndefined();
     expect(assistant.length).toBe(record.turns.length);
-    expect(assistant.length).toBeGreaterThanOrEqual(3); // dMax 2 tool turns and the forced answer
+    expect(assistant.length).toBeGreaterThanOrEqual(3); // d_max 2 tool turns and the forced answer
     expect(t.mask).toHaveLength(t.ids.length);
     expect(t.logprobs).toHaveLength(t.ids.length);
 

@@ -5,7 +5,7 @@
  */
 import { parse } from 'junit2json';
 import { describe, expect, it } from 'vitest';
-import { checkExpectation, describeExpectation } from '../src/ci/expectations';
+import { checkExpectation, currentExpectations, describeExpectation } from '../src/ci/expectations';
 import { junitXml } from '../src/ci/junit';
 import { ExpectationSchema } from '../src/config/sections/expect';
 import { parseRunConfig } from '../src/config/index';
@@ -14,7 +14,7 @@ const series = (ys: number[]) => ys.map((y, i) => ({ x: i + 1, y }));
 const runs = new Map([
   ['priming/reward/mean', series([0.1, 0.3, 0.2, 0.4, 0.5])],
   ['sft/train/loss', series([2, Number.NaN, 0.5])],
-  ['eval/priming/formatValid', series([0.5])],
+  ['eval/priming/format_valid', series([0.5])],
 ]);
 const check = (e: Record<string, unknown>) => checkExpectation(ExpectationSchema.parse(e), runs);
 
@@ -25,7 +25,7 @@ describe('run.expect checks', () => {
     // mean of 0.1 0.3 0.2 0.4 0.5 = 0.3
     expect(check({ metric: 'priming/reward/mean', of: 'mean', max: 0.29 })).toMatchObject({ ok: false, detail: 'mean 0.3 is above the maximum 0.29' });
     expect(check({ metric: 'priming/reward/mean', of: 'max', min: 0.5, max: 0.5 }).ok).toBe(true);
-    expect(check({ metric: 'eval/priming/formatValid', min: 0.75, name: 'format validity after stage 1' })).toEqual({
+    expect(check({ metric: 'eval/priming/format_valid', min: 0.75, name: 'format validity after stage 1' })).toEqual({
       name: 'format validity after stage 1',
       ok: false,
       detail: 'last 0.5 is below the minimum 0.75',
@@ -36,13 +36,24 @@ describe('run.expect checks', () => {
     // first half 0.1 0.3 (mean 0.2), second half 0.4 0.5 (mean 0.45); 0.2 is the middle.
     expect(check({ metric: 'priming/reward/mean', trend: 'rising' })).toMatchObject({ ok: true, detail: 'first-half mean 0.2, second-half mean 0.45' });
     expect(check({ metric: 'priming/reward/mean', trend: 'falling' })).toMatchObject({ ok: false, detail: 'not falling: second-half mean 0.45 against first-half mean 0.2' });
-    expect(check({ metric: 'eval/priming/formatValid', trend: 'rising' })).toMatchObject({ ok: false, detail: 'a trend needs 2 or more values, the run wrote 1' });
+    expect(check({ metric: 'eval/priming/format_valid', trend: 'rising' })).toMatchObject({ ok: false, detail: 'a trend needs 2 or more values, the run wrote 1' });
   });
 
   it('catches a NaN: finite, and min/max never pass on NaN', () => {
     expect(check({ metric: 'sft/train/loss', finite: true })).toMatchObject({ ok: false, detail: '1 of 3 values are not finite' });
     expect(check({ metric: 'sft/train/loss', of: 'max', max: 10 })).toMatchObject({ ok: false, detail: 'max NaN is above the maximum 10' });
     expect(check({ metric: 'priming/reward/mean', finite: true })).toMatchObject({ ok: true, detail: '5 of 5 values finite' });
+  });
+
+  it('reads an old camelCase metric name as its snake_case one, with a warning naming the new one', () => {
+    const old = ['eval/priming/formatValid', 'eval/refinement/perFaultVote/service/R@1', 'priming/reward/mean'];
+    const { expectations, warnings } = currentExpectations(old.map((metric) => ExpectationSchema.parse({ metric, min: 0 })));
+    expect(expectations.map((e) => e.metric)).toEqual(['eval/priming/format_valid', 'eval/refinement/per_fault_vote/service/R@1', 'priming/reward/mean']);
+    expect(warnings).toEqual([
+      'run.expect: metric eval/priming/formatValid is now named eval/priming/format_valid; write eval/priming/format_valid',
+      'run.expect: metric eval/refinement/perFaultVote/service/R@1 is now named eval/refinement/per_fault_vote/service/R@1; write eval/refinement/per_fault_vote/service/R@1',
+    ]);
+    expect(checkExpectation(expectations[0], runs)).toEqual({ name: 'eval/priming/format_valid last >= 0', ok: true, detail: 'last 0.5' });
   });
 
   it('fails an expectation on a series the run never wrote, naming it', () => {

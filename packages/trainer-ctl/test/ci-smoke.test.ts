@@ -7,7 +7,7 @@
  * and `trainer-ctl report` opened in headless Chromium (screenshot in .cache/test-output/).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseJunit } from 'junit2json';
@@ -119,16 +119,16 @@ describe('configs/ci-smoke.yaml', () => {
         expect(at('sft/train/loss', step)).toBeCloseTo(train.loss, 5);
         return;
       }
-      const r = m as typeof m & { reward: { mean: number }; formatValid: number; toolCalls: number; timing: { rolloutMs: number } };
+      const r = m as typeof m & { reward: { mean: number }; format_valid: number; tool_calls: number; timing: { rollout_ms: number } };
       expect(at(`${m.stage}/reward/mean`, step)).toBeCloseTo(r.reward.mean, 5);
-      expect(at(`${m.stage}/formatValid`, step)).toBeCloseTo(r.formatValid, 5);
+      expect(at(`${m.stage}/format_valid`, step)).toBeCloseTo(r.format_valid, 5);
       expect(at(`${m.stage}/train/kl`, step)).toBeCloseTo(train.kl, 4);
-      expect(at(`${m.stage}/timing/rolloutMs`, step)).toBeCloseTo(r.timing.rolloutMs, 0);
+      expect(at(`${m.stage}/timing/rollout_ms`, step)).toBeCloseTo(r.timing.rollout_ms, 0);
     });
     for (const name of ['sft', 'priming', 'exploration', 'refinement']) {
       const e = JSON.parse(readFileSync(join(runDir, `eval-${name}.json`), 'utf8'));
-      expect(tb[`eval/${name}/formatValid`]?.map(([, v]) => v)).toEqual([e.formatValid]);
-      expect(tb[`eval/${name}/perFaultVote/service/mrr`]?.[0][1]).toBeCloseTo(e.summary.perFaultVote.service.mrr, 6);
+      expect(tb[`eval/${name}/format_valid`]?.map(([, v]) => v)).toEqual([e.format_valid]);
+      expect(tb[`eval/${name}/per_fault_vote/service/mrr`]?.[0][1]).toBeCloseTo(e.summary.per_fault_vote.service.mrr, 6);
     }
   });
 
@@ -141,6 +141,24 @@ describe('configs/ci-smoke.yaml', () => {
     expect(lines.filter((l) => /^priming step \d+ \(update \d+\): reward /.test(l))).toHaveLength(config.stages.priming.steps);
     expect(lines.at(-1)).toBe(`run ci-smoke done: ${readState(runDir)!.updates} updates`);
     expect(r.stdout).not.toContain('\x1b');
+  });
+
+  it('writes every key of metrics.jsonl, the evaluations, state.json, run.json and `status --json` in snake_case', async () => {
+    const camel = (value: unknown, path: string): string[] => {
+      if (Array.isArray(value)) return value.flatMap((v, i) => camel(v, `${path}[${i}]`));
+      if (value === null || typeof value !== 'object') return [];
+      return Object.entries(value).flatMap(([k, v]) => [...(/[a-z0-9][A-Z]/.test(k) ? [`${path}.${k}`] : []), ...camel(v, `${path}.${k}`)]);
+    };
+    const status = await cli(['status', runDir, '--json']);
+    expect(status.code, status.stderr).toBe(0);
+    const files = readdirSync(runDir).filter((f) => /^(eval-.+|state|run)\.json$/.test(f));
+    expect(files.filter((f) => f.startsWith('eval-'))).toHaveLength(4);
+    const found = [
+      ...readMetrics(runDir).flatMap((m, i) => camel(m, `metrics.jsonl:${i + 1}`)),
+      ...files.flatMap((f) => camel(JSON.parse(readFileSync(join(runDir, f), 'utf8')), f)),
+      ...camel(JSON.parse(status.stdout), 'status'),
+    ];
+    expect(found).toEqual([]);
   });
 
   describe('trainer-ctl report in headless Chromium', () => {

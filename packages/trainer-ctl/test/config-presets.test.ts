@@ -85,9 +85,9 @@ describe('presets', () => {
   it.each(BACKBONES)('%s carries the ThinkFL settings', (n) => {
     const c = load(n);
     expect(c.model.hub_id).toMatch(/\//);
-    expect(c.episode.dMax).toBe(10);
-    expect(c.graders.recall.rMax).toBe(10);
-    expect(c.graders.multiFactor).toEqual({ alpha: 1, beta: 0.2, gamma: 0.2 });
+    expect(c.episode.d_max).toBe(10);
+    expect(c.graders.recall.r_max).toBe(10);
+    expect(c.graders.multi_factor).toEqual({ alpha: 1, beta: 0.2, gamma: 0.2 });
     expect(c.generation.temperature.priming).toBeGreaterThan(c.generation.temperature.exploration);
     expect(c.generation.temperature.priming).toBeGreaterThan(c.generation.temperature.refinement);
     const stage2 = c.graders.stage_rewards.exploration;

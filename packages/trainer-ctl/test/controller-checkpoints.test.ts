@@ -29,7 +29,7 @@ describe('pruneCheckpoints', () => {
   it('keeps the last keep_last checkpoints and every stage-end one', () => {
     const runDir = runDirWithCheckpoints([2, 4, 6, 8, 10, 12]);
     const state = initialState('r', '/m');
-    state.stageCheckpoints = { sft: checkpointDir(runDir, 4) };
+    state.stage_checkpoints = { sft: checkpointDir(runDir, 4) };
     const gone = pruneCheckpoints(runDir, state, 2);
     expect(gone).toEqual([2, 6, 8].map((u) => checkpointDir(runDir, u)));
     for (const u of [4, 10, 12]) expect(existsSync(checkpointDir(runDir, u))).toBe(true);
@@ -43,12 +43,12 @@ describe('rewindTo', () => {
     const atFour = initialState('r', '/m');
     atFour.updates = 4;
     atFour.sft = { updates: 4, done: false };
-    atFour.metricsLines = 4;
+    atFour.metrics_lines = 4;
     writeSnapshot(runDir, atFour);
     const ahead = structuredClone(atFour);
     ahead.updates = 6;
     ahead.stages.priming.steps = 2;
-    ahead.metricsLines = 7;
+    ahead.metrics_lines = 7;
     expect(rewindTo(runDir, ahead, 4, '/m')).toEqual(atFour);
     expect(rewindTo(runDir, ahead, 6, '/m')).toBe(ahead);
     expect(rewindTo(runDir, ahead, undefined, '/m')).toMatchObject({ updates: 0, metricsLines: 0, policyDir: '/m' });

@@ -130,9 +130,7 @@ describe('sftUpdates', () => {
 
   it('is the plan scripts/sft-tiny.ts runs (one SFT schedule, issue 8 item 7)', () => {
     const sft = base.stages.priming.sft;
-    const plan = sftPlan(37, {
-      epochs: sft.epochs, batchSize: sft.batch_size, lr: sft.optimizer.lr, warmupSteps: sft.warmup_steps, minLrRatio: sft.min_lr_ratio, seed: base.run.seed,
-    });
+    const plan = sftPlan(37, { epochs: sft.epochs, batch_size: sft.batch_size, warmup_steps: sft.warmup_steps, min_lr_ratio: sft.min_lr_ratio }, { lr: sft.optimizer.lr, seed: base.run.seed });
     expect(sftUpdates(37, base).flat()).toEqual(plan);
     expect(plan[plan.length - 1].lr).toBeCloseTo(sft.optimizer.lr * sft.min_lr_ratio, 12);
   });

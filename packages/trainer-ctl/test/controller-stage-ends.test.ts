@@ -50,7 +50,7 @@ afterAll(async () => {
 /** The expert with detours in training steps except each stage's last; plain for greedy plays (stage eval). */
 async function expertWorker(runId: string, config: RunConfig, lastStep: (stage: string) => number): Promise<void> {
   const episode = parseEpisodeSettings(config.episode);
-  const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax });
+  const expert = ExpertSettingsSchema.parse({});
   const byId = new Map(dataset.cases.map((c) => [c.id, c]));
   const worker = await startRolloutWorker({
     connection: connectRedis(redis.url),
@@ -154,7 +154,7 @@ describe('stage ends and tracking', () => {
     expect(checkpointJobs.map((j) => j.stage)).toEqual(expect.arrayContaining(['priming', 'refinement']));
     expect(state.updates).toBeGreaterThan(config.checkpoints.keep_last + 3);
     for (const stage of ['priming', 'exploration', 'refinement']) {
-      const kept = state.stageCheckpoints?.[stage];
+      const kept = state.stage_checkpoints?.[stage];
       expect(kept, stage).toBeDefined();
       expect(existsSync(kept!), stage).toBe(true);
       const evaluated = JSON.parse(readFileSync(join(runDir, `eval-${stage}.json`), 'utf8')) as { policyVersion: number };
@@ -162,7 +162,7 @@ describe('stage ends and tracking', () => {
     }
     // On disk: the stage-end checkpoints and the newest one; exploration's mid-stage checkpoint was pruned.
     const onDisk = listCheckpoints(runDir).map((c) => c.updates);
-    expect(onDisk).toEqual([...new Set(Object.values(state.stageCheckpoints!).map(updatesOf))].sort((a, b) => a - b));
+    expect(onDisk).toEqual([...new Set(Object.values(state.stage_checkpoints!).map(updatesOf))].sort((a, b) => a - b));
     expect(trainJobs.filter((j) => j.checkpoint).length).toBeGreaterThan(onDisk.length);
 
     const track = readMetrics(runDir).filter((m) => m.kind === 'track');
@@ -171,14 +171,14 @@ describe('stage ends and tracking', () => {
     const cases = spreadCases(split.train, 2);
     const expert = await evaluate(dataset, cases, async (c) => {
       const settings = parseEpisodeSettings(config.episode);
-      const episode = await runEpisode({ dataset, case: c, policy: createExpert(dataset, ExpertSettingsSchema.parse({ dMax: settings.dMax })), protocol: 'rot', settings });
+      const episode = await runEpisode({ dataset, case: c, policy: createExpert(dataset, ExpertSettingsSchema.parse({})), protocol: 'rot', settings });
       return { answer: episode.answer, episode };
     });
     for (const m of track) {
       expect(m.cases).toBe(2);
       expect(m.formatValid).toBe(1);
-      expect(m['perRequest/service/mrr']).toBeCloseTo(expert.perRequest.service!.mrr, 9);
-      expect(m['perRequest/service/R@1']).toBeCloseTo(expert.perRequest.service!.recall[1], 9);
+      expect(m['perRequest/service/mrr']).toBeCloseTo(expert.per_request.service!.mrr, 9);
+      expect(m['perRequest/service/R@1']).toBeCloseTo(expert.per_request.service!.recall[1], 9);
     }
     // TensorBoard gets each point at its metrics line.
     const lines = readMetrics(runDir);

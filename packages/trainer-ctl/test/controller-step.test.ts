@@ -52,7 +52,7 @@ type Script = (index: number, c: Case) => Pick<EpisodeRecord, 'answer' | 'turns'
 async function expertWorker(runId: string, config: RunConfig, detourRate: number, script?: Script): Promise<{ plays: () => number }> {
   const settings = parseQueueSettings({});
   const episode = parseEpisodeSettings(config.episode);
-  const expert = ExpertSettingsSchema.parse({ dMax: episode.dMax });
+  const expert = ExpertSettingsSchema.parse({});
   const byId = new Map(dataset.cases.map((c) => [c.id, c]));
   let plays = 0;
   const worker: RolloutWorker = await startRolloutWorker({
@@ -121,15 +121,15 @@ describe('runGrpoStep', () => {
     const { record, result } = await runGrpoStep(ctx, { stage: 'priming', step: 0, update: 3, policyVersion: 3, checkpoint: false });
     // The expert without detours plays a case the same way every time: no group carries a signal.
     expect(record.groups).toBe(4);
-    expect(record.keptGroups).toBe(0);
-    expect(record.zeroVarianceShare).toBe(1);
+    expect(record.kept_groups).toBe(0);
+    expect(record.zero_variance_share).toBe(1);
     expect(record.update).toBeNull();
     expect(result).toBeUndefined();
     expect(trainJobs).toEqual([]);
     expect(record.samples).toBe(12);
-    expect(record.formatValid).toBe(1);
+    expect(record.format_valid).toBe(1);
     expect(record.graders.format.mean).toBe(1);
-    expect(record.toolCalls).toBeGreaterThan(1);
+    expect(record.tool_calls).toBeGreaterThan(1);
   });
 
   it('submits one train job with the kept groups and their group-relative advantages', async () => {
@@ -144,10 +144,10 @@ describe('runGrpoStep', () => {
     expect(trainJobs).toHaveLength(1);
     const job = trainJobs[0];
     expect(job).toMatchObject({ runId: 'detours', stage: 'priming', update: 7, kind: 'grpo', checkpoint: true });
-    expect(job.samples).toHaveLength(4 * record.keptGroups);
-    expect(record.keptGroups).toBeGreaterThan(0);
-    expect(record.keptGroups).toBeLessThanOrEqual(3);
-    for (let g = 0; g < record.keptGroups; g++) groups.push(job.samples.slice(4 * g, 4 * g + 4).map((s) => s.advantage!));
+    expect(job.samples).toHaveLength(4 * record.kept_groups);
+    expect(record.kept_groups).toBeGreaterThan(0);
+    expect(record.kept_groups).toBeLessThanOrEqual(3);
+    for (let g = 0; g < record.kept_groups; g++) groups.push(job.samples.slice(4 * g, 4 * g + 4).map((s) => s.advantage!));
     for (const adv of groups) {
       expect(Math.abs(adv.reduce((a, b) => a + b, 0))).toBeLessThan(1e-9);
       expect(new Set(adv).size).toBeGreaterThan(1);
@@ -184,7 +184,7 @@ describe('runGrpoStep', () => {
     const { ctx, trainJobs } = await setup('fixed', 0, (c) => (c.grpo.cases_per_step = 2), script);
     // What the arithmetic below assumes of tiny-cpu.yaml.
     expect(ctx.config.graders.stage_rewards.priming).toBe('stage1');
-    expect(ctx.config.graders.recall).toEqual({ rMax: 10, missingScore: 0 });
+    expect(ctx.config.graders.recall).toEqual({ r_max: 10, missing_score: 0 });
     expect(ctx.config.grpo.advantage).toMatchObject({ estimator: 'grpo', std: 'sample', eps: 1e-4 });
     expect(dataset.cases.every((c) => c.truth.level === 'pod')).toBe(true);
 
@@ -195,7 +195,7 @@ describe('runGrpoStep', () => {
     //   sample 2: R = 0 (absent),     F = 2/4 = 0.5   -> 0.5
     expect(Object.keys(record.graders).sort()).toEqual(['format', 'recall']);
     expect(record.groups).toBe(2);
-    expect(record.keptGroups).toBe(2);
+    expect(record.kept_groups).toBe(2);
     const totals = [2, 1.55, 0.5];
     expect(record.rewards).toHaveLength(6);
     record.rewards.forEach((r, i) => expect(r).toBeCloseTo(totals[i % 3], 12));

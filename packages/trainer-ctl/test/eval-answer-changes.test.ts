@@ -14,28 +14,28 @@ import { REPO_ROOT } from '../../../testkit/nezha';
 
 const a = (svc: string) => [{ service: svc }];
 const sft: AnsweredRequest[] = [
-  { caseId: 'c1', answer: a('x'), toolCalls: 3, ranks: { service: 0 } },
-  { caseId: 'c2', answer: a('y'), toolCalls: 3, ranks: { service: null } },
-  { caseId: 'c3', answer: a('z'), toolCalls: 3, ranks: { service: 1 } },
-  { caseId: 'c4', answer: a('w'), toolCalls: 3, ranks: { service: 0 } },
-  { caseId: 'c5', answer: a('v'), toolCalls: 3, ranks: { service: null } },
-  { caseId: 'c6', answer: a('u'), toolCalls: 3, ranks: { service: 2 } },
+  { case_id: 'c1', answer: a('x'), tool_calls: 3, ranks: { service: 0 } },
+  { case_id: 'c2', answer: a('y'), tool_calls: 3, ranks: { service: null } },
+  { case_id: 'c3', answer: a('z'), tool_calls: 3, ranks: { service: 1 } },
+  { case_id: 'c4', answer: a('w'), tool_calls: 3, ranks: { service: 0 } },
+  { case_id: 'c5', answer: a('v'), tool_calls: 3, ranks: { service: null } },
+  { case_id: 'c6', answer: a('u'), tool_calls: 3, ranks: { service: 2 } },
 ];
 const stage: AnsweredRequest[] = [
   // same answer, same calls
-  { caseId: 'c1', answer: a('x'), toolCalls: 3, ranks: { service: 0 } },
+  { case_id: 'c1', answer: a('x'), tool_calls: 3, ranks: { service: 0 } },
   // root cause now named (was absent): towards
-  { caseId: 'c2', answer: a('t'), toolCalls: 3, ranks: { service: 0 } },
+  { case_id: 'c2', answer: a('t'), tool_calls: 3, ranks: { service: 0 } },
   // rank 1 -> 0: towards
-  { caseId: 'c3', answer: a('t'), toolCalls: 2, ranks: { service: 0 } },
+  { case_id: 'c3', answer: a('t'), tool_calls: 2, ranks: { service: 0 } },
   // rank 0 -> absent: away
-  { caseId: 'c4', answer: a('s'), toolCalls: 3, ranks: { service: null } },
+  { case_id: 'c4', answer: a('s'), tool_calls: 3, ranks: { service: null } },
   // another wrong answer (absent in both): same rank
-  { caseId: 'c5', answer: a('r'), toolCalls: 3, ranks: { service: null } },
+  { case_id: 'c5', answer: a('r'), tool_calls: 3, ranks: { service: null } },
   // same answer, one call more: changed, rank 2 in both
-  { caseId: 'c6', answer: a('u'), toolCalls: 4, ranks: { service: 2 } },
+  { case_id: 'c6', answer: a('u'), tool_calls: 4, ranks: { service: 2 } },
   // not in the SFT evaluation: not compared
-  { caseId: 'c7', answer: a('q'), toolCalls: 3, ranks: { service: 0 } },
+  { case_id: 'c7', answer: a('q'), tool_calls: 3, ranks: { service: 0 } },
 ];
 
 const dirs: string[] = [];
@@ -53,10 +53,10 @@ describe('answerChanges', () => {
   it('is what scripts/stage-changes.ts prints per stage', () => {
     const dir = mkdtempSync(join(tmpdir(), 'h26-changes-'));
     dirs.push(dir);
-    const summary = { perRequest: { service: { mrr: 0.5 } }, perFault: { service: { mrr: 0.5 } } };
+    const summary = { per_request: { service: { mrr: 0.5 } }, per_fault: { service: { mrr: 0.5 } } };
     writeFileSync(join(dir, 'metrics.jsonl'), '');
-    writeFileSync(join(dir, 'eval-sft.json'), JSON.stringify({ formatValid: 1, summary, requests: sft }));
-    writeFileSync(join(dir, 'eval-refinement.json'), JSON.stringify({ formatValid: 1, summary, requests: stage }));
+    writeFileSync(join(dir, 'eval-sft.json'), JSON.stringify({ format_valid: 1, summary, requests: sft }));
+    writeFileSync(join(dir, 'eval-refinement.json'), JSON.stringify({ format_valid: 1, summary, requests: stage }));
     const out = execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'stage-changes.ts'), dir], { cwd: REPO_ROOT, encoding: 'utf8' });
     const row = out.split('\n').find((l) => l.startsWith('| refinement |'));
     expect(row).toBe('| refinement | 1.00 | 0.500 | - | 0.500 | 1 of 6 | 2 | 1 | 2 |');

@@ -40,20 +40,20 @@ describe('trainer-ctl eval', () => {
     expect(json.cases).toBe(6);
     expect(json.levels).toEqual(['service', 'pod']);
     expect(json.requests).toHaveLength(6);
-    expect(new Set(json.requests.map((r: { faultId: string }) => r.faultId)).size).toBe(6);
+    expect(new Set(json.requests.map((r: { fault_id: string }) => r.fault_id)).size).toBe(6);
     for (const r of json.requests) {
       expect(r).toHaveProperty('ranks.service');
       expect(Array.isArray(r.answer)).toBe(true);
     }
     expect(json.faults).toHaveLength(6);
     for (const level of ['service', 'pod']) {
-      for (const scope of [json.perRequest[level], json.perFault[level]]) {
+      for (const scope of [json.per_request[level], json.per_fault[level]]) {
         expect(Object.keys(scope.recall)).toEqual(['1', '2', '3', '5', '10']);
         expect(scope.mrr).toBeGreaterThanOrEqual(0);
         expect(scope.mrr).toBeLessThanOrEqual(1);
       }
     }
-    if (policy === 'expert') expect(json.requests.every((r: { stopReason: string }) => r.stopReason === 'answered')).toBe(true);
+    if (policy === 'expert') expect(json.requests.every((r: { stop_reason: string }) => r.stop_reason === 'answered')).toBe(true);
   });
 
   it('writes under runs/ by default', async () => {

@@ -19,7 +19,7 @@ import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 const run = promisify(execFile);
 const BIN = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const dir = scratchDir('eval-models');
-const EPISODE = { protocol: 'rot', dMax: 2, toolSettings: { spanAliases: true } };
+const EPISODE = { protocol: 'rot', d_max: 2, tool_settings: { span_aliases: true } };
 let datasetDir: string;
 let dataset: Dataset;
 let modelDir: string;
@@ -36,7 +36,7 @@ async function evalCli(args: string[]) {
 
 interface Line {
   policy: string;
-  caseId: string;
+  case_id: string;
   answer: unknown;
   ranks: Record<string, number | null>;
   episode: EpisodeRecord;
@@ -50,7 +50,7 @@ beforeAll(async () => {
   const { protocol, ...episode } = EPISODE;
   // The expert's episode without free text (short enough to memorize), with the tools it was offered.
   let tools: ToolSpec[] = [];
-  const expert = callsOnly(createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 2 })));
+  const expert = callsOnly(createExpert(dataset, ExpertSettingsSchema.parse({})));
   const recorder: Policy = { name: 'expert', next: (ctx) => ((tools = ctx.turn === 0 ? ctx.tools : tools), expert.next(ctx)) };
   expertRecord = await runEpisode({ dataset, case: c, policy: recorder, protocol, settings: episode });
   const base = await createTinyModel(join(dir, 'base'), 5);
@@ -88,10 +88,10 @@ describe('trainer-ctl eval on models', () => {
     expect(model.protocol).toBe('rot');
     expect(model.requests[0].answer).toEqual(expertRecord.answer);
     expect(model.requests[0].ranks).toEqual(exp.requests[0].ranks);
-    expect(model.faults[0].voteRanks).toEqual(exp.faults[0].voteRanks);
+    expect(model.faults[0].vote_ranks).toEqual(exp.faults[0].vote_ranks);
     expect(checkpoint.requests[0].answer).toEqual(expertRecord.answer);
     // One request per fault: its vote is its own top-1, so vote and best rank agree at R@1.
-    expect(model.perFaultVote.service.recall[1]).toBe(model.requests[0].ranks.service === 0 ? 1 : 0);
+    expect(model.per_fault_vote.service.recall[1]).toBe(model.requests[0].ranks.service === 0 ? 1 : 0);
 
     const lines = readLines(episodes);
     expect(lines.map((l) => l.policy)).toEqual(['expert', modelDir, checkpointDir]);
@@ -116,12 +116,12 @@ describe('trainer-ctl eval on models', () => {
     expect(json.policy).toBe(label);
     expect(json.protocol).toBe('rot');
     expect(json.requests).toHaveLength(2);
-    expect(json.faults.every((f: { voteRanks: object }) => 'service' in f.voteRanks)).toBe(true);
+    expect(json.faults.every((f: { vote_ranks: object }) => 'service' in f.vote_ranks)).toBe(true);
     expect(stdout).toMatch(/per fault by vote, service\s+2(\s+\d+\.\d\d){5}\s+\d\.\d{4}/);
 
     // The served model answered through chat completions: its first tool call is the expert's, as structured tool_calls.
     const [first] = readLines(episodes);
-    expect(first.caseId).toBe(dataset.cases[0].id);
+    expect(first.case_id).toBe(dataset.cases[0].id);
     const reply = first.episode.messages.find((m) => m.role === 'assistant')!;
     const expertCall = JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(expertRecord.messages.find((m) => m.role === 'assistant')!.content)![1]);
     expect(reply.tool_calls).toHaveLength(1);

@@ -41,7 +41,7 @@ const CASES: { name: string; preset: string; steps: [number, number, number]; ex
 /** Updates of the unbroken run that had a checkpoint (their controller state snapshots), and those that ended a stage. */
 function checkpointed(runDir: string): { all: number[]; stageEnds: Set<number> } {
   const all = readdirSync(join(runDir, 'states')).map((f) => Number(/^update-(\d+)\.json$/.exec(f)![1])).sort((a, b) => a - b);
-  const ends = Object.values(readState(runDir)!.stageCheckpoints ?? {}).map((d) => Number(/update-(\d+)$/.exec(d)![1]));
+  const ends = Object.values(readState(runDir)!.stage_checkpoints ?? {}).map((d) => Number(/update-(\d+)$/.exec(d)![1]));
   return { all, stageEnds: new Set(ends) };
 }
 

@@ -51,8 +51,8 @@ beforeAll(async () => {
   const model = await createTinyModel(join(dir, 'model'), 5);
   const chat: ChatModel = loadChatModel(model);
   kase = dataset.cases[0];
-  const episode = { dMax: 2, toolSettings: { spanAliases: true } };
-  const walk = await runEpisode({ dataset, case: kase, policy: createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 2, maxAnswers: 1 })), settings: episode });
+  const episode = { d_max: 2, tool_settings: { span_aliases: true } };
+  const walk = await runEpisode({ dataset, case: kase, policy: createExpert(dataset, ExpertSettingsSchema.parse({ max_answers: 1 })), settings: episode });
   // Four answers, one of them the truth (a pod-level fault), each a pod name: one token of the tiny tokenizer, so
   // the choice the reward decides is one sampled token.
   const truth = kase.truth.pod!;
@@ -69,7 +69,7 @@ beforeAll(async () => {
     await engine.shutdown();
   }
   config = structuredClone(writeRunConfig(dir, 'branch', start).config);
-  config.episode.dMax = 2;
+  config.episode.d_max = 2;
   config.generation.render_tools = false;
   config.grpo.group_size = G;
   config.grpo.cases_per_step = 1;

@@ -91,10 +91,10 @@ async function run(seed: number): Promise<number[]> {
     const ref = await registry.waitFor(job.policyVersion, 60_000);
     if (ref.version !== version) {
       await backend?.close();
-      backend = await openOnnxBackend({ modelDir: ref.dir });
+      backend = await openOnnxBackend({ model_dir: ref.dir });
       version = ref.version;
     }
-    const [g] = await backend!.generate([{ promptIds: prompt, sampling: { temperature: job.temperature, maxTokens: TOKENS, seed: job.seed } }]);
+    const [g] = await backend!.generate([{ promptIds: prompt, sampling: { temperature: job.temperature, max_tokens: TOKENS, seed: job.seed } }]);
     return {
       groupId: job.groupId,
       caseId: job.caseId,

@@ -159,11 +159,11 @@ describe('trainer-ctl push', () => {
       join(run, 'eval-final.json'),
       JSON.stringify({
         name: 'final',
-        policyVersion: 2,
+        policy_version: 2,
         cases: 8,
-        formatValid: 0.875,
+        format_valid: 0.875,
         answered: 0.75,
-        summary: { levels: ['service'], perRequest: { service: { n: 8, recall: { 1: 0.25, 3: 0.5, 5: 0.625 }, mrr: 0.40625, found: 5 } } },
+        summary: { levels: ['service'], per_request: { service: { n: 8, recall: { 1: 0.25, 3: 0.5, 5: 0.625 }, mrr: 0.40625, found: 5 } } },
       }),
     );
     const r = await push(run, { HF_ENDPOINT: hub.endpoint, HF_TOKEN: TOKEN });

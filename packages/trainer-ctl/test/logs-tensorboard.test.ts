@@ -29,16 +29,16 @@ describe('TensorBoard event files', () => {
     const logDir = join(dir, 'plain');
     const w = new EventFileWriter(logDir);
     w.scalars(1, { 'sft/train/loss': 2.5, 'sft/lr': 0.005 });
-    w.scalars(2, { 'priming/reward/mean': 0.125, 'priming/train/loss': Number.NaN, 'eval/priming/perFault/service/R@1': 1 / 3 });
+    w.scalars(2, { 'priming/reward/mean': 0.125, 'priming/train/loss': Number.NaN, 'eval/priming/per_fault/service/R@1': 1 / 3 });
     w.scalars(3, { 'priming/reward/mean': -0.75 });
     expect(readdirSync(logDir)).toEqual([expect.stringMatching(/^events\.out\.tfevents\.\d+\..+\.\d+$/)]);
     const got = readTensorboardScalars(logDir);
-    expect(Object.keys(got).sort()).toEqual(['eval/priming/perFault/service/R@1', 'priming/reward/mean', 'priming/train/loss', 'sft/lr', 'sft/train/loss']);
+    expect(Object.keys(got).sort()).toEqual(['eval/priming/per_fault/service/R@1', 'priming/reward/mean', 'priming/train/loss', 'sft/lr', 'sft/train/loss']);
     expect(got['sft/train/loss']).toEqual([[1, 2.5]]);
     expect(got['priming/reward/mean']).toEqual([[2, 0.125], [3, -0.75]]);
     expect(got['priming/train/loss']).toEqual([[2, null]]);
     expect(got['sft/lr'][0][1]).toBeCloseTo(0.005, 7); // float32
-    expect(got['eval/priming/perFault/service/R@1'][0][1]).toBeCloseTo(1 / 3, 7);
+    expect(got['eval/priming/per_fault/service/R@1'][0][1]).toBeCloseTo(1 / 3, 7);
   });
 
   it('a restart at step s supersedes the steps from s on that an earlier process logged', () => {

@@ -135,10 +135,10 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
 
     // Two real expert episodes as one group, tokenized with the tiny model's own chat template.
     const chat = loadChatModel(modelDir);
-    const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+    const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
     const samples: TrainSample[] = [];
     for (const [i, c] of dataset.cases.slice(0, 2).entries()) {
-      const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+      const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
       samples.push({ ...tokenizeEpisode(ep.messages, chat.template, chat.tokenizer), advantage: i === 0 ? 1 : -1, temperature: 1 });
     }
 

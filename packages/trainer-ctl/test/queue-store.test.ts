@@ -45,8 +45,8 @@ beforeAll(async () => {
   redis = await startRedis();
   conn = connectRedis(redis.url);
   dataset = await loadDataset(await ensureNezhaDataset());
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 4 }));
-  for (const c of dataset.cases.slice(0, 2)) episodes.push(await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 4 } }));
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
+  for (const c of dataset.cases.slice(0, 2)) episodes.push(await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 4 } }));
 }, 300_000);
 afterAll(async () => {
   conn?.disconnect();
@@ -183,8 +183,8 @@ describe('heartbeats', () => {
     const beat = await startHeartbeat(conn, RUN, 'rollout-a', 'rollout', 60_000);
     const [w] = await listWorkers(conn, RUN);
     expect(w).toMatchObject({ id: 'rollout-a', kind: 'rollout', pid: process.pid });
-    expect(w.lastSeen).toBeGreaterThanOrEqual(before);
-    expect(w.lastSeen).toBeLessThanOrEqual(Date.now());
+    expect(w.last_seen).toBeGreaterThanOrEqual(before);
+    expect(w.last_seen).toBeLessThanOrEqual(Date.now());
     await beat.stop();
     expect(await listWorkers(conn, RUN)).toEqual([]);
   });

@@ -8,8 +8,8 @@ import { loadDataset, spreadCases, type Case, type Dataset } from '@thinkfl/env'
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { splitCases, teacherEpisodes, type TeacherData } from '../src/sft/index';
 
-const episode = { dMax: 4, toolSettings: { spanAliases: true, verdicts: true } };
-const expert = { max_answers: 3, log_survey: 0, lead_checks: 0, confirmations: 0, logChecks: 0 };
+const episode = { d_max: 4, tool_settings: { span_aliases: true, verdicts: true } };
+const expert = { max_answers: 3, log_survey: 0, lead_checks: 0, confirmations: 0, log_checks: 0 };
 let dataset: Dataset;
 let cases: Case[];
 let byName: TeacherData;

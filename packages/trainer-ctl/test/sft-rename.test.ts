@@ -15,7 +15,7 @@ import { configTeacher } from '../src/controller/teacher';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { renamedEpisode, renamedEpisodes, nameRenamer, namePermutation, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
 
-const episode = { dMax: 4, toolSettings: { spanAliases: true } };
+const episode = { d_max: 4, tool_settings: { span_aliases: true } };
 let dataset: Dataset;
 let datasetDir: string;
 let cases: Case[];

@@ -16,7 +16,7 @@ import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { policyFigures, sampleTokens, sftSample, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
 import { generatedRuns } from '../../../testkit/masks';
 
-const episode = { toolSettings: { spanAliases: true } };
+const episode = { tool_settings: { span_aliases: true } };
 const EOT = '<|im_end|>';
 let dataset: Dataset;
 let chat: ChatModel;
@@ -87,7 +87,7 @@ describe('teacher conversations', () => {
   });
 
   it('puts detours with their error observations in the context and trains only on the other turns', async () => {
-    const data = await teacherEpisodes({ dataset, cases, episode: { ...episode, dMax: 5 }, variants: 2, detours: { rate: 0.5, maxPerEpisode: 3 }, seed: 3 });
+    const data = await teacherEpisodes({ dataset, cases, episode: { ...episode, d_max: 5 }, variants: 2, detours: { rate: 0.5, max_per_episode: 3 }, seed: 3 });
     const withDetours = data.episodes.filter((e) => e.untrainedTurns.length > 0);
     expect(withDetours.length).toBeGreaterThan(0);
     let errors = 0;

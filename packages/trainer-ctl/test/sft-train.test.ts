@@ -24,7 +24,7 @@ beforeAll(async () => {
   });
   await engine.request('create_tiny', { out_dir: modelDir, config, seed: 0 });
   const chat = loadChatModel(modelDir);
-  const data = await teacherEpisodes({ dataset, cases: spreadCases(dataset.cases, 40), episode: { toolSettings: { spanAliases: true } } });
+  const data = await teacherEpisodes({ dataset, cases: spreadCases(dataset.cases, 40), episode: { tool_settings: { span_aliases: true } } });
   samples = data.episodes.slice(0, 2).map((e) => sftSample(e, chat, { renderTools: false }));
 }, 180_000);
 afterAll(async () => {
@@ -33,8 +33,8 @@ afterAll(async () => {
 
 describe('sft', () => {
   it('warms the learning rate up to its peak, then decays it to the floor by the last step', () => {
-    const s = SftSettingsSchema.parse({ lr: 1e-2, warmupSteps: 4, minLrRatio: 0.1 });
-    const lrs = Array.from({ length: 20 }, (_, i) => sftLr(s, i, 20));
+    const s = SftSettingsSchema.parse({ warmup_steps: 4, min_lr_ratio: 0.1 });
+    const lrs = Array.from({ length: 20 }, (_, i) => sftLr(s, 1e-2, i, 20));
     expect(lrs.slice(0, 5).every((lr, i) => i === 0 || lr > lrs[i - 1])).toBe(true);
     expect(lrs[4]).toBeCloseTo(1e-2, 12);
     expect(lrs.slice(4).every((lr, i) => i === 0 || lr < lrs[i + 3])).toBe(true);
@@ -44,7 +44,7 @@ describe('sft', () => {
   it('lowers the loss on teacher conversations over epochs and counts the trained tokens', async () => {
     expect(samples).toHaveLength(2);
     await load();
-    const report = await sft(engine, samples, { epochs: 4, batchSize: 1, lr: 1e-2, warmupSteps: 1 });
+    const report = await sft(engine, samples, { epochs: 4, batch_size: 1, warmup_steps: 1, min_lr_ratio: 0.1 }, { lr: 1e-2 });
     expect(report.steps).toBe(8);
     expect(report.epochs).toBe(4);
     expect(report.epochLoss[3]).toBeLessThan(report.epochLoss[0] * 0.8);
@@ -53,9 +53,9 @@ describe('sft', () => {
 
   it('stops at the time budget and refuses an empty sample set', async () => {
     await load();
-    const report = await sft(engine, samples, { epochs: 50, batchSize: 1, timeBudgetS: 1e-3 });
+    const report = await sft(engine, samples, { epochs: 50, batch_size: 1, warmup_steps: 10, min_lr_ratio: 0.1 }, { lr: 3e-3, timeBudgetS: 1e-3 });
     expect(report.steps).toBe(1);
     expect(report.epochLoss).toHaveLength(1);
-    await expect(sft(engine, [], {})).rejects.toThrow(/no samples/);
+    await expect(sft(engine, [], {}, { lr: 3e-3 })).rejects.toThrow(/no samples/);
   });
 });

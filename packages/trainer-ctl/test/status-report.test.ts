@@ -27,24 +27,24 @@ beforeAll(async () => {
   state.stages.priming = { steps: 3, done: true };
   state.stages.exploration = { steps: 1, done: false };
   state.updates = 5;
-  state.policyVersion = 5;
+  state.policy_version = 5;
   appendMetrics(runDir, { kind: 'sft', stage: 'priming', update: 0, of: 2, train: { loss: 4.5 } });
   for (let step = 0; step < 3; step++) {
-    appendMetrics(runDir, { kind: 'grpo', stage: 'priming', step, update: 2 + step, reward: { mean: 0.25 * step, std: 0 }, formatValid: 0.5, zeroVarianceShare: 0, toolCalls: 2, train: { loss: 0.1, kl: 0.01 } });
+    appendMetrics(runDir, { kind: 'grpo', stage: 'priming', step, update: 2 + step, reward: { mean: 0.25 * step, std: 0 }, format_valid: 0.5, zero_variance_share: 0, tool_calls: 2, train: { loss: 0.1, kl: 0.01 } });
   }
-  appendMetrics(runDir, { kind: 'grpo', stage: 'exploration', step: 0, update: 5, reward: { mean: 0.9, std: 0 }, formatValid: 1, zeroVarianceShare: 0.5, toolCalls: 3, train: { loss: 0.2, kl: 0.02 } });
+  appendMetrics(runDir, { kind: 'grpo', stage: 'exploration', step: 0, update: 5, reward: { mean: 0.9, std: 0 }, format_valid: 1, zero_variance_share: 0.5, tool_calls: 3, train: { loss: 0.2, kl: 0.02 } });
   // A line past the state's count: written by a step that never completed.
-  appendMetrics(runDir, { kind: 'grpo', stage: 'exploration', step: 1, update: 6, reward: { mean: 7, std: 0 }, formatValid: 1, zeroVarianceShare: 0, toolCalls: 3, train: {} });
-  state.metricsLines = 5;
+  appendMetrics(runDir, { kind: 'grpo', stage: 'exploration', step: 1, update: 6, reward: { mean: 7, std: 0 }, format_valid: 1, zero_variance_share: 0, tool_calls: 3, train: {} });
+  state.metrics_lines = 5;
   writeState(runDir, state);
   writeFileSync(
     join(runDir, 'eval-priming.json'),
-    JSON.stringify({ name: 'priming', policyVersion: 4, formatValid: 0.875, summary: { levels: ['service'], perRequest: {}, perFault: { service: { n: 8, recall: {}, mrr: 0.4375, found: 4 } }, faultsWithoutCases: [] } }),
+    JSON.stringify({ name: 'priming', policy_version: 4, format_valid: 0.875, summary: { levels: ['service'], per_request: {}, per_fault: { service: { n: 8, recall: {}, mrr: 0.4375, found: 4 } }, faults_without_cases: [] } }),
   );
-  writeFileSync(join(runDir, RUN_INFO_FILE), JSON.stringify({ runId: 'status-run', redisUrl: redis.url }));
+  writeFileSync(join(runDir, RUN_INFO_FILE), JSON.stringify({ run_id: 'status-run', redis_url: redis.url }));
   const conn = connectRedis(redis.url);
   beat = await startHeartbeat(conn, 'status-run', 'rollout-a', 'rollout', 1000);
-  await conn.hset(keys.workers('status-run'), 'train-b', JSON.stringify({ kind: 'train', pid: 1, host: 'h', lastSeen: Date.now() - 600_000 }));
+  await conn.hset(keys.workers('status-run'), 'train-b', JSON.stringify({ kind: 'train', pid: 1, host: 'h', last_seen: Date.now() - 600_000 }));
 });
 
 afterAll(async () => {

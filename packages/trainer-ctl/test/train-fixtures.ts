@@ -169,8 +169,8 @@ export async function runRedis(runDir: string, run: TrainProcess): Promise<Redis
   const file = join(runDir, 'run.json');
   const url = await until('run.json of this controller', () => {
     if (!existsSync(file)) return undefined;
-    const info = JSON.parse(readFileSync(file, 'utf8')) as { redisUrl: string; pid: number };
-    return info.pid === run.child.pid ? info.redisUrl : undefined;
+    const info = JSON.parse(readFileSync(file, 'utf8')) as { redis_url: string; pid: number };
+    return info.pid === run.child.pid ? info.redis_url : undefined;
   });
   const r = connectRedis(url);
   r.on('error', () => undefined);

@@ -29,8 +29,8 @@ function train(runDir: string): Promise<{ code: number | null; stdout: string; s
 
 interface Eval {
   cases: number;
-  formatValid: number;
-  summary: { perFault: { service: { n: number; mrr: number } } };
+  format_valid: number;
+  summary: { per_fault: { service: { n: number; mrr: number } } };
 }
 
 describe('configs/tiny-cpu.yaml', () => {
@@ -55,12 +55,12 @@ describe('configs/tiny-cpu.yaml', () => {
     for (const [name, e] of Object.entries(evals)) {
       expect(e.cases, name).toBe(config.dataset.max_eval_cases);
       expect(r.stdout).toContain(`eval ${name} (policy v`);
-      expect(state.stageCheckpoints?.[name as keyof typeof state.stageCheckpoints], name).toBeTruthy();
+      expect(state.stage_checkpoints?.[name as keyof typeof state.stage_checkpoints], name).toBeTruthy();
     }
     // SFT on the expert's conversations teaches the protocol, and stage 1's GRPO (format reward on
     // every training fault) carries it to faults the teacher never got right: held-out episodes
     // end with their own print_results after valid calls only.
-    expect(evals.sft.formatValid).toBeGreaterThanOrEqual(0.5);
-    expect(evals.priming.formatValid).toBeGreaterThanOrEqual(0.75);
+    expect(evals.sft.format_valid).toBeGreaterThanOrEqual(0.5);
+    expect(evals.priming.format_valid).toBeGreaterThanOrEqual(0.75);
   }, 1_500_000);
 });

@@ -144,10 +144,10 @@ let chatModel: ReturnType<typeof loadChatModel>;
 
 /** An SFT job on the scripted expert's conversations of `cases`, as the trainer's priming makes them; `lr` sets its one step's learning rate. */
 async function sft(update: number, cases: number[], checkpoint: boolean, lr?: number): Promise<void> {
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   const samples: TrainSample[] = [];
   for (const i of cases) {
-    const ep = await runEpisode({ dataset, case: dataset.cases[i], policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    const ep = await runEpisode({ dataset, case: dataset.cases[i], policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
     samples.push({ ...tokenizeEpisode(ep.messages, chatModel.template, chatModel.tokenizer), advantage: 0, temperature: 1 });
   }
   const queue = new TrainQueue(conn, RUN, settings);

@@ -99,10 +99,10 @@ workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
   // Stage 1 starts with SFT (ThinkFL's format-aware priming): update 0 trains the adapter on
   // scripted-expert conversations, so the GRPO steps play an adapter that is not the base model.
   const chat = loadChatModel(modelDir);
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   const samples: TrainSample[] = [];
   for (const c of dataset.cases.slice(0, 4)) {
-    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
     samples.push({ ...tokenizeEpisode(ep.messages, chat.template, chat.tokenizer), advantage: 0, temperature: 1 });
   }
   const queue = new TrainQueue(conn, RUN, settings);

@@ -109,10 +109,10 @@ export function spawnWorker(args: string[], env: Record<string, string> = {}, gr
  */
 export async function expertSamples(dataset: Dataset, modelDir: string, advantages: number[]): Promise<TrainSample[]> {
   const chat = loadChatModel(modelDir);
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 3 }));
+  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   const samples: TrainSample[] = [];
   for (const [i, c] of dataset.cases.slice(0, advantages.length).entries()) {
-    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { dMax: 3, toolSettings: { spanAliases: true } } });
+    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
     const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
     samples.push({ ids, mask, advantage: advantages[i], temperature: 1 });
   }

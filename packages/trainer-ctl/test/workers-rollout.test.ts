@@ -41,7 +41,7 @@ beforeAll(async () => {
   redis = await startRedis();
   conn = connectRedis(redis.url);
   const dataset = await loadDataset(await ensureNezhaDataset());
-  episode = await runEpisode({ dataset, case: dataset.cases[0], policy: createExpert(dataset, ExpertSettingsSchema.parse({ dMax: 4 })), settings: { dMax: 4 } });
+  episode = await runEpisode({ dataset, case: dataset.cases[0], policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: { d_max: 4 } });
 }, 300_000);
 afterAll(async () => {
   conn?.disconnect();

@@ -53,14 +53,14 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
       env: { PEERS_NODE: s.peersNode },
     },
   );
-  const backend = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads });
-  const spinning = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: Math.max(...s.batches), threads: s.threads, spin: true });
+  const backend = await openOnnxBackend({ model_dir: s.modelDir, max_batch: Math.max(...s.batches), threads: s.threads });
+  const spinning = await openOnnxBackend({ model_dir: s.modelDir, max_batch: Math.max(...s.batches), threads: s.threads, spin: true });
   try {
     const versions = [await genai.next<{ version: string }>(), await tjs.next<{ version: string }>()].map((v) => v.version);
     const project = async (b: OnnxBackend, batch: number, newTokens: number): Promise<Run> => {
       const t0 = performance.now();
       const gens = await b.generate(
-        Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { maxTokens: newTokens, temperature: 0 } })),
+        Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { max_tokens: newTokens, temperature: 0 } })),
       );
       return { ms: performance.now() - t0, tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0), first: gens[0].tokenIds };
     };

@@ -91,7 +91,7 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
       ...(s.lora && { lora: s.lora }),
     });
     await engine.request('set_reference', { tag: 'bench' });
-    backend = await openOnnxBackend({ modelDir: s.modelDir, maxBatch: s.groupSize, threads: s.threads });
+    backend = await openOnnxBackend({ model_dir: s.modelDir, max_batch: s.groupSize, threads: s.threads });
     const advantages = AdvantageSettingsSchema.parse({ estimator: 'grpo' });
     let version = 0;
     let promptCheck = '';
@@ -101,7 +101,7 @@ export async function compareGrpo(s: GrpoSettings): Promise<string> {
       const gens = await backend!.generate(
         Array.from({ length: s.groupSize }, (_, i) => ({
           promptIds: s.prompt.ids,
-          sampling: { maxTokens: s.maxNewTokens, temperature: s.temperature, seed: version * 1000 + i },
+          sampling: { max_tokens: s.maxNewTokens, temperature: s.temperature, seed: version * 1000 + i },
         })),
       );
       const t1 = performance.now();

@@ -34,7 +34,7 @@ export function casePrompt(dataset: Dataset, c: Case, toolbox: Toolbox): string 
   ].join('\n');
 }
 
-/** The turns-left note of `rot` (episode setting turnsLeftNote). */
+/** The turns-left note of `rot` (episode setting turns_left_note). */
 export function turnsLeft(n: number): string {
   return `[${n} tool turn${n === 1 ? '' : 's'} left]`;
 }

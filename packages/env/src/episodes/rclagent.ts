@@ -68,7 +68,7 @@ registerProtocol({
   name: 'rclagent',
   async play(session, settings) {
     const { toolbox } = session;
-    const { initialTurns, reflectionTurns, tools } = settings.rclagent;
+    const { initial_turns: initialTurns, reflection_turns: reflectionTurns, tools } = settings.rclagent;
     const all = tools;
     const initialTools = all.filter((t) => t !== METRICS_TOOL);
     const exploring = all.filter((t) => t !== 'print_results');

@@ -11,15 +11,15 @@ registerProtocol({
   name: 'rot',
   async play(session, settings) {
     const { toolbox } = session;
-    const budget = `You have at most ${settings.dMax} tool calls; then you must answer.`;
+    const budget = `You have at most ${settings.d_max} tool calls; then you must answer.`;
     session.say('system', systemPrompt(toolbox.specs(settings.tools), budget));
     session.say('user', casePrompt(toolbox.ctx.dataset, session.kase, toolbox));
-    for (let t = 0; t < settings.dMax; t++) {
+    for (let t = 0; t < settings.d_max; t++) {
       const out = await session.turn(settings.tools, false);
       if (out.kind === 'answered') return session.finish('rot', 'answered', out.answer);
       if (out.kind === 'policy_error') return session.finish('rot', 'policy_error', null);
-      const left = settings.dMax - t - 1;
-      if (settings.turnsLeftNote && left > 0) session.noteOnLast(turnsLeft(left));
+      const left = settings.d_max - t - 1;
+      if (settings.turns_left_note && left > 0) session.noteOnLast(turnsLeft(left));
     }
     session.say('user', FORCE_ANSWER);
     const out = await session.turn(['print_results'], true);

@@ -25,8 +25,8 @@ export async function runEpisode(opts: RunEpisodeOptions): Promise<EpisodeRecord
   const protocol = getProtocol(name);
   if (!protocol) throw new Error(`unknown protocol "${name}" (known: ${protocolNames().join(', ')})`);
   const settings = parseEpisodeSettings(opts.settings ?? {});
-  const toolbox = new Toolbox(opts.dataset, settings.toolSettings);
+  const toolbox = new Toolbox(opts.dataset, settings.tool_settings);
   toolbox.specs(settings.tools);
-  const session = new EpisodeSession(opts.case, opts.policy, toolbox);
+  const session = new EpisodeSession(opts.case, opts.policy, toolbox, settings.d_max);
   return protocol.play(session, settings);
 }

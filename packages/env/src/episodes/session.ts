@@ -72,6 +72,8 @@ export class EpisodeSession {
     readonly kase: Case,
     readonly policy: Policy,
     readonly toolbox: Toolbox,
+    /** The episode settings' d_max, which every policy is told (PolicyContext.d_max). */
+    readonly d_max: number,
   ) {}
 
   /** A system or user message, pod names shown as the toolbox shows them (their aliases when on). */
@@ -95,8 +97,9 @@ export class EpisodeSession {
           toolCalls: [...this.toolCalls],
           turn,
           final,
+          d_max: this.d_max,
           ...(this.environment !== undefined ? { environment: this.environment } : {}),
-          ...(this.toolbox.settings.podAliases ? { show: (text: string) => this.toolbox.shown(text) } : {}),
+          ...(this.toolbox.settings.pod_aliases ? { show: (text: string) => this.toolbox.shown(text) } : {}),
         }),
         turn,
       );

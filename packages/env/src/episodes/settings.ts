@@ -12,12 +12,12 @@ export const MAX_TOOL_TURNS = 20;
 export const EpisodeSettingsSchema = z
   .object({
     /** D_max of ThinkFL Algorithm 1 (`rot`): tool turns before the forced print_results turn. Default 10, at most 20. */
-    dMax: z.number().int().min(1).max(MAX_TOOL_TURNS).default(10),
+    d_max: z.number().int().min(1).max(MAX_TOOL_TURNS).default(10),
     /**
      * `rot`: end each exploration turn's observation with how many tool turns are left
      * ("[3 tool turns left]"), so a small model need not count turns to answer in time. Default false.
      */
-    turnsLeftNote: z.boolean().default(false),
+    turns_left_note: z.boolean().default(false),
     /** Tools offered on exploration turns; print_results must be among them. */
     tools: z
       .array(z.string().min(1))
@@ -38,12 +38,12 @@ export const EpisodeSettingsSchema = z
           .refine((t) => t.every((n) => getTool(n)), { message: `unknown tool; known tools: ${toolNames().join(', ')}` })
           .refine((t) => t.includes('print_results'), { message: 'tools must include print_results' }),
         /** Turns of the initial reasoning phase (no metrics tool). Default 4. */
-        initialTurns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(4),
+        initial_turns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(4),
         /** Turns of the critical reflection phase, which must go deeper before answering. Default 6. */
-        reflectionTurns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(6),
+        reflection_turns: z.number().int().min(1).max(MAX_TOOL_TURNS).default(6),
       })
-      .refine((r) => r.initialTurns + r.reflectionTurns <= MAX_TOOL_TURNS, {
-        message: `initialTurns + reflectionTurns must be at most ${MAX_TOOL_TURNS}`,
+      .refine((r) => r.initial_turns + r.reflection_turns <= MAX_TOOL_TURNS, {
+        message: `initial_turns + reflection_turns must be at most ${MAX_TOOL_TURNS}`,
       })
       .prefault({}),
     /** `oracl`: the environment's sketch of the request (ORACL's data collector; UNSPEC constants). */
@@ -91,7 +91,7 @@ export const EpisodeSettingsSchema = z
       })
       .prefault({}),
     /** Settings of the tools (thresholds, windows, observation bounds, span aliases). */
-    toolSettings: ToolSettingsSchema.default(ToolSettingsSchema.parse({})),
+    tool_settings: ToolSettingsSchema.default(ToolSettingsSchema.parse({})),
   });
 
 export type EpisodeSettings = z.infer<typeof EpisodeSettingsSchema>;

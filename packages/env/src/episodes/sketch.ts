@@ -100,7 +100,7 @@ export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: S
   const kept = order.slice(0, s.max_pods);
   const ids = new Map(kept.map((p, i) => [p, i + 1]));
   const tS = c.timestampUs / 1e6;
-  const halfUs = tools.logDeltaS * 1e6;
+  const halfUs = tools.log_delta_s * 1e6;
   const pods: SketchPod[] = kept.map((pod) => {
     const own = byPod.get(pod)!;
     const first = own[0];
@@ -114,11 +114,11 @@ export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: S
       if (usual && usual.meanUs > 0) {
         const r = sp.durationUs / usual.meanUs;
         maxRatio = Math.max(maxRatio ?? 0, r);
-        if (r >= tools.slowRatio) slowSpans++;
+        if (r >= tools.slow_ratio) slowSpans++;
       }
       const kids = dataset.traces.children(sp.spanId);
       ownExcessUs += excess(dataset, sp) - kids.reduce((a, k) => a + Math.max(0, excess(dataset, k)), 0);
-      const d = diffCalls(dataset.baseline, sp, kids, tools.missingCallMinRate);
+      const d = diffCalls(dataset.baseline, sp, kids, tools.missing_call_min_rate);
       d.missing.forEach((m) => missing.add(m));
       d.added.forEach((m) => added.add(m));
     }
@@ -140,7 +140,7 @@ export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: S
       g.count++;
       groups.set(k, g);
     }
-    const minutes = (2 * tools.logDeltaS) / 60;
+    const minutes = (2 * tools.log_delta_s) / 60;
     const logs: SketchLog[] = [...groups.values()]
       .map((g) => {
         const usual = dataset.logs.baselineRate(first.service, g.templateId);

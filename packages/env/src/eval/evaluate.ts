@@ -17,46 +17,46 @@ export interface SolveResult {
 export type Solve = (c: Case) => Promise<SolveResult>;
 
 export interface RequestResult {
-  caseId: string;
-  faultId: string;
+  case_id: string;
+  fault_id: string;
   answer: RootCause[] | null;
   /** Truth rank per applicable level (null: absent). */
   ranks: Partial<Record<Level, number | null>>;
   /** Rank of the true fault type when the top service is right (KnowledgeMind FT@k); null: wrong service or type not given. */
-  typeRank: number | null;
+  type_rank: number | null;
   /** Per applicable level, the component the answer's first item naming one there names (its vote); null: none. */
   top: Partial<Record<Level, string | null>>;
-  stopReason?: EpisodeRecord['stopReason'];
-  toolCalls?: number;
+  stop_reason?: EpisodeRecord['stopReason'];
+  tool_calls?: number;
   /** Set when solving threw; the request then counts as a miss. */
   error?: string;
 }
 
 export interface FaultResult {
-  faultId: string;
+  fault_id: string;
   type: string;
   truth: GroundTruth;
   cases: number;
   /** Best rank among the fault's requests per applicable level. */
   ranks: Partial<Record<Level, number | null>>;
   /** Rank by majority vote of all the fault's requests (Eq. 10) per applicable level. */
-  voteRanks: Partial<Record<Level, number | null>>;
+  vote_ranks: Partial<Record<Level, number | null>>;
   /** Ranks by vote within consecutive batches of VOTE_BATCH requests (RCLAgent's script), per applicable level. */
-  batchVoteRanks: Partial<Record<Level, (number | null)[]>>;
+  batch_vote_ranks: Partial<Record<Level, (number | null)[]>>;
 }
 
 export interface EvalSummary {
-  perRequest: Partial<Record<Level, RankSummary>>;
+  per_request: Partial<Record<Level, RankSummary>>;
   /** Faults ranked by their best request. */
-  perFault: Partial<Record<Level, RankSummary>>;
+  per_fault: Partial<Record<Level, RankSummary>>;
   /** Faults ranked by majority vote of their requests' top answers (RCLAgent Eq. 10); absent in summaries saved before it existed. */
-  perFaultVote?: Partial<Record<Level, RankSummary>>;
+  per_fault_vote?: Partial<Record<Level, RankSummary>>;
   /** Batches of VOTE_BATCH requests of one fault, each ranked by its vote (RCLAgent's evaluation script); absent as above. */
-  perBatchVote?: Partial<Record<Level, RankSummary>>;
+  per_batch_vote?: Partial<Record<Level, RankSummary>>;
   /** Requests by the fault type within the top k with the top service right: recall[k] is KnowledgeMind's FT@k. */
-  perRequestType?: RankSummary;
+  per_request_type?: RankSummary;
   /** Faults of the dataset that have no case and so cannot be scored. */
-  faultsWithoutCases: string[];
+  faults_without_cases: string[];
 }
 
 export interface EvalResult extends EvalSummary {
@@ -113,39 +113,39 @@ function typeRankOf(dataset: Dataset, c: Case, answer: RootCause[] | null): numb
 }
 
 async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]): Promise<RequestResult> {
-  const base = { caseId: c.id, faultId: c.faultId };
+  const base = { case_id: c.id, fault_id: c.faultId };
   try {
     const { answer, episode } = await solve(c);
     return {
       ...base,
       answer,
       ranks: ranksOf(dataset, c, answer, levels),
-      typeRank: typeRankOf(dataset, c, answer),
+      type_rank: typeRankOf(dataset, c, answer),
       top: topsOf(dataset, c, answer, levels),
-      ...(episode ? { stopReason: episode.stopReason, toolCalls: episode.toolCalls.length } : {}),
+      ...(episode ? { stop_reason: episode.stopReason, tool_calls: episode.toolCalls.length } : {}),
     };
   } catch (err) {
-    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), typeRank: null, top: topsOf(dataset, c, null, levels), error: (err as Error).message };
+    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), type_rank: null, top: topsOf(dataset, c, null, levels), error: (err as Error).message };
   }
 }
 
 /** Summaries over request and fault results (also used to re-summarise a saved result). */
 export function summarize(dataset: Dataset, levels: Level[], requests: RequestResult[], faults: FaultResult[]): EvalSummary {
-  const perRequest: EvalSummary['perRequest'] = {};
-  const perFault: EvalSummary['perFault'] = {};
+  const perRequest: EvalSummary['per_request'] = {};
+  const perFault: EvalSummary['per_fault'] = {};
   const perFaultVote: Partial<Record<Level, RankSummary>> = {};
   const perBatchVote: Partial<Record<Level, RankSummary>> = {};
   for (const l of levels) {
     perRequest[l] = summarizeRanks(requests.filter((r) => l in r.ranks).map((r) => r.ranks[l] ?? null));
     const scored = faults.filter((f) => l in f.ranks);
     perFault[l] = summarizeRanks(scored.map((f) => f.ranks[l] ?? null));
-    perFaultVote[l] = summarizeRanks(scored.map((f) => f.voteRanks[l] ?? null));
-    perBatchVote[l] = summarizeRanks(scored.flatMap((f) => f.batchVoteRanks[l] ?? []));
+    perFaultVote[l] = summarizeRanks(scored.map((f) => f.vote_ranks[l] ?? null));
+    perBatchVote[l] = summarizeRanks(scored.flatMap((f) => f.batch_vote_ranks[l] ?? []));
   }
-  const faultIds = new Set(faults.map((f) => f.faultId));
+  const faultIds = new Set(faults.map((f) => f.fault_id));
   const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
-  const perRequestType = summarizeRanks(requests.map((r) => r.typeRank ?? null));
-  return { perRequest, perFault, perFaultVote, perBatchVote, perRequestType, faultsWithoutCases };
+  const perRequestType = summarizeRanks(requests.map((r) => r.type_rank ?? null));
+  return { per_request: perRequest, per_fault: perFault, per_fault_vote: perFaultVote, per_batch_vote: perBatchVote, per_request_type: perRequestType, faults_without_cases: faultsWithoutCases };
 }
 
 export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, opts: EvaluateOptions = {}): Promise<EvalResult> {
@@ -165,16 +165,16 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
 
   const byFault = new Map<string, RequestResult[]>();
   for (const r of requests) {
-    const list = byFault.get(r.faultId);
+    const list = byFault.get(r.fault_id);
     if (list) list.push(r);
-    else byFault.set(r.faultId, [r]);
+    else byFault.set(r.fault_id, [r]);
   }
   const faultInfo = new Map(dataset.faults.map((f) => [f.id, f]));
   const faults: FaultResult[] = [...byFault].map(([faultId, rs]) => {
     const f = faultInfo.get(faultId);
     const ranks: FaultResult['ranks'] = {};
-    const voteRanks: FaultResult['voteRanks'] = {};
-    const batches: FaultResult['batchVoteRanks'] = {};
+    const voteRanks: FaultResult['vote_ranks'] = {};
+    const batches: FaultResult['batch_vote_ranks'] = {};
     const truth = f?.truth ?? cases.find((c) => c.faultId === faultId)!.truth;
     for (const l of levels) {
       const applicable = rs.filter((r) => l in r.ranks);
@@ -185,7 +185,7 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
       voteRanks[l] = want === undefined ? null : voteRank(tops, want);
       batches[l] = want === undefined ? [] : batchVoteRanks(tops, want);
     }
-    return { faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks, voteRanks, batchVoteRanks: batches };
+    return { fault_id: faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks, vote_ranks: voteRanks, batch_vote_ranks: batches };
   });
   return { levels, requests, faults, ...summarize(dataset, levels, requests, faults) };
 }

@@ -12,7 +12,7 @@ const LABEL = 28;
 
 function figures(s: RankSummary): string {
   const recalls = RECALL_KS.map((k) => pct(s.recall[k] ?? 0)).join(' ');
-  return `${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)} ${s.mrrTop10.toFixed(4).padStart(9)}`;
+  return `${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)} ${s.mrr_top10.toFixed(4).padStart(9)}`;
 }
 
 const figuresHead = (): string => `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)} ${'MRR@10'.padStart(9)}`;
@@ -21,15 +21,15 @@ const figuresHead = (): string => `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@
 const SCOPES = 4;
 function scopes(summary: EvalSummary, l: Level): [string, RankSummary | undefined][] {
   return [
-    [`per request, ${l}`, summary.perRequest[l]],
-    [`per fault, ${l}`, summary.perFault[l]],
-    [`per fault by vote, ${l}`, summary.perFaultVote?.[l]],
-    [`per 10-batch vote, ${l}`, summary.perBatchVote?.[l]],
+    [`per request, ${l}`, summary.per_request[l]],
+    [`per fault, ${l}`, summary.per_fault[l]],
+    [`per fault by vote, ${l}`, summary.per_fault_vote?.[l]],
+    [`per 10-batch vote, ${l}`, summary.per_batch_vote?.[l]],
   ];
 }
 
 const typeRow = (summary: EvalSummary): RankSummary | undefined =>
-  summary.perRequestType && summary.perRequestType.found > 0 ? summary.perRequestType : undefined;
+  summary.per_request_type && summary.per_request_type.found > 0 ? summary.per_request_type : undefined;
 
 export function formatSummary(summary: EvalSummary, levels: Level[]): string {
   const lines = [`${'scope'.padEnd(LABEL)}${figuresHead()}`];
@@ -38,8 +38,8 @@ export function formatSummary(summary: EvalSummary, levels: Level[]): string {
   }
   const type = typeRow(summary);
   if (type) lines.push(`${'fault type, service right'.padEnd(LABEL)}${figures(type)}`);
-  if (summary.faultsWithoutCases.length) {
-    lines.push(`faults without cases (not scored): ${summary.faultsWithoutCases.join(', ')}`);
+  if (summary.faults_without_cases.length) {
+    lines.push(`faults without cases (not scored): ${summary.faults_without_cases.join(', ')}`);
   }
   return lines.join('\n');
 }
@@ -60,7 +60,7 @@ export function formatComparison(results: { policy: string; summary: EvalSummary
     const type = typeRow(r.summary);
     if (type) lines.push(`${'fault type, service right'.padEnd(LABEL)}${r.policy.padEnd(width)}${figures(type)}`);
   }
-  const without = results[0]?.summary.faultsWithoutCases ?? [];
+  const without = results[0]?.summary.faults_without_cases ?? [];
   if (without.length) lines.push(`faults without cases (not scored): ${without.join(', ')}`);
   return lines.join('\n');
 }

@@ -19,7 +19,7 @@ export interface RankSummary {
   /** Mean of 1/(rank+1), 0 for an absent truth (Eq. 13). */
   mrr: number;
   /** MRR with ranks beyond the top MRR_CUTOFF counted as absent (RCLAgent Eq. 9: rank infinity outside the top 10). */
-  mrrTop10: number;
+  mrr_top10: number;
   /** Items whose truth appears anywhere in the answer. */
   found: number;
 }
@@ -32,7 +32,7 @@ export function summarizeRanks(ranks: (number | null)[], ks: readonly number[] =
   const recall: Record<number, number> = {};
   for (const k of ks) recall[k] = n === 0 ? 0 : ranks.filter((r) => r !== null && r < k).length / n;
   const mrrOf = (cut: number) => (n === 0 ? 0 : ranks.reduce<number>((s, r) => s + (r === null || r >= cut ? 0 : 1 / (r + 1)), 0) / n);
-  return { n, recall, mrr: mrrOf(Infinity), mrrTop10: mrrOf(MRR_CUTOFF), found: ranks.filter((r) => r !== null).length };
+  return { n, recall, mrr: mrrOf(Infinity), mrr_top10: mrrOf(MRR_CUTOFF), found: ranks.filter((r) => r !== null).length };
 }
 
 /** A fault's rank: the best (smallest) rank among its requests; null when no request found it. */

@@ -6,7 +6,7 @@ import type { Dataset } from '../types';
 import type { Solve } from './evaluate';
 
 export interface SolverOptions {
-  /** Settings of the policy (validated by its schema). An agent's dMax defaults to the episode's. */
+  /** Settings of the policy (validated by its schema). An agent reads D_max from the episode it plays. */
   settings?: Record<string, unknown>;
   /** Episode protocol an agent policy plays. Default: the policy's own, else 'rot'. */
   protocol?: string;
@@ -21,7 +21,7 @@ export function solverFor(dataset: Dataset, policy: string, opts: SolverOptions 
     return async (c) => ({ answer: ranker.rank(c) });
   }
   const episode = parseEpisodeSettings(opts.episode ?? {});
-  const agent = def.create(dataset, parsePolicySettings(def, { dMax: episode.dMax, ...opts.settings }));
+  const agent = def.create(dataset, parsePolicySettings(def, opts.settings));
   return async (c) => {
     const record = await runEpisode({ dataset, case: c, policy: agent, protocol: opts.protocol ?? def.protocol ?? 'rot', settings: episode });
     return { answer: record.answer, episode: record };

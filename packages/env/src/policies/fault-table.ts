@@ -54,8 +54,8 @@ export function faultRows(faults: FaultInfo[], requests: RequestOutcome[]): Faul
 /** The service-level outcomes of an evaluation (faults in the evaluation's order). */
 export function outcomesOf(r: EvalResult): { faults: FaultInfo[]; requests: RequestOutcome[] } {
   return {
-    faults: r.faults.map((f) => ({ faultId: f.faultId, type: f.type, service: f.truth.service ?? '' })),
-    requests: r.requests.map((q) => ({ faultId: q.faultId, rank: q.ranks.service ?? null, top: q.top.service ?? null })),
+    faults: r.faults.map((f) => ({ faultId: f.fault_id, type: f.type, service: f.truth.service ?? '' })),
+    requests: r.requests.map((q) => ({ faultId: q.fault_id, rank: q.ranks.service ?? null, top: q.top.service ?? null })),
   };
 }
 

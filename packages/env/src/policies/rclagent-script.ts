@@ -19,7 +19,7 @@ import { hermes } from './expert/messages';
 import { registerPolicy } from './registry';
 
 export const RclAgentScriptSettingsSchema = z.object({
-  /** Spans opened in phase 1 before answering R0 (the protocol's initialTurns less the answer). Default 3. */
+  /** Spans opened in phase 1 before answering R0 (the protocol's initial_turns less the answer). Default 3. */
   phase1_opens: z.number().int().min(0).default(3),
   /** Spans opened below R0 in phase 2 before the metric checks. Default 2. */
   phase2_opens: z.number().int().min(0).default(2),

@@ -31,13 +31,13 @@ export function okObservation(
   components: Iterable<string>,
   itemsCut = false,
 ): Observation {
-  const b = boundText(text, settings.maxObservationChars);
+  const b = boundText(text, settings.max_observation_chars);
   return { ok: true, text: b.text, data, truncated: b.truncated || itemsCut, components: [...new Set(components)].sort() };
 }
 
 /** An error the model can read and act on; never thrown. */
 export function errorObservation(settings: ToolSettings, error: string, components: Iterable<string> = []): Observation {
-  const b = boundText(`Error: ${error}`, settings.maxObservationChars);
+  const b = boundText(`Error: ${error}`, settings.max_observation_chars);
   return { ok: false, text: b.text, error, truncated: b.truncated, components: [...new Set(components)].sort() };
 }
 

@@ -13,16 +13,16 @@ export interface FluctuationWindow {
 
 /** The window the tool settings give around tS (seconds): the one definition search_fluctuating_metrics and the protocols' sketches share. */
 export function fluctuationWindow(
-  tools: Pick<ToolSettings, 'metricDeltaS' | 'baselineWindowS' | 'nSigma' | 'minBaselinePoints' | 'stdFloorRatio'>,
+  tools: Pick<ToolSettings, 'metric_delta_s' | 'baseline_window_s' | 'n_sigma' | 'min_baseline_points' | 'std_floor_ratio'>,
   tS: number,
 ): FluctuationWindow {
   return {
     tS,
-    deltaS: tools.metricDeltaS,
-    baselineS: tools.baselineWindowS,
-    nSigma: tools.nSigma,
-    minBaselinePoints: tools.minBaselinePoints,
-    stdFloorRatio: tools.stdFloorRatio,
+    deltaS: tools.metric_delta_s,
+    baselineS: tools.baseline_window_s,
+    nSigma: tools.n_sigma,
+    minBaselinePoints: tools.min_baseline_points,
+    stdFloorRatio: tools.std_floor_ratio,
   };
 }
 

@@ -81,7 +81,7 @@ registerTool({
       if (r.time !== undefined) out.time = r.time;
       return out;
     });
-    const { shown, note } = boundItems(answer, ctx.settings.maxItems, 'root causes');
+    const { shown, note } = boundItems(answer, ctx.settings.max_items, 'root causes');
     const lines = [`Recorded ${answer.length} root cause(s):`, ...shown.map(describe)];
     if (note) lines.push(note);
     const data: PrintResultsData = { answer };

@@ -45,7 +45,7 @@ export interface SearchLogsData {
   windowS: number;
   templates: LogTemplateCount[];
   omitted: number;
-  /** Usual statements gone silent within ±silentWindowS, least seen against expected first. */
+  /** Usual statements gone silent within ±silent_window_s, least seen against expected first. */
   silent: SilentStatement[];
 }
 
@@ -105,8 +105,8 @@ function podsByService(ctx: ToolContext, target: { level: string; name: string }
 
 function silentStatements(ctx: ToolContext, target: { level: string; name: string }, tUs: number): SilentStatement[] {
   const { settings, dataset } = ctx;
-  const halfUs = settings.silentWindowS * 1e6;
-  const minutes = (2 * settings.silentWindowS) / 60;
+  const halfUs = settings.silent_window_s * 1e6;
+  const minutes = (2 * settings.silent_window_s) / 60;
   const out: SilentStatement[] = [];
   for (const [service, pods] of podsByService(ctx, target)) {
     const usual = new Map<string, { level: LogLevel; rate: number }>();
@@ -130,7 +130,7 @@ function silentStatements(ctx: ToolContext, target: { level: string; name: strin
     for (const [statement, { level, rate }] of usual) {
       const expected = rate * minutes;
       const n = seen.get(statement) ?? 0;
-      if (expected >= settings.silentMinExpected && n <= settings.silentMaxRatio * expected) out.push({ statement, level, service, pods, expected, seen: n });
+      if (expected >= settings.silent_min_expected && n <= settings.silent_max_ratio * expected) out.push({ statement, level, service, pods, expected, seen: n });
     }
   }
   return out.sort((a, b) => a.seen / a.expected - b.seen / b.expected || b.expected - a.expected);
@@ -169,27 +169,27 @@ registerTool({
     const { settings } = ctx;
     const target = resolveComponent(ctx, a.service_name);
     if (!target) return errorObservation(settings, unknownComponentError(ctx, a.service_name));
-    const t = parseTimestamp(a.timestamp, settings.timestampFormats);
+    const t = parseTimestamp(a.timestamp, settings.timestamp_formats);
     if (!t.ok) return errorObservation(settings, t.error, [target.name]);
-    const halfUs = settings.logDeltaS * 1e6;
+    const halfUs = settings.log_delta_s * 1e6;
     const records = sources(ctx, target).flatMap((c) =>
       ctx.dataset.logs.query(c, t.us - halfUs, t.us + halfUs, ['error', 'warn']),
     );
-    const all = group(ctx, records, (2 * settings.logDeltaS) / 60).sort((x, y) => excess(y) - excess(x));
-    const { shown: kept, note } = boundItems(all, settings.maxItems, 'log templates');
-    const lines = [`Error/warning logs of ${target.level} ${target.name} within ±${settings.logDeltaS}s of ${isoOfUs(t.us)}:`];
+    const all = group(ctx, records, (2 * settings.log_delta_s) / 60).sort((x, y) => excess(y) - excess(x));
+    const { shown: kept, note } = boundItems(all, settings.max_items, 'log templates');
+    const lines = [`Error/warning logs of ${target.level} ${target.name} within ±${settings.log_delta_s}s of ${isoOfUs(t.us)}:`];
     if (kept.length === 0) lines.push('No error or warning lines.');
     else lines.push(`${records.length} line(s) in ${all.length} template(s):`, ...kept.map(line));
     if (note) lines.push(note);
     const silentAll = silentStatements(ctx, target, t.us);
-    const { shown: silent, note: silentNote } = boundItems(silentAll, settings.maxItems, 'silent statements');
-    if (silent.length) lines.push(`Statements usually logged that went silent around ${isoOfUs(t.us)}:`, ...silent.map((x) => silentLine(x, settings.silentWindowS)));
+    const { shown: silent, note: silentNote } = boundItems(silentAll, settings.max_items, 'silent statements');
+    if (silent.length) lines.push(`Statements usually logged that went silent around ${isoOfUs(t.us)}:`, ...silent.map((x) => silentLine(x, settings.silent_window_s)));
     if (silentNote) lines.push(silentNote);
     const data: SearchLogsData = {
       component: target.name,
       level: target.level,
       timestampUs: t.us,
-      windowS: 2 * settings.logDeltaS,
+      windowS: 2 * settings.log_delta_s,
       templates: kept,
       omitted: all.length - kept.length,
       silent,

@@ -49,7 +49,7 @@ registerTool({
     const { settings, dataset } = ctx;
     const target = resolveComponent(ctx, a.service_name);
     if (!target) return errorObservation(settings, unknownComponentError(ctx, a.service_name));
-    const t = parseTimestamp(a.timestamp, settings.timestampFormats);
+    const t = parseTimestamp(a.timestamp, settings.timestamp_formats);
     if (!t.ok) return errorObservation(settings, t.error, [target.name]);
     const w = fluctuationWindow(settings, t.us / 1e6);
     // A service's series may include its pods' series: judge each series once.
@@ -60,10 +60,10 @@ registerTool({
       .map((s) => measureFluctuation(s, w))
       .filter((f): f is Fluctuation => f !== undefined);
     const breaking = measured
-      .filter((f) => Math.abs(f.maxDeviationSigma) > settings.nSigma)
+      .filter((f) => Math.abs(f.maxDeviationSigma) > settings.n_sigma)
       .sort((x, y) => Math.abs(y.maxDeviationSigma) - Math.abs(x.maxDeviationSigma));
-    const { shown: kept, note } = boundItems(breaking, settings.maxItems, 'fluctuating metrics');
-    const head = `Metrics of ${target.level} ${target.name} around ${isoOfUs(t.us)} (±${settings.metricDeltaS}s vs ±${settings.baselineWindowS}s baseline, ${settings.nSigma} sigma):`;
+    const { shown: kept, note } = boundItems(breaking, settings.max_items, 'fluctuating metrics');
+    const head = `Metrics of ${target.level} ${target.name} around ${isoOfUs(t.us)} (±${settings.metric_delta_s}s vs ±${settings.baseline_window_s}s baseline, ${settings.n_sigma} sigma):`;
     const lines = [head];
     if (measured.length === 0) lines.push(`No metric values of ${shown(a.service_name)} in this window.`);
     else if (kept.length === 0) lines.push(`None of ${measured.length} metric series broke the band.`);

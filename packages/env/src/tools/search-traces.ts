@@ -61,9 +61,9 @@ function summarize(ctx: ToolContext, span: Span): SpanSummary {
     usualMeanUs: usual?.meanUs,
     usualStdUs: usual?.stdUs,
     ratio,
-    slow: ratio !== undefined && ratio >= settings.slowRatio,
+    slow: ratio !== undefined && ratio >= settings.slow_ratio,
     childCount: kids.length,
-    calls: diffCalls(dataset.baseline, span, kids, settings.missingCallMinRate),
+    calls: diffCalls(dataset.baseline, span, kids, settings.missing_call_min_rate),
   };
 }
 
@@ -72,7 +72,7 @@ const ms = (us: number) => `${(us / 1000).toFixed(1)}ms`;
 /** A span lasting at most this fraction of its usual duration (and 1 ms less) was cut short. */
 const CUT_SHORT_RATIO = 0.5;
 
-/** What is abnormal about a span, as one word, strongest first (toolSettings.verdicts). */
+/** What is abnormal about a span, as one word, strongest first (tool_settings.verdicts). */
 /** search_traces' verdicts, most abnormal first. */
 export const VERDICTS = ['error', 'missing', 'slow', 'short', 'usual'] as const;
 export type Verdict = (typeof VERDICTS)[number];
@@ -144,7 +144,7 @@ registerTool({
     const parentSummary = summarize(ctx, parent);
     const all = ctx.dataset.traces.children(id).map((c) => summarize(ctx, c));
     const ranked = [...all].sort((x, y) => salience(y) - salience(x));
-    const { shown: kept, note } = boundItems(ranked, ctx.settings.maxItems, 'child spans');
+    const { shown: kept, note } = boundItems(ranked, ctx.settings.max_items, 'child spans');
     const keptSet = new Set(kept);
     const verdicts = ctx.settings.verdicts;
     const children = all.filter((c) => keptSet.has(c));

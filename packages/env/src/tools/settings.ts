@@ -8,56 +8,56 @@ export type TimestampFormat = (typeof TIMESTAMP_FORMATS)[number];
 export const ToolSettingsSchema = z
   .object({
     /** n of the n-sigma band: a metric value fluctuates when |m(t) - mu| > n*sigma (ThinkFL Eq. 6-7). Default 3. */
-    nSigma: z.number().positive().default(3),
+    n_sigma: z.number().positive().default(3),
     /** Half-width of the inspected window [t - delta, t + delta] of search_fluctuating_metrics, seconds. Default 600 (ThinkFL). */
-    metricDeltaS: z.number().positive().default(600),
+    metric_delta_s: z.number().positive().default(600),
     /**
      * Half-width of the baseline window [t - W, t + W] whose values outside the inspected window
-     * give the regular mean and std (Eq. 6), seconds. Must exceed metricDeltaS. Default 1200 (ThinkFL).
+     * give the regular mean and std (Eq. 6), seconds. Must exceed metric_delta_s. Default 1200 (ThinkFL).
      */
-    baselineWindowS: z.number().positive().default(1200),
+    baseline_window_s: z.number().positive().default(1200),
     /** Fewest baseline points a series needs to be judged at all. Default 3. */
-    minBaselinePoints: z.number().int().min(2).default(3),
+    min_baseline_points: z.number().int().min(2).default(3),
     /**
      * Floor of sigma as a fraction of |mu|, so that a series that was flat in the baseline does
      * not flag every tiny change as infinitely many sigmas. Default 0.01.
      */
-    stdFloorRatio: z.number().min(0).default(0.01),
+    std_floor_ratio: z.number().min(0).default(0.01),
     /** Half-width of the window of search_logs around t, seconds. Default 300. */
-    logDeltaS: z.number().positive().default(300),
+    log_delta_s: z.number().positive().default(300),
     /**
      * Half-width of the window of search_logs in which a usual log statement (any level) counts
      * as silent, seconds: an exception skips the statements after the throw, so a line the
-     * service usually writes stops. Narrower than logDeltaS, since a fault lasts minutes. Default 60.
+     * service usually writes stops. Narrower than log_delta_s, since a fault lasts minutes. Default 60.
      */
-    silentWindowS: z.number().positive().default(60),
+    silent_window_s: z.number().positive().default(60),
     /** Fewest lines the usual rate must predict in that window before its absence means anything. Default 5. */
-    silentMinExpected: z.number().positive().default(5),
+    silent_min_expected: z.number().positive().default(5),
     /** A usual statement is silent when its lines in the window are at most this fraction of the predicted count. Default 0.2. */
-    silentMaxRatio: z.number().min(0).lt(1).default(0.2),
+    silent_max_ratio: z.number().min(0).lt(1).default(0.2),
     /** A child span is marked slow when its duration is at least this many times its usual mean. Default 2. */
-    slowRatio: z.number().min(1).default(2),
+    slow_ratio: z.number().min(1).default(2),
     /**
      * A usual call counts as missing only when spans like the parent make it at least this many
      * times per occurrence on average in the baseline (optional calls are not "missing"). Default 0.95.
      */
-    missingCallMinRate: z.number().positive().default(0.95),
+    missing_call_min_rate: z.number().positive().default(0.95),
     /** Most characters of one observation's text; longer text is cut at a line and says so. Default 4000. */
-    maxObservationChars: z.number().int().min(200).default(4000),
+    max_observation_chars: z.number().int().min(200).default(4000),
     /** Most items (children, metrics, log templates, answers) listed in one observation. Default 30. */
-    maxItems: z.number().int().min(1).default(30),
+    max_items: z.number().int().min(1).default(30),
     /**
      * When true, span ids in observations are replaced by short per-episode aliases s1, s2, ...
      * and the tools accept them (small models cannot copy 16-hex ids). Default false.
      */
-    spanAliases: z.boolean().default(false),
+    span_aliases: z.boolean().default(false),
     /**
      * When true, pod names in observations and prompts are replaced by per-episode aliases that
      * keep the service and drop the deployment's hash suffix (ts-contacts-service-1 for the first
      * pod of ts-contacts-service seen), and the tools accept them: a redeploy renames every pod,
      * and names that change between deployments are not vocabulary. Default false.
      */
-    podAliases: z.boolean().default(false),
+    pod_aliases: z.boolean().default(false),
     /**
      * When true, search_traces states plainly what is abnormal about each child span, in one word
      * right after its span id (error, missing, slow, short for cut short, or usual), and lists the children
@@ -66,11 +66,11 @@ export const ToolSettingsSchema = z
      */
     verdicts: z.boolean().default(false),
     /** Timestamp forms the tools accept: Unix seconds/ms/µs/ns (told apart by magnitude) and ISO-8601. Default all. */
-    timestampFormats: z.array(z.enum(TIMESTAMP_FORMATS)).min(1).default([...TIMESTAMP_FORMATS]),
+    timestamp_formats: z.array(z.enum(TIMESTAMP_FORMATS)).min(1).default([...TIMESTAMP_FORMATS]),
   })
-  .refine((s) => s.baselineWindowS > s.metricDeltaS, {
-    message: 'baselineWindowS must be larger than metricDeltaS',
-    path: ['baselineWindowS'],
+  .refine((s) => s.baseline_window_s > s.metric_delta_s, {
+    message: 'baseline_window_s must be larger than metric_delta_s',
+    path: ['baseline_window_s'],
   });
 
 export type ToolSettings = z.infer<typeof ToolSettingsSchema>;

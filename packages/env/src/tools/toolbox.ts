@@ -19,7 +19,7 @@ export class Toolbox {
 
   constructor(dataset: Dataset, settings: ToolSettings | Record<string, unknown> = {}) {
     const s = parseToolSettings(settings);
-    this.ctx = { dataset, settings: s, aliases: new SpanAliases(s.spanAliases), pods: new PodAliases(s.podAliases, dataset.topology.pods) };
+    this.ctx = { dataset, settings: s, aliases: new SpanAliases(s.span_aliases), pods: new PodAliases(s.pod_aliases, dataset.topology.pods) };
   }
 
   get settings(): ToolSettings {
@@ -90,7 +90,7 @@ export class Toolbox {
       obs = errorObservation(this.ctx.settings, `tool ${name} failed: ${(e as Error).message ?? String(e)}`);
     }
     // Pod names are aliased in the text only: data and components keep them for scripted policies and graders.
-    return this.ctx.settings.podAliases ? { ...obs, text: this.shown(obs.text) } : obs;
+    return this.ctx.settings.pod_aliases ? { ...obs, text: this.shown(obs.text) } : obs;
   }
 
   /** Validates then runs: the one call for scripted use. */

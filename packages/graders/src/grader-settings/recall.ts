@@ -4,9 +4,9 @@ import { z } from 'zod';
 export const recallSettings = z
   .object({
     /** r_max of Eq. 9: ranks (0-based) beyond it all score the floor 1/r_max. Default 10. */
-    rMax: z.number().int().positive().default(10),
+    r_max: z.number().int().positive().default(10),
     /** Score when the true root cause is absent from the answer or there is no answer. Default 0. */
-    missingScore: z.number().default(0),
+    missing_score: z.number().default(0),
   })
   .strict();
 export type RecallSettings = z.output<typeof recallSettings>;

@@ -5,8 +5,6 @@ export const routeSettings = z
   .object({
     /** Tolerance mu of Eq. 10, in tool steps: the last mu steps may come after the root cause. Default 2. */
     mu: z.number().int().nonnegative().default(2),
-    /** D_max of Eq. 10, the tool-step budget a path without the root cause is measured against. Default 10. */
-    dMax: z.number().int().positive().default(10),
   })
   .strict();
 export type RouteSettings = z.output<typeof routeSettings>;

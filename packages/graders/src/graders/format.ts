@@ -22,7 +22,7 @@ export const format: Grader = {
     // An empty answer, or an item naming no node/service/pod, makes the answer turn invalid.
     const answer = episode.answer;
     const answerOk = answer === null || (answer.length > 0 && answer.every(namesAnything));
-    const badTurn = answerOk ? undefined : answerTurn(episode, ctx.settings.answerTool);
+    const badTurn = answerOk ? undefined : answerTurn(episode, ctx.settings.answer_tool);
     const valid = episode.turns.filter((t) => t.parsed && t.offeredTool && t.argsValid && t.turn !== badTurn).length;
     return {
       // No assistant turn at all produced nothing well-formed.

@@ -24,7 +24,7 @@ function seenNames(episode: EpisodeRecord, ctx: GradeContext): Set<string> {
   const mc = matchContext(ctx.podToService);
   const seen = new Set<string>();
   for (const call of episode.toolCalls) {
-    if (call.name === ctx.settings.answerTool) continue;
+    if (call.name === ctx.settings.answer_tool) continue;
     for (const c of call.observation.components) {
       const n = normalizeName(c);
       if (!n) continue;

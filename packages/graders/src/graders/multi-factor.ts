@@ -11,9 +11,9 @@ export const multiFactor: Grader = {
   grade(episode, ctx) {
     const s = ctx.settings;
     const R = recallScore(truthRank(episode.answer, ctx), s.recall);
-    const P = routeScore(episode.path.length, lastTruthStep(episode, ctx), s.route);
+    const P = routeScore(episode.path.length, lastTruthStep(episode, ctx), s.route, ctx.d_max);
     const H = hallucinationScore(hallucinationCounts(episode, ctx), s.hallucination);
-    const { alpha, beta, gamma } = s.multiFactor;
+    const { alpha, beta, gamma } = s.multi_factor;
     return { score: alpha * R + beta * P - gamma * H, parts: { R, P, H } };
   },
 };

@@ -8,8 +8,8 @@ import type { RecallSettings } from '../grader-settings/recall';
  * the paper, r = r_max scores 0 while r = r_max + 1 scores 1/r_max; kept verbatim.
  */
 export function recallScore(rank: number | null, s: RecallSettings): number {
-  if (rank === null) return s.missingScore;
-  return rank <= s.rMax ? 1 - rank / s.rMax : 1 / s.rMax;
+  if (rank === null) return s.missing_score;
+  return rank <= s.r_max ? 1 - rank / s.r_max : 1 / s.r_max;
 }
 
 export const recall: Grader = {

@@ -5,12 +5,13 @@ import type { GradeContext, Grader } from '../types';
 import type { RouteSettings } from '../grader-settings/route';
 
 /**
- * Eq. 10 from L (tool steps) and r' (1-based step where the root cause last appears, null
- * when it never does): P = min(r'/(L - mu), 1) if it appears, else min(L/D_max, 1).
+ * Eq. 10 from L (tool steps), r' (1-based step where the root cause last appears, null when it
+ * never does) and D_max (the episode's, GradeContext.d_max): P = min(r'/(L - mu), 1) if it
+ * appears, else min(L/D_max, 1).
  * Undefined edge L - mu <= 0: every step lies within the tolerance, so P = 1.
  */
-export function routeScore(steps: number, lastStep: number | null, s: RouteSettings): number {
-  if (lastStep === null) return Math.min(steps / s.dMax, 1);
+export function routeScore(steps: number, lastStep: number | null, s: RouteSettings, dMax: number): number {
+  if (lastStep === null) return Math.min(steps / dMax, 1);
   const span = steps - s.mu;
   return span <= 0 ? 1 : Math.min(lastStep / span, 1);
 }
@@ -30,7 +31,7 @@ export const route: Grader = {
     const last = lastTruthStep(episode, ctx);
     const steps = episode.path.length;
     return {
-      score: routeScore(steps, last, ctx.settings.route),
+      score: routeScore(steps, last, ctx.settings.route, ctx.d_max),
       parts: { steps, lastStep: last ?? 0, found: last === null ? 0 : 1 },
     };
   },

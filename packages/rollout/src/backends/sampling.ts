@@ -43,7 +43,7 @@ export class TokenSampler {
     const logprob = (i: number) => (logits[i] - max) / t - logZ;
     const token = s.temperature === 0 ? argmax : this.sample(logits, max, s, rng);
     const pick: Pick = { token, logprob: logprob(token) };
-    if (s.topLogprobs > 0) pick.top = topK(logits, s.topLogprobs, logprob);
+    if (s.top_logprobs > 0) pick.top = topK(logits, s.top_logprobs, logprob);
     return pick;
   }
 
@@ -55,8 +55,8 @@ export class TokenSampler {
       w[i] = Math.exp((logits[i] - max) / s.temperature);
       sum += w[i];
     }
-    if (s.topP >= 1) return draw(w, v, sum, rng.next());
-    const n = this.nucleus(w, v, sum * s.topP);
+    if (s.top_p >= 1) return draw(w, v, sum, rng.next());
+    const n = this.nucleus(w, v, sum * s.top_p);
     let kept = 0;
     for (let j = 0; j < n; j++) kept += w[this.order[j]];
     let u = rng.next() * kept;

@@ -14,11 +14,11 @@ export const samplingSchema = z
     temperature: z.number().min(0).max(100).default(1),
     /**
      * Nucleus sampling: sample only from the smallest set of most likely tokens whose
-     * probability (after temperature) sums to at least topP. In (0, 1]; 1 turns it off. Default 1.
+     * probability (after temperature) sums to at least top_p. In (0, 1]; 1 turns it off. Default 1.
      */
-    topP: z.number().gt(0).max(1).default(1),
+    top_p: z.number().gt(0).max(1).default(1),
     /** Most tokens to generate, end-of-sequence token included. Default 256. */
-    maxTokens: z.number().int().positive().default(256),
+    max_tokens: z.number().int().positive().default(256),
     /** Strings that end generation; the text is cut before the first one. Default none. */
     stop: z.array(z.string().min(1)).default([]),
     /**
@@ -27,7 +27,7 @@ export const samplingSchema = z
      */
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
     /** How many most likely alternatives to report per generated token (0 to 20). Default 0. */
-    topLogprobs: z.number().int().min(0).max(20).default(0),
+    top_logprobs: z.number().int().min(0).max(20).default(0),
   })
   .strict();
 

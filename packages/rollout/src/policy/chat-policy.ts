@@ -30,7 +30,7 @@ export class ChatPolicy implements Policy {
     return this.backend.chat!({
       messages: ctx.messages,
       tools: ctx.tools,
-      sampling: { temperature: this.settings.temperature, maxTokens: this.settings.maxTokens },
+      sampling: { temperature: this.settings.temperature, max_tokens: this.settings.maxTokens },
     });
   }
 }

@@ -117,8 +117,8 @@ export class ModelPolicy implements Policy {
         ...(this.opts.policyVersion !== undefined && { policyVersion: this.opts.policyVersion }),
         sampling: {
           temperature: s.temperature,
-          topP: s.topP,
-          maxTokens: Math.min(s.maxTokens, room),
+          top_p: s.topP,
+          max_tokens: Math.min(s.maxTokens, room),
           // Backends stop on the eos token by themselves; another end-of-turn text needs a stop string.
           stop: this.opts.endOfTurn !== undefined && this.opts.endOfTurn !== this.opts.chat.tokenizer.eosToken ? [this.opts.endOfTurn] : [],
           ...(s.seed !== undefined && { seed: turnSeed(s.seed, ctx.turn) }),

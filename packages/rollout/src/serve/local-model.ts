@@ -11,7 +11,7 @@ import { policyModelDir, readModelConfig } from '../backends/onnx/model';
 import type { ServedModel } from './served-model';
 import { TokenizerThread } from './tokenize-thread';
 
-export interface LocalModelOptions extends Omit<OnnxSettings, 'modelDir'> {
+export interface LocalModelOptions extends Omit<OnnxSettings, 'model_dir'> {
   /** Name answered at /v1/models; default the directory's name. */
   id?: string;
 }
@@ -24,7 +24,7 @@ export async function openLocalModel(dir: string, opts: LocalModelOptions = {}):
   const { id, ...backendOpts } = opts;
   const modelDir = policyModelDir(dir);
   const { tokenizer, template } = loadChatModel(modelDir);
-  const backend = await OnnxBackend.create({ ...backendOpts, modelDir }, detokenizerOf(tokenizer));
+  const backend = await OnnxBackend.create({ ...backendOpts, model_dir: modelDir }, detokenizerOf(tokenizer));
   const thread = new TokenizerThread(modelDir);
   return {
     id: id ?? basename(resolve(dir)),

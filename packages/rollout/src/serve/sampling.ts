@@ -13,10 +13,10 @@ export function samplingOf(body: SamplingFields, maxTokens: number, topLogprobs:
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
   return {
     temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    maxTokens,
+    top_p: body.top_p ?? 1,
+    max_tokens: maxTokens,
     stop: stop.filter((s) => s.length > 0),
     ...(body.seed != null ? { seed: body.seed } : {}),
-    topLogprobs,
+    top_logprobs: topLogprobs,
   };
 }

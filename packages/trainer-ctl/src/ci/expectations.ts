@@ -4,6 +4,7 @@
  * the run (the CI gate of docs/ci.md).
  */
 import type { Expectation } from '../config/sections/expect';
+import { currentSeriesName } from '../logs/scalars';
 import type { Point } from './series';
 
 export interface Verdict {
@@ -63,6 +64,21 @@ export function checkExpectation(e: Expectation, series: Map<string, Point[]>): 
     if (bad) failures.push(`${bad} of ${values.length} values are not finite`);
   }
   return failures.length ? { name, ok: false, detail: failures.join('; ') } : { name, ok: true, detail: measured.join('; ') };
+}
+
+/**
+ * Expectations with each metric under its current name: an old camelCase series name (before
+ * issue 28) still works, with a warning that names the new one.
+ */
+export function currentExpectations(expectations: Expectation[]): { expectations: Expectation[]; warnings: string[] } {
+  const warnings: string[] = [];
+  const current = expectations.map((e) => {
+    const metric = currentSeriesName(e.metric);
+    if (metric === e.metric) return e;
+    warnings.push(`run.expect: metric ${e.metric} is now named ${metric}; write ${metric}`);
+    return { ...e, metric };
+  });
+  return { expectations: current, warnings };
 }
 
 export function checkExpectations(expectations: Expectation[], series: Map<string, Point[]>): Verdict[] {

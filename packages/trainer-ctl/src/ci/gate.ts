@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '../config/index';
-import { checkExpectations, formatVerdicts, type Verdict } from './expectations';
+import { checkExpectations, currentExpectations, formatVerdicts, type Verdict } from './expectations';
 import { JUNIT_FILE, junitXml } from './junit';
 import { runSeries } from './series';
 
@@ -16,8 +16,9 @@ export class ExpectationsFailed extends Error {
 
 /** Checks the run's expectations (none: nothing to do); throws ExpectationsFailed when any fails. */
 export function gateRun(runDir: string, config: RunConfig, print: (text: string) => void): Verdict[] {
-  const expectations = config.run.expect;
-  if (!expectations.length) return [];
+  if (!config.run.expect.length) return [];
+  const { expectations, warnings } = currentExpectations(config.run.expect);
+  for (const w of warnings) print(w);
   const verdicts = checkExpectations(expectations, runSeries(runDir));
   const file = join(runDir, JUNIT_FILE);
   writeFileSync(file, junitXml(config.run.name, verdicts));

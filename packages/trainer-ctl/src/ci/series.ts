@@ -28,7 +28,7 @@ export function readEvals<T extends EvalFigures = EvalFigures>(runDir: string): 
 
 export function runSeries(runDir: string): Map<string, Point[]> {
   if (!existsSync(join(runDir, 'state.json'))) throw new Error(`${runDir}: no state.json (not a run directory)`);
-  const counted = readState(runDir)?.metricsLines;
+  const counted = readState(runDir)?.metrics_lines;
   const series = new Map<string, Point[]>();
   const add = (x: number, values: Record<string, number>) => {
     for (const [tag, y] of Object.entries(values)) {

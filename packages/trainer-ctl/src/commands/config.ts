@@ -5,7 +5,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { stringify } from 'yaml';
-import { ConfigError, loadRunConfig, runConfigJsonSchema, toSnakeKeys } from '../config/index';
+import { ConfigError, loadRunConfig, runConfigJsonSchema } from '../config/index';
 import { estimateMemory, formatMemoryEstimate } from '../config/memory';
 
 interface ValidateArgs {
@@ -35,7 +35,7 @@ const validate: CommandModule<object, ValidateArgs> = {
           }
         }
         process.stdout.write(`${file}: ok (run ${config.run.name}, run directory ${runDir})\n`);
-        if (argv.print) process.stdout.write(stringify(toSnakeKeys(config)));
+        if (argv.print) process.stdout.write(stringify(config));
       } catch (e) {
         failed++;
         process.stderr.write(`${(e as Error).message}\n`);

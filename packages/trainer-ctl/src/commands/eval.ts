@@ -146,8 +146,8 @@ export const command: CommandModule<object, EvalArgs> = {
         progress.finish();
         results.push({ policy: solver.label, protocol: solver.protocol, ...result });
         for (const r of result.requests) {
-          const c = caseOf.get(r.caseId)!;
-          episodeLines.push(JSON.stringify({ policy: solver.label, caseId: r.caseId, faultId: r.faultId, truth: c.truth, answer: r.answer, ranks: r.ranks, error: r.error, episode: episodes.get(r.caseId) }));
+          const c = caseOf.get(r.case_id)!;
+          episodeLines.push(JSON.stringify({ policy: solver.label, case_id: r.case_id, fault_id: r.fault_id, truth: c.truth, answer: r.answer, ranks: r.ranks, error: r.error, episode: episodes.get(r.case_id) }));
         }
       } finally {
         await solver.close();

@@ -49,7 +49,7 @@ export const command: CommandModule<object, Args> = {
         return true;
       }),
   handler: async (args) => {
-    const opts = { threads: args.threads, kvCache: args['kv-cache'] };
+    const opts = { threads: args.threads, kv_cache: args['kv-cache'] };
     const model = await openLocalModel(args.model, { ...opts, id: args.name });
     const server = await startServer(model, {
       ...(args['enable-lora'] ? { loadAdapter: (name: string, path: string) => openLocalModel(path, { ...opts, id: name }) } : {}),

@@ -3,4 +3,3 @@ export * from './schema';
 export * from './load';
 export * from './json-schema';
 export { runDir } from './paths';
-export { snakeCase, toSnakeKeys } from './snake-case';

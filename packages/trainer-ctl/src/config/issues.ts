@@ -1,7 +1,6 @@
 /** zod issues of a run config as readable messages: what was expected and what the file has. */
 import type { z } from 'zod';
 import type { ConfigIssue } from './errors';
-import { snakeCase } from './snake-case';
 import type { YamlPath, YamlSource } from './yaml-source';
 import { zodIssuePath } from '@thinkfl/env';
 
@@ -75,6 +74,11 @@ function discriminatorValues(schema: z.ZodType, unionPath: YamlPath, data: unkno
     const lit = (d.shape as Record<string, z.ZodType>)[disc]?._zod.def as unknown as Def;
     return (lit?.values as unknown[]) ?? [];
   });
+}
+
+/** `dMax` -> `d_max`: the snake_case spelling of a key written camelCase, for the "renamed" hint. */
+function snakeCase(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
 /** Edit distance, for "did you mean" on a misspelt key. */

@@ -30,8 +30,8 @@ export function resolvePaths(c: RunConfig, file: string): RunConfig {
   if (isJinjaPath(c.tokenizer.chat_template)) out.tokenizer.chat_template = abs(c.tokenizer.chat_template);
   out.dataset.path = abs(c.dataset.path);
   if (out.dataset.import !== undefined) out.dataset.import.src = abs(out.dataset.import.src);
-  if (out.generation.backend.kind === 'onnx' && out.generation.backend.modelDir !== undefined) {
-    out.generation.backend.modelDir = abs(out.generation.backend.modelDir);
+  if (out.generation.backend.kind === 'onnx' && out.generation.backend.model_dir !== undefined) {
+    out.generation.backend.model_dir = abs(out.generation.backend.model_dir);
   }
   if (c.workers.train.deepspeed_config !== undefined) out.workers.train.deepspeed_config = abs(c.workers.train.deepspeed_config);
   return out;
@@ -68,7 +68,7 @@ export function checkPaths(c: RunConfig, src: YamlSource): ConfigIssue[] {
   if (c.model.hub_id === undefined && c.model.create_tiny === undefined) check(['model', 'dir'], c.model.dir, 'directory');
   check(['tokenizer', 'dir'], c.tokenizer.dir, 'directory');
   if (isAbsolute(c.tokenizer.chat_template)) check(['tokenizer', 'chat_template'], c.tokenizer.chat_template, 'file');
-  if (c.generation.backend.kind === 'onnx') check(['generation', 'backend', 'modelDir'], c.generation.backend.modelDir, 'directory');
+  if (c.generation.backend.kind === 'onnx') check(['generation', 'backend', 'model_dir'], c.generation.backend.model_dir, 'directory');
   check(['workers', 'train', 'deepspeed_config'], c.workers.train.deepspeed_config, 'file');
   const python = c.workers.train.python;
   if (python !== undefined && isAbsolute(python)) check(['workers', 'train', 'python'], python, 'file');

@@ -9,13 +9,12 @@ import { CheckpointsSection, LoggingSection, QueueSection, ResourcesSection, Wor
 import { ModelSection, TokenizerSection } from './sections/model';
 import { RunSection } from './sections/run';
 import { StagesSection } from './sections/stages';
-import { snakeKeys } from './snake-case';
 import { deepStrict } from './strict';
 
 export { STAGE_NAMES, type StageName } from './sections/stages';
 
-/** Every key snake_case (the embedded packages' camelCase settings included), unknown keys refused at any depth. */
-export const RunConfigSchema = snakeKeys(deepStrict(
+/** Every key snake_case, as the packages' settings schemas write them; unknown keys refused at any depth. */
+export const RunConfigSchema = deepStrict(
   z.strictObject({
     run: RunSection,
     model: ModelSection,
@@ -32,7 +31,7 @@ export const RunConfigSchema = snakeKeys(deepStrict(
     checkpoints: CheckpointsSection,
     logging: LoggingSection,
   }),
-)).superRefine((c, ctx) => {
+).superRefine((c, ctx) => {
   if (c.grpo.group_size === 1 && c.grpo.advantage.skip_equal_groups) {
     ctx.addIssue({
       code: 'custom',
@@ -63,12 +62,12 @@ export const RunConfigSchema = snakeKeys(deepStrict(
     });
   }
   const backend = c.generation.backend;
-  if (backend.kind === 'vllm' && c.generation.sampling.topP < 1) {
+  if (backend.kind === 'vllm' && c.generation.sampling.top_p < 1) {
     ctx.addIssue({
       code: 'custom',
       path: ['generation', 'sampling', 'top_p'],
       message:
-        `${c.generation.sampling.topP} with the vllm backend: vLLM's processed_logprobs are renormalized over the top-p nucleus, while the ` +
+        `${c.generation.sampling.top_p} with the vllm backend: vLLM's processed_logprobs are renormalized over the top-p nucleus, while the ` +
         'train engine recomputes log-softmax(logits / T) over the whole vocabulary, so the importance ratios would be off from the ' +
         'first update and the clip would cut in; use 1',
     });

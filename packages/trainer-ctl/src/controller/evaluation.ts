@@ -24,11 +24,11 @@ export interface EvalContext {
 
 export interface EvalReport {
   name: string;
-  policyVersion: number;
+  policy_version: number;
   cases: number;
-  formatValid: number;
+  format_valid: number;
   answered: number;
-  toolCalls: number;
+  tool_calls: number;
   summary: EvalSummary & { levels: Level[] };
   requests: EvalResult['requests'];
 }
@@ -72,12 +72,12 @@ export async function playGreedy(ctx: EvalContext, name: string, policyVersion: 
   const share = (f: (e: (typeof episodes)[number]) => boolean) => episodes.filter(f).length / Math.max(1, episodes.length);
   const report: EvalReport = {
     name,
-    policyVersion,
+    policy_version: policyVersion,
     cases: ctx.cases.length,
-    formatValid: share(formatValid),
+    format_valid: share(formatValid),
     answered: share((e) => e.stopReason === 'answered'),
-    toolCalls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
-    summary: { levels: result.levels, perRequest: result.perRequest, perFault: result.perFault, perFaultVote: result.perFaultVote, faultsWithoutCases: result.faultsWithoutCases },
+    tool_calls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
+    summary: { levels: result.levels, per_request: result.per_request, per_fault: result.per_fault, per_fault_vote: result.per_fault_vote, faults_without_cases: result.faults_without_cases },
     requests: result.requests,
   };
   await transport.dropGroups(jobs.map((j) => j.groupId));
@@ -95,8 +95,8 @@ export async function runEvaluation(ctx: EvalContext, name: string, policyVersio
 /** Printed after each evaluation. */
 export function formatEvalReport(r: EvalReport): string {
   return (
-    `eval ${r.name} (policy v${r.policyVersion}, ${r.cases} held-out cases): format validity ${r.formatValid.toFixed(2)}, ` +
-    `answered ${r.answered.toFixed(2)}, tool calls/episode ${r.toolCalls.toFixed(1)}\n` +
+    `eval ${r.name} (policy v${r.policy_version}, ${r.cases} held-out cases): format validity ${r.format_valid.toFixed(2)}, ` +
+    `answered ${r.answered.toFixed(2)}, tool calls/episode ${r.tool_calls.toFixed(1)}\n` +
     formatSummary(r.summary, r.summary.levels)
   );
 }

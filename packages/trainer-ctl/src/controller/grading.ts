@@ -26,7 +26,6 @@ export async function gradeTrajectories(
   trajectories: Trajectory[],
 ): Promise<GradedGroup> {
   const { stage_rewards, ...graders } = ctx.config.graders;
-  const settings = { ...graders, route: { ...graders.route, dMax: ctx.config.episode.dMax } };
   const grade = await gradeGroup(
     trajectories.map((t) => t.episode),
     {
@@ -34,7 +33,8 @@ export async function gradeTrajectories(
       questionId: c.id,
       podToService: (pod) => ctx.dataset.topology.serviceOfPod(pod),
       faultType: ctx.dataset.faults.find((f) => f.id === c.faultId)?.type,
-      settings,
+      d_max: ctx.config.episode.d_max,
+      settings: graders,
       diversity: ctx.diversity,
       groupId,
     },

@@ -53,15 +53,15 @@ function enabled(config: RunConfig, stage: StageName): boolean {
 function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | undefined, result?: TrainResult): void {
   if (result) {
     state.updates = result.update + 1;
-    state.policyVersion = result.version;
-    state.policyDir = result.policyDir;
+    state.policy_version = result.version;
+    state.policy_dir = result.policyDir;
     if (result.checkpointDir) state.checkpoint = result.checkpointDir;
-    state.engineCheckpoint = result.engineCheckpoint;
+    state.engine_checkpoint = result.engineCheckpoint;
   }
   if (record) {
     appendMetrics(ctx.runDir, record);
-    state.metricsLines++;
-    ctx.scalars?.scalars(state.metricsLines, metricScalars(record));
+    state.metrics_lines++;
+    ctx.scalars?.scalars(state.metrics_lines, metricScalars(record));
   }
   writeState(ctx.runDir, state);
   if (result?.checkpointDir) {
@@ -82,7 +82,7 @@ async function endWith(ctx: StagesContext, state: RunState, name: string): Promi
     const job: TrainJob = { runId: ctx.runId, stage, update: state.updates, kind: 'checkpoint', samples: [], checkpoint: true };
     commit(ctx, state, undefined, await ctx.transport.train(job, ctx.config.workers.train.job_timeout_s * 1000));
   }
-  if (state.checkpoint) state.stageCheckpoints = { ...state.stageCheckpoints, [name]: state.checkpoint };
+  if (state.checkpoint) state.stage_checkpoints = { ...state.stage_checkpoints, [name]: state.checkpoint };
 }
 
 /** Plays the tracked training cases when the current policy is due (logging.track). */
@@ -96,9 +96,9 @@ async function track(ctx: StagesContext, state: RunState, stage: string): Promis
 }
 
 async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Promise<EvalReport> {
-  const report = await runEvaluation({ ...ctx, cases: ctx.eval }, name, state.policyVersion);
+  const report = await runEvaluation({ ...ctx, cases: ctx.eval }, name, state.policy_version);
   (ctx.print ?? console.log)(formatEvalReport(report));
-  ctx.scalars?.scalars(state.metricsLines, evalScalars(report));
+  ctx.scalars?.scalars(state.metrics_lines, evalScalars(report));
   return report;
 }
 
@@ -131,7 +131,7 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
       stage,
       step,
       update: state.updates,
-      policyVersion: state.policyVersion,
+      policyVersion: state.policy_version,
       checkpoint: last || (step + 1) % config.checkpoints.every_steps === 0,
     });
     const shown = groups.flatMap((g) => g.trajectories.map((t, i) => ({ groupId: g.groupId, reward: g.grade.totals[i], episode: t.episode })));

@@ -42,14 +42,7 @@ export interface SftUpdateDone {
 /** The optimizer steps of each SFT update, in order: steps_per_update consecutive steps of sftPlan each. */
 export function sftUpdates(n: number, config: RunConfig): SftStep[][] {
   const sft = config.stages.priming.sft;
-  const plan = sftPlan(n, {
-    epochs: sft.epochs,
-    batchSize: sft.batch_size,
-    lr: sft.optimizer.lr,
-    warmupSteps: sft.warmup_steps,
-    minLrRatio: sft.min_lr_ratio,
-    seed: config.run.seed,
-  });
+  const plan = sftPlan(n, sft, { lr: sft.optimizer.lr, seed: config.run.seed });
   const out: SftStep[][] = [];
   for (let b = 0; b < plan.length; b += sft.steps_per_update) out.push(plan.slice(b, b + sft.steps_per_update));
   return out;
@@ -84,9 +77,9 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
         epoch: updates[u][0].epoch,
         lr: sftSteps[sftSteps.length - 1].lr,
         samples: batch.length,
-        trainedTokens: tokens,
+        trained_tokens: tokens,
         train: result.metrics,
-        timing: { updateMs: Date.now() - t0 },
+        timing: { update_ms: Date.now() - t0 },
         at: new Date().toISOString(),
       },
     });

@@ -16,27 +16,27 @@ export interface StageProgress {
 }
 
 export interface RunState {
-  runName: string;
+  run_name: string;
   /** Train updates applied; the next train job has this update index. */
   updates: number;
   /** Newest published policy: version and directory (version 0: the base model). */
-  policyVersion: number;
-  policyDir: string;
+  policy_version: number;
+  policy_dir: string;
   /** Newest checkpoint directory, when one was written. */
   checkpoint?: string;
   /** The checkpoint the train engine that made the newest update was loaded from; kept by checkpoint pruning. */
-  engineCheckpoint?: string;
+  engine_checkpoint?: string;
   /** The checkpoint each finished stage (and 'sft') ended with; kept by checkpoint pruning. */
-  stageCheckpoints?: Record<string, string>;
+  stage_checkpoints?: Record<string, string>;
   /** Stage-1 supervised fine-tuning: updates done, and whether it (and its evaluation) finished. */
   sft: { updates: number; done: boolean };
   stages: Record<StageName, StageProgress>;
   /** Updates done when the training cases were last played greedily (logging.track); absent before the first time. */
   tracked?: number;
   /** Lines of metrics.jsonl that belong to completed boundaries (a resume cuts the rest). */
-  metricsLines: number;
+  metrics_lines: number;
   done: boolean;
-  updatedAt: string;
+  updated_at: string;
 }
 
 export const STATE_FILE = 'state.json';
@@ -44,15 +44,15 @@ export const STATE_FILE = 'state.json';
 export function initialState(runName: string, baseModelDir: string): RunState {
   const stages = Object.fromEntries(STAGE_NAMES.map((s) => [s, { steps: 0, done: false }])) as Record<StageName, StageProgress>;
   return {
-    runName,
+    run_name: runName,
     updates: 0,
-    policyVersion: 0,
-    policyDir: baseModelDir,
+    policy_version: 0,
+    policy_dir: baseModelDir,
     sft: { updates: 0, done: false },
     stages,
-    metricsLines: 0,
+    metrics_lines: 0,
     done: false,
-    updatedAt: new Date().toISOString(),
+    updated_at: new Date().toISOString(),
   };
 }
 
@@ -85,7 +85,7 @@ export function writeJsonAtomically(file: string, value: unknown): void {
 }
 
 export function writeState(runDir: string, state: RunState): void {
-  state.updatedAt = new Date().toISOString();
+  state.updated_at = new Date().toISOString();
   writeJsonAtomically(join(runDir, STATE_FILE), state);
 }
 
@@ -114,7 +114,7 @@ export function writeSnapshot(runDir: string, state: RunState): void {
 export function rewindTo(runDir: string, state: RunState, checkpointUpdates: number | undefined, baseModelDir: string): RunState {
   const at = checkpointUpdates ?? 0;
   if (state.updates <= at) return state;
-  if (checkpointUpdates === undefined) return initialState(state.runName, baseModelDir);
+  if (checkpointUpdates === undefined) return initialState(state.run_name, baseModelDir);
   const file = snapshotFile(runDir, at);
   if (!existsSync(file)) throw new Error(`${runDir}: checkpoint at update ${at} has no controller state snapshot (${file})`);
   return JSON.parse(readFileSync(file, 'utf8')) as RunState;

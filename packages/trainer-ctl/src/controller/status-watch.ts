@@ -26,7 +26,7 @@ export async function watchStatus(runDir: string, opts: WatchOptions): Promise<v
     const s = await runStatus(runDir, { tail: opts.tail, redisUrl: opts.redisUrl });
     if (opts.stream.isTTY) opts.stream.write(`${CLEAR}${formatStatus(s)}\n`);
     else {
-      const counted = readMetrics(runDir).slice(0, s.state.metricsLines);
+      const counted = readMetrics(runDir).slice(0, s.state.metrics_lines);
       // A resumed run cuts metrics back: its replayed steps are shown again.
       lines = Math.min(lines, counted.length);
       for (const m of counted.slice(lines)) opts.stream.write(`${metricsLine(m).trim()}\n`);
@@ -37,7 +37,7 @@ export async function watchStatus(runDir: string, opts: WatchOptions): Promise<v
       }
     }
     if (s.state.done) {
-      if (!opts.stream.isTTY) opts.stream.write(`run ${s.state.runName} done: ${s.state.updates} updates\n`);
+      if (!opts.stream.isTTY) opts.stream.write(`run ${s.state.run_name} done: ${s.state.updates} updates\n`);
       return;
     }
     await sleep(opts.intervalMs);

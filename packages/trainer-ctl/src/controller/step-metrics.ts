@@ -25,14 +25,14 @@ export interface GradedGroup {
 
 export interface StepTimings {
   /** Adding the rollout jobs to the queue. */
-  enqueueMs: number;
+  enqueue_ms: number;
   /** From enqueueing to the last group complete (generation as the controller sees it). */
-  rolloutMs: number;
+  rollout_ms: number;
   /** Grading every group and computing advantages. */
-  gradeMs: number;
+  grade_ms: number;
   /** From submitting the train job to its result. */
-  updateMs: number;
-  stepMs: number;
+  update_ms: number;
+  step_ms: number;
 }
 
 export interface StepRecordInput {
@@ -64,10 +64,10 @@ export function stepRecord(input: StepRecordInput) {
     stage: input.stage,
     step: input.step,
     update: input.update,
-    policyVersion: input.policyVersion,
+    policy_version: input.policyVersion,
     groups: input.groups.length,
-    keptGroups: input.groups.filter((g) => g.kept).length,
-    zeroVarianceShare: round(input.groups.filter((g) => g.zeroVariance).length / Math.max(1, input.groups.length)),
+    kept_groups: input.groups.filter((g) => g.kept).length,
+    zero_variance_share: round(input.groups.filter((g) => g.zeroVariance).length / Math.max(1, input.groups.length)),
     samples: samples.length,
     reward: short(stat(samples.map((s) => s.grade.total))),
     graders,
@@ -76,15 +76,15 @@ export function stepRecord(input: StepRecordInput) {
     rewards: samples.map((s) => s.grade.total),
     advantages: samples.map((s) => s.adv),
     train: input.result?.metrics ?? {},
-    responseTokens: round(stat(samples.map((s) => s.t.mask.reduce((a, b) => a + b, 0))).mean),
-    totalTokens: round(stat(samples.map((s) => s.t.ids.length)).mean),
-    toolCalls: round(stat(episodes.map((e) => e.toolCalls.length)).mean),
-    formatValid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
+    response_tokens: round(stat(samples.map((s) => s.t.mask.reduce((a, b) => a + b, 0))).mean),
+    total_tokens: round(stat(samples.map((s) => s.t.ids.length)).mean),
+    tool_calls: round(stat(episodes.map((e) => e.toolCalls.length)).mean),
+    format_valid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
     answered: round(episodes.filter((e) => e.stopReason === 'answered').length / Math.max(1, episodes.length)),
     /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
     ...(branched.length > 0 && { branchTurn: round(stat(branched).mean) }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
-    timing: { ...input.timings, episodeGenerateMs: worker('generateMs'), episodeToolsMs: worker('toolsMs'), episodeWallMs: worker('wallMs') },
+    timing: { ...input.timings, episode_generate_ms: worker('generateMs'), episode_tools_ms: worker('toolsMs'), episode_wall_ms: worker('wallMs') },
     at: new Date().toISOString(),
   };
 }
@@ -95,8 +95,8 @@ export type StepRecord = ReturnType<typeof stepRecord>;
 export function stepNote(r: StepRecord): string {
   const loss = typeof r.train.loss === 'number' ? ` loss ${r.train.loss.toFixed(4)}` : '';
   return (
-    `reward ${r.reward.mean.toFixed(3)}±${r.reward.std.toFixed(3)} fmt ${r.formatValid.toFixed(2)} ` +
-    `zero-var ${r.zeroVarianceShare.toFixed(2)} calls ${r.toolCalls.toFixed(1)}${loss} ` +
-    `gen ${(r.timing.rolloutMs / 1000).toFixed(1)}s upd ${(r.timing.updateMs / 1000).toFixed(1)}s`
+    `reward ${r.reward.mean.toFixed(3)}±${r.reward.std.toFixed(3)} fmt ${r.format_valid.toFixed(2)} ` +
+    `zero-var ${r.zero_variance_share.toFixed(2)} calls ${r.tool_calls.toFixed(1)}${loss} ` +
+    `gen ${(r.timing.rollout_ms / 1000).toFixed(1)}s upd ${(r.timing.update_ms / 1000).toFixed(1)}s`
   );
 }

@@ -11,7 +11,7 @@ import type { RolloutJob, TrainJob, TrainResult, TrainSample } from '../queue/jo
 import { gradeTrajectories, type GradingContext } from './grading';
 import { hash32 } from './random';
 import { stepCases } from './schedule';
-import { stepRecord, type GradedGroup, type StepRecord } from './step-metrics';
+import { stepRecord, type GradedGroup, type StepRecord, type StepTimings } from './step-metrics';
 import type { ControlTransport } from './transport';
 
 export interface StepContext extends GradingContext {
@@ -75,14 +75,14 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
   const want = config.grpo.cases_per_step;
   const temperature = config.generation.temperature[input.stage];
   const { primary, refill } = stepCases(input.stage, input.step, ctx.train, config);
-  const timings = { enqueueMs: 0, rolloutMs: 0, gradeMs: 0, updateMs: 0, stepMs: 0 };
+  const timings: StepTimings = { enqueue_ms: 0, rollout_ms: 0, grade_ms: 0, update_ms: 0, step_ms: 0 };
   const groups: GradedGroup[] = [];
   const groupIds: string[] = [];
   const kind = groupKind(config.grpo.groups.kind);
   const play: PlayGroup = async (jobs) => {
     const tq = Date.now();
     await transport.enqueueRollouts(jobs);
-    timings.enqueueMs += Date.now() - tq;
+    timings.enqueue_ms += Date.now() - tq;
     return transport.waitGroup(jobs[0].groupId, jobs.length, groupTimeoutMs(ctx));
   };
   let batch = primary.map((c, slot) => ({ slot, c }));
@@ -91,7 +91,7 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
     const tw = Date.now();
     // Each group is graded as soon as it and every earlier slot are: the same order as grading
     // after the last group (the diversity cache sees the same sequence), but off the critical path.
-    let gradeMs = 0;
+    let grade_ms = 0;
     let previous: Promise<unknown> = Promise.resolve();
     const graded = batch.map(({ slot, c }) => {
       const groupId = groupIdOf(input.stage, input.step, slot);
@@ -101,15 +101,15 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
         groupIds.push(groupId, ...played.helperGroupIds);
         const group = { ...(await gradeTrajectories(ctx, input.stage, groupId, c, played.trajectories)), ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }) };
         if (group.kept) transport.stageTrainRows?.(input.update, trainRows(group), want + refill.length);
-        gradeMs += Date.now() - tg;
+        grade_ms += Date.now() - tg;
         return group;
       });
       previous = done;
       return done;
     });
     groups.push(...(await Promise.all(graded)));
-    timings.rolloutMs += Date.now() - tw - gradeMs;
-    timings.gradeMs += gradeMs;
+    timings.rollout_ms += Date.now() - tw - grade_ms;
+    timings.grade_ms += grade_ms;
     const missing = want - groups.filter((g) => g.kept).length;
     const take = Math.min(missing, refill.length - nextRefill);
     batch = Array.from({ length: Math.max(0, take) }, (_, i) => ({ slot: want + nextRefill + i, c: refill[nextRefill + i] }));
@@ -122,9 +122,9 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
     const job: TrainJob = { runId: ctx.runId, stage: input.stage, update: input.update, kind: 'grpo', samples, checkpoint: input.checkpoint };
     const tu = Date.now();
     result = await transport.train(job, config.workers.train.job_timeout_s * 1000);
-    timings.updateMs = Date.now() - tu;
+    timings.update_ms = Date.now() - tu;
   }
-  timings.stepMs = Date.now() - t0;
+  timings.step_ms = Date.now() - t0;
   const record = stepRecord({
     stage: input.stage,
     step: input.step,

@@ -21,12 +21,12 @@ export function trackDue(state: RunState, everyUpdates: number, cases: Case[]): 
 
 /** Plays the tracked cases with the current policy; the metrics line of the point. */
 export async function trackPoint(ctx: Omit<EvalContext, 'cases'>, state: RunState, stage: string, cases: Case[]): Promise<MetricsRecord> {
-  const { report } = await playGreedy({ ...ctx, cases }, `track-u${state.updates}`, state.policyVersion);
+  const { report } = await playGreedy({ ...ctx, cases }, `track-u${state.updates}`, state.policy_version);
   return {
     kind: 'track',
     stage,
     update: state.updates,
-    policyVersion: state.policyVersion,
+    policy_version: state.policy_version,
     cases: cases.length,
     ...evalFigures(report),
     at: new Date().toISOString(),

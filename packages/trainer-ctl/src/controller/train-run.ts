@@ -48,11 +48,11 @@ function openState(config: RunConfig, runDir: string, resume: boolean | undefine
     return initialState(config.run.name, config.model.dir);
   }
   if (policy === 'never') throw new Error(`${runDir} already holds a run (state.json) and checkpoints.resume is never; choose another --run-dir`);
-  if (state.runName !== config.run.name) throw new Error(`${runDir} holds run ${state.runName}, not ${config.run.name}`);
+  if (state.run_name !== config.run.name) throw new Error(`${runDir} holds run ${state.run_name}, not ${config.run.name}`);
   // The train worker resumes from the latest checkpoint; steps after it are played again.
   const ckpt = latestCheckpoint(runDir, note);
   const from = rewindTo(runDir, state, ckpt?.updates, config.model.dir);
-  truncateMetrics(runDir, from.metricsLines);
+  truncateMetrics(runDir, from.metrics_lines);
   return from;
 }
 
@@ -173,7 +173,7 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
     await tree.addRedis(embedded);
     url = embedded.url;
   }
-  writeJsonAtomically(join(runDir, RUN_INFO_FILE), { runId, redisUrl: redactUrl(url!), embedded: !external, configFile: resolve(opts.configFile), pid: process.pid });
+  writeJsonAtomically(join(runDir, RUN_INFO_FILE), { run_id: runId, redis_url: redactUrl(url!), embedded: !external, config_file: resolve(opts.configFile), pid: process.pid });
   const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note, dataDir(runDir));
   await tree.addTransport(transport);
   // A refused password fails here in one clear line instead of hanging the first queue command.
@@ -198,14 +198,14 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
   const split = runCases(dataset, config);
   const scalars = new EventFileWriter(join(runDir, TENSORBOARD_DIR));
   // A resumed run replays the steps after state.json's count: TensorBoard drops what was logged for them.
-  if (state.metricsLines > 0) scalars.restart(state.metricsLines + 1);
+  if (state.metrics_lines > 0) scalars.restart(state.metrics_lines + 1);
   note(`run ${runId}: ${split.train.length} training cases, ${split.eval.length} held-out cases; run dir ${runDir}`);
   await runStages(
     { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print, scalars },
     state,
   );
   await tree.close();
-  print(`run ${runId} complete: ${state.updates} updates, policy v${state.policyVersion}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
+  print(`run ${runId} complete: ${state.updates} updates, policy v${state.policy_version}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
   gateRun(runDir, config, print);
   return state;
 }

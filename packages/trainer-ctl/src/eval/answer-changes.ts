@@ -5,9 +5,9 @@
  * (a better rank, or named where it was not), away from it, or left its rank as it was.
  */
 export interface AnsweredRequest {
-  caseId: string;
+  case_id: string;
   answer: unknown;
-  toolCalls?: number;
+  tool_calls?: number;
   /** 0-based rank of the truth per level; null where the answer does not name it. */
   ranks: Partial<Record<string, number | null>>;
 }
@@ -26,13 +26,13 @@ export interface AnswerChanges {
 const order = (r: number | null | undefined) => (r === null || r === undefined ? Number.POSITIVE_INFINITY : r);
 
 export function answerChanges(before: readonly AnsweredRequest[], after: readonly AnsweredRequest[], level = 'service'): AnswerChanges {
-  const by = new Map(before.map((r) => [r.caseId, r]));
+  const by = new Map(before.map((r) => [r.case_id, r]));
   const out: AnswerChanges = { compared: 0, same: 0, towards: 0, away: 0, sameRank: 0 };
   for (const r of after) {
-    const b = by.get(r.caseId);
+    const b = by.get(r.case_id);
     if (!b) continue;
     out.compared++;
-    if (b.toolCalls === r.toolCalls && JSON.stringify(b.answer) === JSON.stringify(r.answer)) {
+    if (b.tool_calls === r.tool_calls && JSON.stringify(b.answer) === JSON.stringify(r.answer)) {
       out.same++;
       continue;
     }

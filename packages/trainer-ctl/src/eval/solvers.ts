@@ -22,7 +22,7 @@ export type PolicySpec =
 export interface PlaySettings {
   /** Protocol every agent plays; unset: a scripted policy plays its own, a model plays rot. */
   protocol?: string;
-  /** Episode settings of @thinkfl/env (dMax, tools, toolSettings, ...). */
+  /** Episode settings of @thinkfl/env (d_max, tools, tool_settings, ...). */
   episode: Record<string, unknown>;
   /** Softmax temperature of model turns; 0 is greedy. */
   temperature: number;
@@ -71,7 +71,7 @@ export function playSettingsFromConfig(file: string): Pick<PlaySettings, 'protoc
   return {
     protocol,
     episode,
-    maxTokens: config.generation.sampling.maxTokens,
+    maxTokens: config.generation.sampling.max_tokens,
     renderTools: config.generation.render_tools,
     maxContext: config.model.max_context_tokens,
   };
@@ -100,7 +100,7 @@ async function onnxDir(dir: string): Promise<{ dir: string; cleanup: () => void 
 export async function openOnnxModel(dir: string, threads: number): Promise<{ chat: ChatModel; backend: GenerationBackend; close(): Promise<void> }> {
   const chat = loadChatModel(dir);
   const model = await onnxDir(dir);
-  const backend = await openBackend({ kind: 'onnx', modelDir: model.dir, threads }, '--model').catch((e: Error) => {
+  const backend = await openBackend({ kind: 'onnx', model_dir: model.dir, threads }, '--model').catch((e: Error) => {
     model.cleanup();
     throw e;
   });
@@ -148,7 +148,7 @@ export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySett
     const solve = modelSolver(dataset, backend, (b) => new ModelPolicy({ backend: b, chat, settings, name: label }), s, protocol);
     return { label, solve, protocol, close };
   }
-  const backend = await openBackend({ kind: 'openai', baseUrl: spec.baseUrl, model: spec.model, concurrency: s.concurrency }, '--openai');
+  const backend = await openBackend({ kind: 'openai', base_url: spec.baseUrl, model: spec.model, concurrency: s.concurrency }, '--openai');
   const solve = modelSolver(dataset, backend, (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label), s, protocol);
   return { label, solve, protocol, close: () => backend.close() };
 }

@@ -10,11 +10,11 @@ interface Summary {
 
 interface EvalFile {
   name: string;
-  policyVersion: number;
+  policy_version: number;
   cases: number;
-  formatValid: number;
+  format_valid: number;
   answered: number;
-  summary: { levels: string[]; perRequest: Record<string, Summary> };
+  summary: { levels: string[]; per_request: Record<string, Summary> };
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}`;
@@ -28,12 +28,12 @@ export function evaluationTable(runDir: string): string {
   const head = ['evaluation', 'policy version', 'cases', 'format valid %', 'answered %', ...levels.flatMap((l) => [`${l} AC@1 %`, `${l} AC@3 %`, `${l} MRR`])];
   const rows = reports.map((r) => [
     r.name,
-    String(r.policyVersion),
+    String(r.policy_version),
     String(r.cases),
-    pct(r.formatValid),
+    pct(r.format_valid),
     pct(r.answered),
     ...levels.flatMap((l) => {
-      const s = r.summary.perRequest[l];
+      const s = r.summary.per_request[l];
       return s ? [pct(s.recall['1'] ?? 0), pct(s.recall['3'] ?? 0), s.mrr.toFixed(3)] : ['', '', ''];
     }),
   ]);

@@ -2,9 +2,10 @@
  * A run's figures as named scalars, one naming for TensorBoard, the HTML report and run.expect:
  * a metrics line's numeric fields as `<stage>/<path>` (GRPO steps), `sft/<path>` (SFT updates)
  * or `track/<path>` (training cases played greedily, logging.track), e.g. `priming/reward/mean`,
- * `exploration/graders/diversity/mean`, `sft/train/loss`, `track/perRequest/service/mrr`; an
- * evaluation's figures as `eval/<name>/<field>`, e.g. `eval/priming/formatValid`,
- * `eval/refinement/perFaultVote/service/mrr`, `eval/sft/perRequest/pod/R@3`.
+ * `exploration/graders/diversity/mean`, `sft/train/loss`, `track/per_request/service/mrr`; an
+ * evaluation's figures as `eval/<name>/<field>`, e.g. `eval/priming/format_valid`,
+ * `eval/refinement/per_fault_vote/service/mrr`, `eval/sft/per_request/pod/R@3`. Every name is
+ * snake_case, as the keys of the files it comes from.
  * A null where a number belongs is a non-finite value (JSON has no NaN): it becomes NaN.
  */
 import type { EvalSummary } from '@thinkfl/env';
@@ -13,7 +14,7 @@ import type { EvalSummary } from '@thinkfl/env';
 type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' | 'track' };
 
 /** Fields that identify a line rather than measure it. */
-const IDENTITY = new Set(['kind', 'stage', 'step', 'update', 'of', 'policyVersion', 'at']);
+const IDENTITY = new Set(['kind', 'stage', 'step', 'update', 'of', 'policy_version', 'at']);
 
 function flatten(value: unknown, path: string, out: Record<string, number>): void {
   if (typeof value === 'number') out[path] = value;
@@ -21,6 +22,18 @@ function flatten(value: unknown, path: string, out: Record<string, number>): voi
   else if (typeof value === 'object' && !Array.isArray(value)) {
     for (const [k, v] of Object.entries(value)) flatten(v, `${path}/${k}`, out);
   }
+}
+
+/**
+ * The current name of a series written under an older, camelCase name (`eval/priming/formatValid`
+ * is `eval/priming/format_valid`, `eval/refinement/perFault/service/mrr` is
+ * `eval/refinement/per_fault/service/mrr`); a current name is returned as it is (`R@1` included).
+ */
+export function currentSeriesName(name: string): string {
+  return name
+    .split('/')
+    .map((seg) => seg.replace(/([a-z0-9])([A-Z])/g, (_, a: string, b: string) => `${a}_${b.toLowerCase()}`))
+    .join('/');
 }
 
 /** The scalar series prefix of a metrics line: its stage for GRPO steps, `sft` for SFT updates, `track` for tracking points. */
@@ -38,16 +51,16 @@ export function metricScalars(m: MetricsRecord): Record<string, number> {
 /** The figures of an eval-<name>.json (controller/evaluation.ts writes them). */
 export interface EvalFigures {
   name: string;
-  formatValid: number;
+  format_valid: number;
   answered: number;
-  toolCalls: number;
-  summary: Partial<Pick<EvalSummary, 'perRequest' | 'perFault' | 'perFaultVote'>>;
+  tool_calls: number;
+  summary: Partial<Pick<EvalSummary, 'per_request' | 'per_fault' | 'per_fault_vote'>>;
 }
 
-/** An evaluation's figures by path (`formatValid`, `perRequest/service/mrr`, `perFault/pod/R@3`, ...). */
+/** An evaluation's figures by path (`format_valid`, `per_request/service/mrr`, `per_fault/pod/R@3`, ...). */
 export function evalFigures(e: Omit<EvalFigures, 'name'>): Record<string, number> {
-  const out: Record<string, number> = { formatValid: e.formatValid, answered: e.answered, toolCalls: e.toolCalls };
-  for (const scope of ['perRequest', 'perFault', 'perFaultVote'] as const) {
+  const out: Record<string, number> = { format_valid: e.format_valid, answered: e.answered, tool_calls: e.tool_calls };
+  for (const scope of ['per_request', 'per_fault', 'per_fault_vote'] as const) {
     for (const [level, s] of Object.entries(e.summary[scope] ?? {})) {
       if (!s) continue;
       for (const [k, r] of Object.entries(s.recall)) out[`${scope}/${level}/R@${k}`] = r;

@@ -9,7 +9,7 @@ export interface WorkerBeat {
   pid?: number;
   host?: string;
   /** Unix ms of the last heartbeat. */
-  lastSeen: number;
+  last_seen: number;
 }
 
 export interface Heartbeat {
@@ -20,7 +20,7 @@ export interface Heartbeat {
 /** Beats now and every everyMs until stopped. */
 export async function startHeartbeat(redis: Redis, runId: string, id: string, kind: string, everyMs: number): Promise<Heartbeat> {
   const beat = () =>
-    redis.hset(keys.workers(runId), id, JSON.stringify({ kind, pid: process.pid, host: hostname(), lastSeen: Date.now() }));
+    redis.hset(keys.workers(runId), id, JSON.stringify({ kind, pid: process.pid, host: hostname(), last_seen: Date.now() }));
   await beat();
   const timer = setInterval(() => void beat().catch(() => undefined), everyMs);
   timer.unref();
@@ -37,5 +37,5 @@ export async function listWorkers(redis: Redis, runId: string): Promise<WorkerBe
   const all = await redis.hgetall(keys.workers(runId));
   return Object.entries(all)
     .map(([id, json]) => ({ id, ...(JSON.parse(json) as Omit<WorkerBeat, 'id'>) }))
-    .sort((a, b) => b.lastSeen - a.lastSeen);
+    .sort((a, b) => b.last_seen - a.last_seen);
 }

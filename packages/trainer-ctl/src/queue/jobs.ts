@@ -129,6 +129,6 @@ export const keys = {
   policy: (runId: string) => `thinkfl:${runId}:policy`,
   /** Pub/sub channel announcing a new policy version. */
   policyChannel: (runId: string) => `thinkfl:${runId}:policy-updates`,
-  /** Hash workerId -> JSON {kind, pid, host, lastSeen} heartbeat. */
+  /** Hash workerId -> JSON {kind, pid, host, last_seen} heartbeat. */
   workers: (runId: string) => `thinkfl:${runId}:workers`,
 };

@@ -31,17 +31,17 @@
   const scale = (k) => (pts) => pts.map((p) => ({ x: p.x, y: p.y === null ? null : p.y * k }));
   const CHARTS = [
     { title: 'Reward and graders (mean, std)', lines: [['reward mean', stageLine('reward/mean')], ['reward std', stageLine('reward/std')], ...graders.flatMap((g) => [[`${g} mean`, stageLine(`graders/${g}/mean`)], [`${g} std`, stageLine(`graders/${g}/std`)]])] },
-    { title: 'Format validity, answered, zero-variance share', lines: [['format validity', stageLine('formatValid')], ['answered', stageLine('answered')], ['zero-variance groups', stageLine('zeroVarianceShare')]] },
+    { title: 'Format validity, answered, zero-variance share', lines: [['format validity', stageLine('format_valid')], ['answered', stageLine('answered')], ['zero-variance groups', stageLine('zero_variance_share')]] },
     { title: 'KL, clip fraction, entropy', lines: [['kl', stageLine('train/kl')], ['clip fraction', stageLine('train/clip_fraction')], ['dual clip fraction', stageLine('train/dual_clip_fraction')], ['entropy', stageLine('train/entropy')]] },
     { title: 'Loss (GRPO and SFT)', lines: [['grpo loss', stageLine('train/loss')], ['pg loss', stageLine('train/pg_loss')], ['kl loss', stageLine('train/kl_loss')], ['sft loss', series['sft/train/loss'] || []]] },
     { title: 'Advantages', lines: [['mean', stageLine('advantage/mean')], ['std', stageLine('advantage/std')], ['min', stageLine('advantage/min')], ['max', stageLine('advantage/max')]] },
-    { title: 'Length (tokens per episode)', lines: [['response', stageLine('responseTokens')], ['total', stageLine('totalTokens')]] },
+    { title: 'Length (tokens per episode)', lines: [['response', stageLine('response_tokens')], ['total', stageLine('total_tokens')]] },
     { title: 'Tool calls per episode', lines: [['tool calls', stageLine('toolCalls')]] },
     {
       title: 'Training cases played greedily (logging.track)',
-      lines: [['format validity', series['track/formatValid'] || []], ['per-request MRR (service)', series['track/perRequest/service/mrr'] || []], ['per-fault MRR (service)', series['track/perFault/service/mrr'] || []], ['R@1 per request (service)', series['track/perRequest/service/R@1'] || []]],
+      lines: [['format validity', series['track/format_valid'] || []], ['per-request MRR (service)', series['track/per_request/service/mrr'] || []], ['per-fault MRR (service)', series['track/per_fault/service/mrr'] || []], ['R@1 per request (service)', series['track/per_request/service/R@1'] || []]],
     },
-    { title: 'Time per step (s)', lines: [['generation', scale(1e-3)(stageLine('timing/rolloutMs'))], ['grading', scale(1e-3)(stageLine('timing/gradeMs'))], ['update', scale(1e-3)(stageLine('timing/updateMs'))], ['sft update', scale(1e-3)(series['sft/timing/updateMs'] || [])]] },
+    { title: 'Time per step (s)', lines: [['generation', scale(1e-3)(stageLine('timing/rollout_ms'))], ['grading', scale(1e-3)(stageLine('timing/grade_ms'))], ['update', scale(1e-3)(stageLine('timing/update_ms'))], ['sft update', scale(1e-3)(series['sft/timing/update_ms'] || [])]] },
   ];
 
   const charts = [];
@@ -73,7 +73,7 @@
 
   // Held-out evaluation per stage: the trained policy and the scripted baselines on the same cases.
   const evals = document.getElementById('evals');
-  const SCOPES = [['perRequest', 'per request'], ['perFault', 'per fault'], ['perFaultVote', 'per fault by vote']];
+  const SCOPES = [['per_request', 'per request'], ['per_fault', 'per fault'], ['per_fault_vote', 'per fault by vote']];
   for (const e of data.evals) {
     const level = e.levels[0];
     const head = el('tr', {}, el('th', {}, 'policy'), ...SCOPES.flatMap(([, label]) => ['R@1', 'R@3', 'R@5', 'MRR'].map((m) => el('th', {}, `${label} ${m}`))));
@@ -85,14 +85,14 @@
     );
     evals.append(
       el('h3', {}, `after ${e.name}: policy v${e.policyVersion}, ${e.cases} held-out cases, ${level} level`),
-      el('p', {}, `format validity ${fmt(e.formatValid, 2)}, answered ${fmt(e.answered, 2)}`),
+      el('p', {}, `format validity ${fmt(e.format_valid, 2)}, answered ${fmt(e.answered, 2)}`),
       el('table', { class: 'eval' }, el('thead', {}, head), el('tbody', {}, ...rows)),
     );
   }
   if (data.evals.length) {
     const names = data.evals.map((e) => e.name);
     const policies = data.evals[0].rows.map((r) => r.policy);
-    const lines = policies.map((p, i) => [i === 0 ? 'trained policy' : p, data.evals.map((e, x) => ({ x, y: e.rows.find((r) => (i === 0 ? r === e.rows[0] : r.policy === p))?.summary?.perFault?.[e.levels[0]]?.mrr ?? null }))]);
+    const lines = policies.map((p, i) => [i === 0 ? 'trained policy' : p, data.evals.map((e, x) => ({ x, y: e.rows.find((r) => (i === 0 ? r === e.rows[0] : r.policy === p))?.summary?.per_fault?.[e.levels[0]]?.mrr ?? null }))]);
     lineChart(document.getElementById('eval-chart'), 'Held-out per-fault MRR by stage', lines, names);
   } else evals.append(el('p', {}, 'No evaluation yet.'));
 

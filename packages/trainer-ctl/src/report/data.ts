@@ -13,11 +13,11 @@ import { readState } from '../controller/state';
 import { readEvals, runSeries, type Point } from '../ci/series';
 
 /** An eval-<name>.json as the controller writes it (controller/evaluation.ts). */
-type EvalFile = Omit<EvalReport, 'requests'> & { requests: { caseId: string }[] };
+type EvalFile = Omit<EvalReport, 'requests'> & { requests: { case_id: string }[] };
 
 export interface EvalRow {
   policy: string;
-  summary: Pick<EvalSummary, 'perRequest' | 'perFault' | 'perFaultVote'>;
+  summary: Pick<EvalSummary, 'per_request' | 'per_fault' | 'per_fault_vote'>;
 }
 
 export interface StageEval {
@@ -57,7 +57,7 @@ export interface ReportData {
 /** The run's config: the original file run.json names (its relative paths resolve there), else the copy in the run directory. */
 function runConfig(runDir: string): RunConfig {
   const info = join(runDir, 'run.json');
-  const original = existsSync(info) ? (JSON.parse(readFileSync(info, 'utf8')) as { configFile?: string }).configFile : undefined;
+  const original = existsSync(info) ? (JSON.parse(readFileSync(info, 'utf8')) as { config_file?: string }).config_file : undefined;
   return loadRunConfig(original && existsSync(original) ? original : join(runDir, 'config.yaml'), { checkPaths: false }).config;
 }
 
@@ -98,17 +98,17 @@ export async function gatherReport(runDir: string, opts: { baselines?: boolean }
   // A run's evaluations share their held-out cases: the baselines are played once per case list.
   const played = new Map<string, EvalRow[]>();
   for (const e of readEvals<EvalFile>(runDir)) {
-    const rows: EvalRow[] = [{ policy: `policy v${e.policyVersion}`, summary: e.summary }];
-    const ids = e.requests.map((r) => r.caseId);
+    const rows: EvalRow[] = [{ policy: `policy v${e.policy_version}`, summary: e.summary }];
+    const ids = e.requests.map((r) => r.case_id);
     if (opts.baselines !== false) {
       const key = ids.join('\n');
       if (!played.has(key)) played.set(key, await baselines(dataset, config, ids));
       rows.push(...played.get(key)!);
     }
-    evals.push({ name: e.name, policyVersion: e.policyVersion, cases: e.cases, formatValid: e.formatValid, answered: e.answered, levels: e.summary.levels, rows });
+    evals.push({ name: e.name, policyVersion: e.policy_version, cases: e.cases, formatValid: e.format_valid, answered: e.answered, levels: e.summary.levels, rows });
   }
   return {
-    run: state.runName,
+    run: state.run_name,
     runDir,
     createdAt: new Date().toISOString(),
     done: state.done,

@@ -27,9 +27,9 @@ import { DetourPolicy, DetourSettingsSchema, type DetourSettingsInput } from './
 export interface TeacherOptions {
   dataset: Dataset;
   cases: readonly Case[];
-  /** Episode settings (D_max, tools, tool settings such as spanAliases). */
+  /** Episode settings (D_max, tools, tool settings such as span_aliases). */
   episode?: Record<string, unknown>;
-  /** Settings of the scripted expert; its dMax defaults to the episode's. */
+  /** Settings of the scripted expert; it plays within the episode's d_max. */
   expert?: Record<string, unknown>;
   /** Detours in the conversations; absent: the expert's own conversations only. */
   detours?: DetourSettingsInput;
@@ -159,7 +159,7 @@ export function answersAtRandom(policy: Policy, seed: number): Policy {
 
 export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData> {
   const episode = parseEpisodeSettings(opts.episode ?? {});
-  const expertSettings = ExpertSettingsSchema.parse({ dMax: episode.dMax, ...opts.expert });
+  const expertSettings = ExpertSettingsSchema.parse(opts.expert ?? {});
   const detours = DetourSettingsSchema.parse(opts.detours ?? { rate: 0 });
   const variants = opts.variants ?? 1;
   if (!Number.isInteger(variants) || variants < 1) throw new Error(`variants must be a positive integer, got ${variants}`);

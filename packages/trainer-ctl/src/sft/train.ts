@@ -8,28 +8,47 @@ import { z } from 'zod';
 import { Rng, type TokenizedEpisode } from '@thinkfl/rollout';
 import type { TrainEngine } from '../engine/driver';
 
-export const SftSettingsSchema = z
-  .object({
-    /** Passes over the samples. Default 4. */
-    epochs: z.number().int().positive().default(4),
-    /** Sequences per optimizer step. Default 4. */
-    batchSize: z.number().int().positive().default(4),
-    /** Sequences per forward/backward pass inside a step (memory bound). Default: the whole batch. */
-    microBatchSize: z.number().int().positive().optional(),
-    /** Peak learning rate, reached after warm-up. Default 3e-3 (a ~1M-parameter model). */
-    lr: z.number().positive().default(3e-3),
-    /** Floor of the cosine decay, as a fraction of lr. Default 0.1. */
-    minLrRatio: z.number().min(0).max(1).default(0.1),
-    /** Optimizer steps of linear warm-up from 0. Default 10. */
-    warmupSteps: z.number().int().min(0).default(10),
-    /** Stop after the step that crosses this many seconds of training. Default none. */
-    timeBudgetS: z.number().positive().optional(),
-    /** Seed of the batch order. Default 0. */
-    seed: z.number().int().min(0).default(0),
-  })
-  .strict();
+/** The SFT schedule: the one schema of SFT settings, also the schedule keys of the run config's stages.priming.sft. */
+export const SftSettingsSchema = z.strictObject({
+  /** Passes over the samples. Default 2. */
+  epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
+  /** Sequences per optimizer step. Default 8. */
+  batch_size: z.number().int().positive().default(8).describe('Conversations per SFT optimizer step. Default 8.'),
+  /** Optimizer steps of linear warm-up from 0 to the peak learning rate. Default 0. */
+  warmup_steps: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe('SFT optimizer steps of linear learning-rate warm-up from 0 to optimizer.lr. Default 0 (none).'),
+  /** Floor of the cosine decay after warm-up, as a fraction of the peak learning rate. Default 1 (constant). */
+  min_lr_ratio: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(1)
+    .describe(
+      'Floor of a cosine decay of the SFT learning rate after warm-up, as a fraction of optimizer.lr, reached ' +
+        'at the last update. Default 1 (constant learning rate).',
+    ),
+});
 export type SftSettings = z.output<typeof SftSettingsSchema>;
 export type SftSettingsInput = z.input<typeof SftSettingsSchema>;
+
+/** What a schedule needs besides its settings: the peak learning rate and the seed of the batch order. */
+export interface SftPlanOptions {
+  lr: number;
+  /** Default 0. */
+  seed?: number;
+}
+
+/** Options of `sft`, which runs the plan on an engine directly. */
+export interface SftRunOptions extends SftPlanOptions {
+  /** Sequences per forward/backward pass inside a step (memory bound). Default: the whole batch. */
+  microBatchSize?: number;
+  /** Stop after the step that crosses this many seconds of training. Default none. */
+  timeBudgetS?: number;
+}
 
 export interface SftReport {
   steps: number;
@@ -42,11 +61,11 @@ export interface SftReport {
   wallMs: number;
 }
 
-/** Learning rate of step `step` of `total`. */
-export function sftLr(s: Pick<SftSettings, 'lr' | 'warmupSteps' | 'minLrRatio'>, step: number, total: number): number {
-  if (step < s.warmupSteps) return (s.lr * (step + 1)) / (s.warmupSteps + 1);
-  const t = total <= s.warmupSteps + 1 ? 1 : (step - s.warmupSteps) / (total - s.warmupSteps - 1);
-  return s.lr * (s.minLrRatio + (1 - s.minLrRatio) * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, t))));
+/** Learning rate of step `step` of `total`, peaking at `lr`. */
+export function sftLr(s: Pick<SftSettings, 'warmup_steps' | 'min_lr_ratio'>, lr: number, step: number, total: number): number {
+  if (step < s.warmup_steps) return (lr * (step + 1)) / (s.warmup_steps + 1);
+  const t = total <= s.warmup_steps + 1 ? 1 : (step - s.warmup_steps) / (total - s.warmup_steps - 1);
+  return lr * (s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, t))));
 }
 
 function order(n: number, rng: Rng): number[] {
@@ -66,15 +85,16 @@ export interface SftStep {
   epoch: number;
 }
 
-/** Every SFT optimizer step, in order: `epochs` seeded shuffles of n samples cut into batches of batchSize. */
-export function sftPlan(n: number, input: SftSettingsInput = {}): SftStep[] {
-  const s = SftSettingsSchema.parse(input);
-  const total = Math.ceil(n / s.batchSize) * s.epochs;
-  const rng = new Rng(s.seed);
+/** Every SFT optimizer step, in order: `epochs` seeded shuffles of n samples cut into batches of batch_size. */
+export function sftPlan(n: number, s: SftSettings, opts: SftPlanOptions): SftStep[] {
+  const total = Math.ceil(n / s.batch_size) * s.epochs;
+  const rng = new Rng(opts.seed ?? 0);
   const steps: SftStep[] = [];
   for (let epoch = 0; epoch < s.epochs; epoch++) {
     const idx = order(n, rng);
-    for (let b = 0; b < n; b += s.batchSize) steps.push({ batch: idx.slice(b, b + s.batchSize), lr: sftLr(s, steps.length, total), epoch });
+    for (let b = 0; b < n; b += s.batch_size) {
+      steps.push({ batch: idx.slice(b, b + s.batch_size), lr: sftLr(s, opts.lr, steps.length, total), epoch });
+    }
   }
   return steps;
 }
@@ -83,12 +103,12 @@ export function sftPlan(n: number, input: SftSettingsInput = {}): SftStep[] {
 export async function sft(
   engine: TrainEngine,
   samples: readonly TokenizedEpisode[],
-  input: SftSettingsInput = {},
+  input: SftSettingsInput,
+  opts: SftRunOptions,
   onStep?: (step: number, total: number, loss: number) => void,
 ): Promise<SftReport> {
-  const s = SftSettingsSchema.parse(input);
   if (samples.length === 0) throw new Error('sft: no samples to train on');
-  const plan = sftPlan(samples.length, s);
+  const plan = sftPlan(samples.length, SftSettingsSchema.parse(input), opts);
   const started = Date.now();
   const report: SftReport = { steps: 0, epochs: 0, epochLoss: [], tokens: 0, wallMs: 0 };
   const losses: number[][] = [];
@@ -98,13 +118,13 @@ export async function sft(
       input_ids: batch.map((x) => x.ids),
       mask: batch.map((x) => x.mask),
       lr: step.lr,
-      ...(s.microBatchSize !== undefined && { micro_batch_size: s.microBatchSize }),
+      ...(opts.microBatchSize !== undefined && { micro_batch_size: opts.microBatchSize }),
     });
     report.steps++;
     report.tokens += r.tokens;
     (losses[step.epoch] ??= []).push(r.loss);
     onStep?.(report.steps, plan.length, r.loss);
-    if (s.timeBudgetS !== undefined && Date.now() - started >= s.timeBudgetS * 1000) break;
+    if (opts.timeBudgetS !== undefined && Date.now() - started >= opts.timeBudgetS * 1000) break;
   }
   report.epochs = losses.length;
   report.epochLoss = losses.map((l) => l.reduce((a, b) => a + b, 0) / l.length);

@@ -34,7 +34,7 @@ export interface EpisodePlayerOptions {
 function openedSettings(config: RunConfig, runId: string, ref: PolicyRef): Record<string, unknown> {
   const settings = config.generation.backend;
   // The onnx backend always runs the published policy, so generation and training share weights.
-  if (settings.kind === 'onnx') return { ...settings, modelDir: ref.dir };
+  if (settings.kind === 'onnx') return { ...settings, model_dir: ref.dir };
   if (settings.kind === 'vllm') {
     const { policy_format: _written, ...rest } = settings;
     return { lora_prefix: runId, model_dir: config.model.dir, staleness: config.workers.max_staleness, ...rest };
@@ -80,8 +80,8 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
       settings: {
         renderTools: config.generation.render_tools,
         temperature: job.temperature,
-        topP: config.generation.sampling.topP,
-        maxTokens: config.generation.sampling.maxTokens,
+        topP: config.generation.sampling.top_p,
+        maxTokens: config.generation.sampling.max_tokens,
         seed: job.seed,
         maxContext: config.model.max_context_tokens,
       },

@@ -231,7 +231,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     const version = job.update + 1;
     const exportStarted = Date.now();
     const dir = await exportPolicy(version);
-    const metrics = { ...measured, exportMs: Date.now() - exportStarted };
+    const metrics = { ...measured, export_ms: Date.now() - exportStarted };
     let checkpoint: string | undefined;
     if (job.checkpoint) {
       checkpoint = checkpointDir(runDir, version);
@@ -278,7 +278,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     }
     const out = await step(job);
     updates = job.update + 1;
-    unfinished = { update: job.update, metrics: { ...stepMetrics(out), trainMs: Date.now() - started } };
+    unfinished = { update: job.update, metrics: { ...stepMetrics(out), train_ms: Date.now() - started } };
     log(`update ${job.update} (${job.kind}, ${job.batch?.rows ?? job.samples.length} samples${job.batch ? ` from ${job.batch.path}` : ''}): loss ${out.loss}`);
     return finish(job, unfinished.metrics);
   };

@@ -38,8 +38,8 @@ export const alarmCount = (a: ServiceAlarm): number => a.metrics.length + a.erro
 export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s: AlarmSettings): Map<string, ServiceAlarm> {
   const out = new Map<string, ServiceAlarm>();
   const tS = c.timestampUs / 1e6;
-  const halfUs = tools.logDeltaS * 1e6;
-  const minutes = (2 * tools.logDeltaS) / 60;
+  const halfUs = tools.log_delta_s * 1e6;
+  const minutes = (2 * tools.log_delta_s) / 60;
   const spans = dataset.traces.trace(c.traceId);
   for (const service of dataset.topology.services) {
     const alarm: ServiceAlarm = { service, metrics: [], errorLogs: 0, warnLogs: 0, trace: 0, patternChanges: 0, pods: [] };
@@ -69,8 +69,8 @@ export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s:
       }
       for (const sp of spans.filter((x) => x.pod === pod)) {
         const usual = dataset.baseline.duration(sp);
-        const slow = usual !== undefined && usual.meanUs > 0 && sp.durationUs / usual.meanUs >= tools.slowRatio;
-        const d = diffCalls(dataset.baseline, sp, dataset.traces.children(sp.spanId), tools.missingCallMinRate);
+        const slow = usual !== undefined && usual.meanUs > 0 && sp.durationUs / usual.meanUs >= tools.slow_ratio;
+        const d = diffCalls(dataset.baseline, sp, dataset.traces.children(sp.spanId), tools.missing_call_min_rate);
         const changed = d.missing.length + d.added.length > 0;
         if (changed) alarm.patternChanges++;
         if (slow || changed || sp.status === 'error') {

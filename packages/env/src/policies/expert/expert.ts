@@ -15,22 +15,20 @@ import { hermes, spanName, vsUsual } from './messages';
 import { type Check, checks, type PlanSettings, turnsForChecks } from './plan';
 
 export const ExpertSettingsSchema = z.object({
-  /** Tool turns of the protocol (D_max); the expert answers within them. Default 10 (ThinkFL). */
-  dMax: z.number().int().min(1).max(20).default(10),
   /** Turns kept for log and metric checks of the top suspects, unless a strong lead is still open in the trace. Default 3. */
   confirmations: z.number().int().min(0).default(3),
   /** How many of the top suspects get their logs checked (then the leader's metrics). Default 3. */
-  logChecks: z.number().int().min(0).default(3),
+  log_checks: z.number().int().min(0).default(3),
   /** Besides the tool's SLOW mark, a span is slow when this many usual standard deviations above its usual duration. Default 3. */
-  slowZ: z.number().positive().default(3),
+  slow_z: z.number().positive().default(3),
   /** A span is cut short when it lasts at most this fraction of its usual duration. Default 0.5. */
-  fastRatio: z.number().gt(0).lt(1).default(0.5),
+  fast_ratio: z.number().gt(0).lt(1).default(0.5),
   /** Interest of a span (see decide.ts) from which it is still followed in the turns kept for checks. Default 1. */
-  strongLead: z.number().positive().default(1),
+  strong_lead: z.number().positive().default(1),
   /** An error log template supports a suspect when new or at least this many times its usual rate. Default 3. */
-  logRatio: z.number().positive().default(3),
+  log_ratio: z.number().positive().default(3),
   /** Most root causes in the final answer. Default 5. */
-  maxAnswers: z.number().int().min(1).default(5),
+  max_answers: z.number().int().min(1).default(5),
   /**
    * Log checks of whole nodes (every pod on the node at once) seen in the trace, before the
    * per-suspect checks: exception and return faults barely move latency but log error
@@ -68,11 +66,11 @@ export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 
 /** The expert's settings in the form the kinds of evidence take. */
 export function suspectSettings(s: ExpertSettings): SuspectSettings {
-  return { slowZ: s.slowZ, fastRatio: s.fastRatio, logRatio: s.logRatio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight, fastLeadWeight: s.fast_lead_weight, calmFastLeadBonus: s.calm_fast_lead_bonus };
+  return { slowZ: s.slow_z, fastRatio: s.fast_ratio, logRatio: s.log_ratio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight, fastLeadWeight: s.fast_lead_weight, calmFastLeadBonus: s.calm_fast_lead_bonus };
 }
 
 function planSettings(s: ExpertSettings): PlanSettings {
-  return { logSurvey: s.log_survey, logChecks: s.logChecks, confirmations: s.confirmations, leadChecks: s.lead_checks, strongLead: s.strongLead, slowPathShare: s.slow_path_share, slowZ: s.slowZ };
+  return { logSurvey: s.log_survey, logChecks: s.log_checks, confirmations: s.confirmations, leadChecks: s.lead_checks, strongLead: s.strong_lead, slowPathShare: s.slow_path_share, slowZ: s.slow_z };
 }
 
 /** The unopened span most worth opening; when nothing points anywhere, the latest call deepest down. */
@@ -101,8 +99,8 @@ function openReason(k: KnownSpan, why: 'evidence' | 'follow', s: ExpertSettings)
   if (other.missing.length) {
     return `${spanName(sum)} did not make its usual calls (${other.missing.slice(0, 2).join('; ')}); I open it to see what it called before it stopped.`;
   }
-  if (isSlow(sum, s.slowZ)) return `${spanName(sum)} ${vsUsual(sum)}; the delay continues below it, so I open its children.`;
-  if (isFast(sum, s.fastRatio)) return `${spanName(sum)} ${vsUsual(sum)}, as if cut short; I open it to see where it stopped.`;
+  if (isSlow(sum, s.slow_z)) return `${spanName(sum)} ${vsUsual(sum)}; the delay continues below it, so I open its children.`;
+  if (isFast(sum, s.fast_ratio)) return `${spanName(sum)} ${vsUsual(sum)}, as if cut short; I open it to see where it stopped.`;
   return `Its caller looks abnormal, and ${spanName(sum)} is among the calls it made last; I open it.`;
 }
 
@@ -150,12 +148,12 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings, kinds:
   function decide(ctx: PolicyContext): AssistantMessage {
     const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name !== 'print_results'));
     const offered = new Set(ctx.tools.map((t) => t.name));
-    // Every turn spends one of D_max, a failed call included (a detour in teacher data).
-    // The last of them is kept for print_results, so the expert answers on its own.
-    const left = settings.dMax - 1 - ctx.turn;
+    // Every turn spends one of the episode's D_max, a failed call included (a detour in teacher
+    // data). The last of them is kept for print_results, so the expert answers on its own.
+    const left = ctx.d_max - 1 - ctx.turn;
     const suspects = rankSuspects(ev, suspectSettings(settings), kinds);
     const print = (): AssistantMessage => {
-      const root_causes = answer(ev, suspects, settings.maxAnswers);
+      const root_causes = answer(ev, suspects, settings.max_answers);
       const top = suspects[0];
       const lead = top
         ? `The evidence points to ${top.pod} first: ${top.reasons.slice(0, 3).join('; ')}.`

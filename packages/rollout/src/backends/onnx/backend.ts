@@ -27,9 +27,9 @@ import { resolveSampling, type Generation, type GenerationBackend, type Generati
 export const onnxSettingsSchema = z
   .object({
     /** Hugging Face model directory: config.json, tokenizer files, onnx/model.onnx (or model.onnx), and onnx/decode.onnx where the trainer exported one (decoded on when present). */
-    modelDir: z.string().min(1),
+    model_dir: z.string().min(1),
     /** Use the export's KV cache when it has one ('auto'), or recompute every step ('off'). Default 'auto'. */
-    kvCache: z.enum(['auto', 'off']).default('auto'),
+    kv_cache: z.enum(['auto', 'off']).default('auto'),
     /** onnxruntime intra-op threads; 0 lets onnxruntime choose (all cores). Default 0. */
     threads: z.number().int().min(0).default(0),
     /**
@@ -50,7 +50,7 @@ export const onnxSettingsSchema = z
      * Most rows decoded together, over all concurrent requests (a rollout worker's episodes);
      * further rows wait for a running one to end. Default 8.
      */
-    maxBatch: z.number().int().positive().default(8),
+    max_batch: z.number().int().positive().default(8),
   })
   .strict();
 
@@ -95,7 +95,7 @@ export class OnnxBackend implements GenerationBackend {
 
   static async create(settings: OnnxSettings, detokenizer: Detokenizer): Promise<OnnxBackend> {
     const s = onnxSettingsSchema.parse(settings);
-    return new OnnxBackend(await load(s, s.modelDir, 1, detokenizer), s, detokenizer);
+    return new OnnxBackend(await load(s, s.model_dir, 1, detokenizer), s, detokenizer);
   }
 
   /** The model directory and policy version new requests run on. */
@@ -120,8 +120,8 @@ export class OnnxBackend implements GenerationBackend {
       const started = rows.map((r, i) => startRow(r, i, loaded.config));
       if (loaded.scheduler) await loaded.scheduler.run(started);
       else {
-        for (let i = 0; i < started.length; i += this.settings.maxBatch) {
-          await generateUncached(loaded.uncached!, started.slice(i, i + this.settings.maxBatch), loaded.opts);
+        for (let i = 0; i < started.length; i += this.settings.max_batch) {
+          await generateUncached(loaded.uncached!, started.slice(i, i + this.settings.max_batch), loaded.opts);
         }
       }
       return started.map((r) => toGeneration(r, loaded.opts));
@@ -167,16 +167,16 @@ async function load(
   };
   const base = { config, modelDir, version, opts, running: 0, retired: false };
   const session = { threads: settings.threads, spin: settings.spin };
-  const decodePath = settings.kvCache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
+  const decodePath = settings.kv_cache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
   if (decodePath) {
     const graph = await loadDecodeGraph(decodePath, config, session);
-    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.maxBatch);
+    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.max_batch);
     return { ...base, graphPath: decodePath, scheduler, release: () => graph.session.release() };
   }
   const model = await loadOnnxCausalLM(onnxPath, config, session);
   const release = () => model.session.release();
-  if (settings.kvCache === 'auto' && model.cache.length > 0) {
-    return { ...base, graphPath: onnxPath, scheduler: new DecodeScheduler(new PaddedCache(model), opts, settings.maxBatch), release };
+  if (settings.kv_cache === 'auto' && model.cache.length > 0) {
+    return { ...base, graphPath: onnxPath, scheduler: new DecodeScheduler(new PaddedCache(model), opts, settings.max_batch), release };
   }
   return { ...base, graphPath: onnxPath, uncached: model, release };
 }

@@ -20,7 +20,7 @@ export function modelDetokenizer(modelDir: string): Detokenizer {
 
 export async function openOnnxBackend(settings: OnnxSettings): Promise<OnnxBackend> {
   const s = onnxSettingsSchema.parse(settings);
-  return OnnxBackend.create(s, modelDetokenizer(policyModelDir(s.modelDir)));
+  return OnnxBackend.create(s, modelDetokenizer(policyModelDir(s.model_dir)));
 }
 
 export const onnxKind: BackendKind = { name: 'onnx', settings: onnxSettingsSchema, open: (s) => openOnnxBackend(s as OnnxSettings) };

@@ -48,7 +48,7 @@ export function startRow(b: BatchRow, i: number, model: RowLimits): Row {
   if (bad !== undefined) throw new GenerationInputError(`requests[${i}].promptIds: token id ${bad} is outside the vocabulary [0, ${model.vocabSize})`);
   const room = model.maxPositions - b.promptIds.length;
   if (room <= 0) throw new GenerationInputError(`requests[${i}].promptIds: a prompt of ${b.promptIds.length} tokens fills the model's ${model.maxPositions} positions`);
-  return { ...b, rng: new Rng(b.seed), budget: Math.min(b.sampling.maxTokens, room), out: [], logprobs: [], top: [], done: false, finish: 'length' };
+  return { ...b, rng: new Rng(b.seed), budget: Math.min(b.sampling.max_tokens, room), out: [], logprobs: [], top: [], done: false, finish: 'length' };
 }
 
 /** Samples the row's next token from its logits, reports it, and marks the row done when it ends. */
@@ -92,7 +92,7 @@ export function toGeneration(r: Row, opts: DecodeOptions): Generation {
   return {
     tokenIds: r.out,
     logprobs: r.logprobs,
-    ...(r.sampling.topLogprobs > 0 ? { topLogprobs: r.top } : {}),
+    ...(r.sampling.top_logprobs > 0 ? { topLogprobs: r.top } : {}),
     text: r.text ?? opts.decode(r.out.filter((id) => !opts.eosIds.has(id))),
     finishReason: r.finish,
     promptTokens: r.promptIds.length,

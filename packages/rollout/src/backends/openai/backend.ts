@@ -15,17 +15,17 @@ import { resolveSampling, type ChatRequest, type Generation, type GenerationBack
 export const openaiSettingsSchema = z
   .object({
     /** Server root including the API prefix, e.g. http://127.0.0.1:8000/v1. */
-    baseUrl: z.url(),
+    base_url: z.url(),
     /** Model name to ask for; default: the first model the server lists at /models. */
     model: z.string().min(1).optional(),
     /** Environment variable holding the API key; no Authorization header when it is unset. Default OPENAI_API_KEY. */
-    apiKeyEnv: z.string().min(1).default('OPENAI_API_KEY'),
+    api_key_env: z.string().min(1).default('OPENAI_API_KEY'),
     /** Per-request timeout, milliseconds. Default 120000. */
-    timeoutMs: z.number().int().positive().default(120_000),
+    timeout_ms: z.number().int().positive().default(120_000),
     /** Retries after a network error, 429 or 5xx (backoff doubles each time). Default 3. */
     retries: z.number().int().min(0).default(3),
     /** Wait before the first retry, milliseconds. Default 500. */
-    backoffMs: z.number().int().min(0).default(500),
+    backoff_ms: z.number().int().min(0).default(500),
     /** Most requests in flight at once. Default 8. */
     concurrency: z.number().int().positive().default(8),
   })
@@ -40,7 +40,14 @@ export class OpenAIBackend implements GenerationBackend {
 
   constructor(settings: OpenAISettings) {
     const s = openaiSettingsSchema.parse(settings);
-    this.http = new JsonHttpClient({ ...s, apiKey: process.env[s.apiKeyEnv] });
+    this.http = new JsonHttpClient({
+      baseUrl: s.base_url,
+      apiKey: process.env[s.api_key_env],
+      timeoutMs: s.timeout_ms,
+      retries: s.retries,
+      backoffMs: s.backoff_ms,
+      concurrency: s.concurrency,
+    });
     if (s.model) this.model = Promise.resolve(s.model);
   }
 
@@ -69,7 +76,7 @@ export class OpenAIBackend implements GenerationBackend {
       model: await this.modelName(),
       prompt: request.promptIds,
       ...samplingFields(s),
-      logprobs: Math.max(1, s.topLogprobs),
+      logprobs: Math.max(1, s.top_logprobs),
       return_token_ids: true,
       return_tokens_as_token_ids: true,
       skip_special_tokens: true,
@@ -97,9 +104,9 @@ export class OpenAIBackend implements GenerationBackend {
 
 function samplingFields(s: Sampling): Record<string, unknown> {
   return {
-    max_tokens: s.maxTokens,
+    max_tokens: s.max_tokens,
     temperature: s.temperature,
-    top_p: s.topP,
+    top_p: s.top_p,
     ...(s.stop.length ? { stop: s.stop } : {}),
     ...(s.seed !== undefined ? { seed: s.seed } : {}),
   };

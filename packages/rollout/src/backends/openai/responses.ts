@@ -63,7 +63,7 @@ export function readCompletionChoice(choice: z.infer<typeof completionChoiceSche
     finishReason: choice.finish_reason === 'length' ? 'length' : choice.finish_reason === 'abort' ? 'abort' : 'stop',
     promptTokens,
   };
-  if (s.topLogprobs > 0 && lp?.top_logprobs) {
+  if (s.top_logprobs > 0 && lp?.top_logprobs) {
     gen.topLogprobs = lp.top_logprobs.map((top) => {
       const m = new Map<number, number>();
       for (const [k, v] of Object.entries(top ?? {})) {

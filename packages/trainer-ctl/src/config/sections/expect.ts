@@ -9,15 +9,16 @@ export const ExpectationSchema = z
       .string()
       .min(1)
       .optional()
-      .describe('Name in the run\'s output and in junit.xml. Default: the check written out, e.g. "eval/priming/formatValid last >= 0.75".'),
+      .describe('Name in the run\'s output and in junit.xml. Default: the check written out, e.g. "eval/priming/format_valid last >= 0.75".'),
     metric: z
       .string()
       .min(1)
       .describe(
         'Scalar series (the TensorBoard tag): a GRPO metrics field as <stage>/<path> (priming/reward/mean, ' +
           'exploration/graders/diversity/mean, refinement/train/kl), an SFT field as sft/<path> (sft/train/loss), or an ' +
-          'evaluation figure as eval/<sft|stage>/<field> (eval/priming/formatValid, eval/refinement/perFaultVote/service/mrr, ' +
-          'eval/sft/perRequest/service/R@1). Required; a series the run did not write fails the expectation.',
+          'evaluation figure as eval/<sft|stage>/<field> (eval/priming/format_valid, eval/refinement/per_fault_vote/service/mrr, ' +
+          'eval/sft/per_request/service/R@1). Required; a series the run did not write fails the expectation. An older ' +
+          'camelCase name (eval/priming/formatValid) is read as its snake_case one, with a warning.',
       ),
     of: z
       .enum(EXPECT_REDUCERS)

@@ -9,7 +9,7 @@ export const GenerationSection = z
   .strictObject({
     backend: z
       .discriminatedUnion('kind', [
-        onnxSettingsSchema.partial({ modelDir: true }).extend({
+        onnxSettingsSchema.partial({ model_dir: true }).extend({
           kind: z.literal('onnx').describe('onnxruntime-node in process: tiny models on CPU, exported models locally.'),
         }),
         openaiSettingsSchema.extend({

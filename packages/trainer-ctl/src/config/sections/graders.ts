@@ -18,7 +18,6 @@ export const GradersSection = graderSettings
   .extend({
     // The route score (Eq. 10) measures against the D_max the episodes are played with: episode.d_max, given once.
     route: routeSettings
-      .omit({ dMax: true })
       .prefault({})
       .describe('Route grader, ThinkFL Eq. 10: mu, the tolerance in tool steps (default 2). Its D_max is episode.d_max.'),
     stage_rewards: z

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
 import { DetourSettingsSchema } from '../../sft/detours';
 import { RenameSettingsSchema } from '../../sft/rename';
+import { SftSettingsSchema } from '../../sft/train';
 
 /** The ThinkFL stages in the order they run. */
 export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
@@ -40,7 +41,7 @@ export const StagesSection = z
                   'train_faults (every case of the training faults: more correct conversations under a small cap; ' +
                   'held-out faults stay unseen). Default run.',
               ),
-            teacher: ExpertSettingsSchema.omit({ dMax: true })
+            teacher: ExpertSettingsSchema
               .prefault({})
               .describe('Settings of the scripted expert that plays the teacher conversations (max_answers, confirmations, ...); its turn budget is episode.d_max.'),
             variants: z
@@ -85,24 +86,9 @@ export const StagesSection = z
                   'teaches the protocol but not which span to answer, so the choice is learnt from the GRPO reward alone. ' +
                   'Default teacher.',
               ),
-            epochs: z.number().int().positive().default(2).describe('Passes over the teacher conversations. Default 2.'),
-            warmup_steps: z
-              .number()
-              .int()
-              .min(0)
-              .default(0)
-              .describe('SFT optimizer steps of linear learning-rate warm-up from 0 to optimizer.lr. Default 0 (none).'),
-            min_lr_ratio: z
-              .number()
-              .min(0)
-              .max(1)
-              .default(1)
-              .describe(
-                'Floor of a cosine decay of the SFT learning rate after warm-up, as a fraction of optimizer.lr, reached ' +
-                  'at the last update. Default 1 (constant learning rate).',
-              ),
+            // The schedule (epochs, batch_size, warmup_steps, min_lr_ratio): sft/train.ts's one SFT settings schema.
+            ...SftSettingsSchema.shape,
             optimizer: OptimizerSettingsSchema.prefault({}).describe('AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.'),
-            batch_size: z.number().int().positive().default(8).describe('Conversations per SFT optimizer step. Default 8.'),
             steps_per_update: z
               .number()
               .int()
