@@ -17,7 +17,7 @@ export const graderSettings = z
     /** Name of the tool that delivers the final answer; its own result is not evidence. Default 'print_results'. */
     answer_tool: z.string().min(1).default('print_results'),
     recall: recallSettings.prefault({}),
-    reciprocalRank: reciprocalRankSettings.prefault({}),
+    reciprocal_rank: reciprocalRankSettings.prefault({}),
     route: routeSettings.prefault({}),
     hallucination: hallucinationSettings.prefault({}),
     multi_factor: multiFactorSettings.prefault({}),

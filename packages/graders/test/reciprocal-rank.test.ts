@@ -27,14 +27,14 @@ describe('reciprocal_rank grader (MRR as a reward)', () => {
     {
       name: 'pod level: service alone names no pod',
       answer: [{ service: 'ts-contacts-service' }],
-      settings: { reciprocalRank: { level: 'pod' } },
+      settings: { reciprocal_rank: { level: 'pod' } },
       score: 0,
       rank: -1,
     },
     {
       name: 'pod level: the pod second',
       answer: [{ pod: POD.travel }, { pod: POD.contacts }],
-      settings: { reciprocalRank: { level: 'pod' } },
+      settings: { reciprocal_rank: { level: 'pod' } },
       score: 0.5,
       rank: 1,
     },

@@ -20,7 +20,7 @@ export const reciprocalRank: Grader = {
     const truth = { ...normalizeItem(ctx.truth), level: ctx.truth.level };
     const answer = episode.answer ? episode.answer.map(normalizeItem) : null;
     const mc = matchContext(ctx.podToService);
-    const want = ctx.settings.reciprocalRank.level;
+    const want = ctx.settings.reciprocal_rank.level;
     let rank = want === 'truth' ? undefined : rankOfTruth(answer, truth, want, mc);
     if (rank === undefined) rank = rankOfTruth(answer, truth, truth.level, mc);
     if (rank === undefined)
