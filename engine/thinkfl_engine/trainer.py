@@ -102,17 +102,23 @@ class Trainer:
         am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
         return t, am
 
-    def _forward(self, module, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
-        """No-grad log-probabilities of the policy or the reference."""
-        t, am = self._inputs(ids)
-        with self._amp():
-            return model_logprobs(module, t, am, temperature, self.chunk)
+    def _needed(self, mask: Optional[List[List[int]]]) -> Optional[torch.Tensor]:
+        return None if mask is None else pad(mask, torch.bool, self.device)
 
-    def _train_forward(self, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
-        """The policy's log-probabilities through the updater (DeepSpeed's engine forward under ZeRO)."""
+    def _forward(self, module, ids: List[List[int]], temperature: List[float],
+                 mask: Optional[List[List[int]]] = None) -> torch.Tensor:
+        """No-grad log-probabilities of the policy or the reference (where `mask` is 1 only, when given)."""
         t, am = self._inputs(ids)
         with self._amp():
-            return self.updater.forward(t, am, temperature)
+            return model_logprobs(module, t, am, temperature, self.chunk, self._needed(mask))
+
+    def _train_forward(self, ids: List[List[int]], temperature: List[float],
+                       mask: Optional[List[List[int]]] = None) -> torch.Tensor:
+        """The policy's log-probabilities through the updater (DeepSpeed's engine forward under ZeRO), where
+        `mask` is 1 only when given: a loss masks every other position, so its gradient there is 0 anyway."""
+        t, am = self._inputs(ids)
+        with self._amp():
+            return self.updater.forward(t, am, temperature, self._needed(mask))
 
     def logprobs(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
@@ -125,8 +131,8 @@ class Trainer:
         return {'logprobs': [rows[i] for i in range(len(ids))]}
 
     def _no_grad_logprobs(self, model: str, ids: List[List[int]], temps: List[float],
-                          plan: List[Optional[range]]) -> Dict[int, List[float]]:
-        """Log-probabilities of the rows of this rank's micro-batches, by row index."""
+                          plan: List[Optional[range]], mask: Optional[List[List[int]]] = None) -> Dict[int, List[float]]:
+        """Log-probabilities of the rows of this rank's micro-batches, by row index (0 where `mask`, when given, is 0)."""
         out: Dict[int, List[float]] = {}
         with torch.no_grad(), self.model_scope(model) as module:
             for r in plan:
@@ -135,7 +141,8 @@ class Trainer:
                     self._forward(module, [ids[0][:2]], [1.0])
                     continue
                 rows = [ids[i] for i in r]
-                values = unpad(self._forward(module, rows, [temps[i] for i in r]), [len(x) for x in rows])
+                needed = None if mask is None else [mask[i] for i in r]
+                values = unpad(self._forward(module, rows, [temps[i] for i in r], needed), [len(x) for x in rows])
                 out.update(zip(r, values))
         return out
 
@@ -184,7 +191,7 @@ class Trainer:
             ref_rows = dict(enumerate(args['ref']))
         elif settings.kl_coef != 0.0:
             # Before any policy forward: a LoRA reference swaps adapter weights that the backward still needs.
-            ref_rows = self._no_grad_logprobs('reference', ids, temps, plan)
+            ref_rows = self._no_grad_logprobs('reference', ids, temps, plan, mask)
 
         def loss_of(r: range, logp: torch.Tensor, m: torch.Tensor) -> Dict[str, torch.Tensor]:
             old = self._given(args['old'], r) if args.get('old') is not None else logp.detach()
@@ -212,7 +219,7 @@ class Trainer:
                 # A pass with no weight, so that this rank joins the others' collectives (share_of_rank).
                 self.updater.backward(self._train_forward([ids[0][:2]], [1.0]).sum() * 0.0)
                 continue
-            logp = self._train_forward([ids[i] for i in r], [temps[i] if temps else 1.0 for i in r])
+            logp = self._train_forward([ids[i] for i in r], [temps[i] if temps else 1.0 for i in r], [mask[i] for i in r])
             m = pad([mask[i] for i in r], torch.float32, self.device)
             out = loss_of(r, logp, m)
             # The ranks' gradients are averaged: scaled by their number, they add up to the whole batch's.
