@@ -121,6 +121,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         device: config.workers.train.device,
         dtype: config.model.dtype,
         autocast: config.workers.train.autocast,
+        autocast_cache: config.workers.train.autocast_cache,
         threads: config.workers.train.threads,
         lora: config.model.lora ?? null,
         gradient_checkpointing: config.workers.train.gradient_checkpointing,
