@@ -50,7 +50,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
   if (result) {
     state.updates = result.update + 1;
     state.policyVersion = result.version;
-    state.policyDir = result.policyDir;
+    if (result.policyDir) state.policyDir = result.policyDir;
     if (result.checkpointDir) state.checkpoint = result.checkpointDir;
     state.engineCheckpoint = result.engineCheckpoint;
   }
