@@ -34,7 +34,7 @@ log = logging.getLogger('thinkfl_engine')
 
 # `auto` precision on CPU: the probe's sequence length and timed passes per precision (precision.measure).
 PROBE_TOKENS = 1024
-PROBE_REPS = 3
+PROBE_REPS = 5
 # The model config fields that set the cost of a pass (with LoRA, checkpointing, threads and probe length).
 SHAPE_KEYS = ('model_type', 'vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads',
               'num_key_value_heads', 'head_dim', 'intermediate_size')

@@ -22,7 +22,7 @@ export interface LoadArgs {
   dtype?: Dtype;
   /**
    * Overrides dtype as the compute precision. 'auto' on CPU times training passes of the loaded
-   * model in float32 and bfloat16 (interleaved, median of autocast_probe.reps each) and takes the
+   * model in float32 and bfloat16 (interleaved, the fastest of autocast_probe.reps each) and takes the
    * faster; on CUDA bfloat16 where supported, else float32. null: dtype.
    */
   autocast?: Dtype | 'auto' | null;
@@ -32,7 +32,7 @@ export interface LoadArgs {
    * again. null or absent: measure at every load.
    */
   autocast_cache?: string | null;
-  /** The 'auto' measurement: sequence length in tokens (default 1024) and timed passes per precision (default 3). */
+  /** The 'auto' measurement: sequence length in tokens (default 1024) and timed passes per precision (default 5). */
   autocast_probe?: { tokens?: number; reps?: number };
   /** torch threads. Default: every core this process may run on (its CPU affinity). */
   threads?: number | null;
