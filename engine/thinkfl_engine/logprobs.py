@@ -33,14 +33,16 @@ def _chunk(h: torch.Tensor, y: torch.Tensor, head: nn.Module, temperature: Optio
 
 def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
                    temperature: Union[float, Sequence[float]] = 1.0, chunk: int = DEFAULT_CHUNK,
-                   entropy: bool = False) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+                   entropy: bool = False, needed: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """[B, T] log p_T(ids[t] | ids[<t]) under softmax(logits / T) and, when asked, [B, T] entropy of
     that distribution; at least float32.
 
     hidden: [B, T, H] final hidden states; head: the output projection module; temperature: one
     number or one per row, the temperature each sequence was sampled at (before any top-p
     truncation), so that on-policy importance ratios are exactly 1. Position 0 has no prediction
-    and is 0 in both.
+    and is 0 in both. needed: [B, T], nonzero where a value is wanted (a loss mask); the head runs
+    on those positions only and the others are 0 (but one when none is needed; an SFT or GRPO sample trains on its ~7% generated
+    tokens, so most of the head's matmuls, its recomputation and the vocab-wide softmax go).
     """
     if chunk <= 0:
         raise ValueError(f'logprob chunk must be a positive number of tokens, got {chunk}')
@@ -53,22 +55,36 @@ def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
     temps = None
     if any(x != 1.0 for x in rows):
         temps = torch.tensor(rows, dtype=torch.float32, device=hidden.device).repeat_interleave(t - 1)
+    at = None
+    if needed is not None:
+        if needed.shape != ids.shape:
+            raise ValueError(f'needed: shape {tuple(needed.shape)}, expected that of the ids {tuple(ids.shape)}')
+        at = needed[:, 1:].reshape(-1).nonzero().squeeze(-1)
+        if at.numel() == 0:
+            # One position all the same, so that the result depends on the weights (a loss of 0 still backpropagates).
+            at = at.new_zeros(1)
+        h, y = h[at], y[at]
+        temps = None if temps is None else temps[at]
     grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters()))
     parts = []
     for s in range(0, h.shape[0], chunk):
         args = (h[s:s + chunk], y[s:s + chunk], head, None if temps is None else temps[s:s + chunk], entropy)
         parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
     k = 2 if entropy else 1
-    out = torch.cat(parts).view(b, t - 1, k) if parts else h.new_zeros(b, 0, k, dtype=torch.float32)
+    values = torch.cat(parts) if parts else h.new_zeros(0, k, dtype=torch.float32)
+    if at is not None:
+        values = values.new_zeros(b * (t - 1), k).index_copy(0, at, values)
+    out = values.view(b, t - 1, k)
     out = torch.cat((torch.zeros_like(out[:, :1]), out), dim=1)
     return out[..., 0], (out[..., 1] if entropy else None)
 
 
 def model_logprobs(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: Sequence[float], chunk: int) -> torch.Tensor:
-    """[B, T] token log-probabilities of a transformers causal LM: its decoder's final hidden states, then its head in chunks."""
+                   temperature: Sequence[float], chunk: int, needed: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """[B, T] token log-probabilities of a transformers causal LM: its decoder's final hidden states, then its
+    head in chunks (at the `needed` positions only, when given; 0 elsewhere)."""
     hidden = model.get_decoder()(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-    return token_logprobs(hidden, model.get_output_embeddings(), ids, temperature, chunk)[0]
+    return token_logprobs(hidden, model.get_output_embeddings(), ids, temperature, chunk, needed=needed)[0]
 
 
 class LogprobModel(nn.Module):
@@ -85,5 +101,6 @@ class LogprobModel(nn.Module):
         self.model = model
         self.chunk = chunk
 
-    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: List[float]) -> torch.Tensor:
-        return model_logprobs(self.model, ids, attention_mask, temperature, self.chunk)
+    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: List[float],
+                needed: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return model_logprobs(self.model, ids, attention_mask, temperature, self.chunk, needed)

@@ -12,6 +12,7 @@ reference log-probabilities come from the reference policy taken by `set_referen
 start of GRPO), saved with every checkpoint and restored on resume (reference.py).
 """
 import contextlib
+import json
 import logging
 import math
 from pathlib import Path
@@ -24,12 +25,19 @@ from .distributed import Ranks, is_main, rank_device, share_of_rank
 from .grpo_loss import LossSettings, Normalizers, grpo_loss, sft_loss
 from .logprobs import DEFAULT_CHUNK, LogprobModel, model_logprobs
 from .lora import LoraSettings
-from .models import load_model
+from .models import load_model, parse_dtype
 from .optim import OptimSettings, Saved, make_updater
-from .precision import master_dtype, resolve_compute, set_threads
+from .precision import AutocastProbe, master_dtype, resolve_compute, set_threads
 from .reference import Reference
 
 log = logging.getLogger('thinkfl_engine')
+
+# `auto` precision on CPU: the probe's sequence length and timed passes per precision (precision.measure).
+PROBE_TOKENS = 1024
+PROBE_REPS = 5
+# The model config fields that set the cost of a pass (with LoRA, checkpointing, threads and probe length).
+SHAPE_KEYS = ('model_type', 'vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads',
+              'num_key_value_heads', 'head_dim', 'intermediate_size')
 
 
 class Trainer:
@@ -42,15 +50,21 @@ class Trainer:
         self.device = rank_device(args.get('device', 'cpu'))
         self.threads = set_threads(args.get('threads'))
         # `autocast` overrides the compute precision `dtype` (the model's); weights stay master_dtype.
-        compute, self.precision_reason = resolve_compute(args.get('autocast') or args.get('dtype', 'float32'),
-                                                         self.device)
-        self.master = master_dtype(compute)
-        self.autocast = None if compute == self.master else compute
-        log.info('compute precision %s; %d threads', self.precision_reason, self.threads)
-        self.policy = load_model(self.model_dir, self.device, self.master, lora=LoraSettings.from_json(args.get('lora')),
-                                 gradient_checkpointing=bool(args.get('gradient_checkpointing', True)))
+        requested = args.get('autocast') or args.get('dtype', 'float32')
+        measured = requested == 'auto' and self.device.type == 'cpu'
+        if not measured:
+            compute, self.precision_reason = resolve_compute(requested, self.device)
+        self.master = torch.float32 if measured else master_dtype(compute)
+        lora = LoraSettings.from_json(args.get('lora'))
+        checkpointing = bool(args.get('gradient_checkpointing', True))
+        self.policy = load_model(self.model_dir, self.device, self.master, lora=lora, gradient_checkpointing=checkpointing)
         self.vocab_size = self.policy.module.get_input_embeddings().num_embeddings
         self.chunk = int(args.get('logprob_chunk', DEFAULT_CHUNK))
+        if measured:
+            # Before DeepSpeed wraps the model: the probe runs the plain module, on rank 0 only.
+            compute, self.precision_reason = self._measured_auto(args, lora, checkpointing)
+        self.autocast = None if compute == self.master else compute
+        log.info('compute precision %s; %d threads', self.precision_reason, self.threads)
         self.updater = make_updater(LogprobModel(self.policy.module, self.chunk),
                                     OptimSettings.from_json(args.get('optimizer')), args.get('deepspeed'))
         self.reference = Reference(self.policy, self.updater.partitioned)
@@ -61,6 +75,51 @@ class Trainer:
             saved = self.updater.load(self.model_dir) or Saved(0, None)
             self.step, self.optimizer_tag = saved.step, saved.tag
             self.reference.load(self.model_dir)
+
+    def _measured_auto(self, args: Dict[str, Any], lora: Optional[LoraSettings], checkpointing: bool):
+        """`auto` on CPU: rank 0's measured (or cached) choice, the same on every rank."""
+        if self.ranks is not None and not self.ranks.main:
+            name, reason = json.loads(self.ranks.share(None))
+            return parse_dtype(name), reason
+        settings = dict(args.get('autocast_probe') or {})
+        unknown = set(settings) - {'tokens', 'reps'}
+        if unknown:
+            raise ValueError(f'autocast_probe: unknown keys {sorted(unknown)}')
+        tokens, reps = int(settings.get('tokens', PROBE_TOKENS)), int(settings.get('reps', PROBE_REPS))
+        if tokens < 2:
+            raise ValueError(f'autocast_probe: tokens must be >= 2, got {tokens}')
+        config = self.policy.module.config.to_dict()
+        shape = {k: config.get(k) for k in SHAPE_KEYS}
+        shape.update(lora=None if lora is None else vars(lora), gradient_checkpointing=checkpointing,
+                     threads=self.threads, tokens=tokens)
+        cache = args.get('autocast_cache')
+        dtype, reason = AutocastProbe(Path(cache) if cache else None, shape, self._probe_step(tokens), reps).resolve()
+        if self.ranks is not None:
+            self.ranks.share(json.dumps([str(dtype).replace('torch.', ''), reason]))
+        return dtype, reason
+
+    def _probe_step(self, tokens: int):
+        """One training pass (forward, backward) of the loaded policy at a compute dtype on a fixed `tokens`-long
+        sequence whose last sixteenth is trained (an SFT or GRPO sample trains on its ~7% generated tokens);
+        it leaves no gradient and restores the random state, so the run is the same with or without it."""
+        module = self.policy.module
+        ids = torch.tensor([[(t * 7919) % self.vocab_size for t in range(tokens)]], device=self.device)
+        am = torch.ones_like(ids)
+        needed = torch.zeros_like(ids, dtype=torch.bool)
+        needed[:, -max(1, tokens // 16):] = True
+
+        def step(dtype: torch.dtype) -> None:
+            rng, was_training = torch.get_rng_state(), module.training
+            module.train()
+            try:
+                with torch.autocast(device_type=self.device.type, dtype=dtype, enabled=dtype != torch.float32):
+                    logp = model_logprobs(module, ids, am, [1.0], self.chunk, needed)
+                logp.sum().backward()
+            finally:
+                module.zero_grad(set_to_none=True)
+                module.train(was_training)
+                torch.set_rng_state(rng)
+        return step
 
     def describe(self) -> Dict[str, Any]:
         # ZeRO-3 leaves each rank a partition: ds_numel is the full size.
@@ -102,17 +161,23 @@ class Trainer:
         am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
         return t, am
 
-    def _forward(self, module, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
-        """No-grad log-probabilities of the policy or the reference."""
-        t, am = self._inputs(ids)
-        with self._amp():
-            return model_logprobs(module, t, am, temperature, self.chunk)
+    def _needed(self, mask: Optional[List[List[int]]]) -> Optional[torch.Tensor]:
+        return None if mask is None else pad(mask, torch.bool, self.device)
 
-    def _train_forward(self, ids: List[List[int]], temperature: List[float]) -> torch.Tensor:
-        """The policy's log-probabilities through the updater (DeepSpeed's engine forward under ZeRO)."""
+    def _forward(self, module, ids: List[List[int]], temperature: List[float],
+                 mask: Optional[List[List[int]]] = None) -> torch.Tensor:
+        """No-grad log-probabilities of the policy or the reference (where `mask` is 1 only, when given)."""
         t, am = self._inputs(ids)
         with self._amp():
-            return self.updater.forward(t, am, temperature)
+            return model_logprobs(module, t, am, temperature, self.chunk, self._needed(mask))
+
+    def _train_forward(self, ids: List[List[int]], temperature: List[float],
+                       mask: Optional[List[List[int]]] = None) -> torch.Tensor:
+        """The policy's log-probabilities through the updater (DeepSpeed's engine forward under ZeRO), where
+        `mask` is 1 only when given: a loss masks every other position, so its gradient there is 0 anyway."""
+        t, am = self._inputs(ids)
+        with self._amp():
+            return self.updater.forward(t, am, temperature, self._needed(mask))
 
     def logprobs(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
@@ -125,8 +190,8 @@ class Trainer:
         return {'logprobs': [rows[i] for i in range(len(ids))]}
 
     def _no_grad_logprobs(self, model: str, ids: List[List[int]], temps: List[float],
-                          plan: List[Optional[range]]) -> Dict[int, List[float]]:
-        """Log-probabilities of the rows of this rank's micro-batches, by row index."""
+                          plan: List[Optional[range]], mask: Optional[List[List[int]]] = None) -> Dict[int, List[float]]:
+        """Log-probabilities of the rows of this rank's micro-batches, by row index (0 where `mask`, when given, is 0)."""
         out: Dict[int, List[float]] = {}
         with torch.no_grad(), self.model_scope(model) as module:
             for r in plan:
@@ -135,7 +200,8 @@ class Trainer:
                     self._forward(module, [ids[0][:2]], [1.0])
                     continue
                 rows = [ids[i] for i in r]
-                values = unpad(self._forward(module, rows, [temps[i] for i in r]), [len(x) for x in rows])
+                needed = None if mask is None else [mask[i] for i in r]
+                values = unpad(self._forward(module, rows, [temps[i] for i in r], needed), [len(x) for x in rows])
                 out.update(zip(r, values))
         return out
 
@@ -185,7 +251,7 @@ class Trainer:
             ref_rows = dict(enumerate(args['ref']))
         elif settings.kl_coef != 0.0:
             # Before any policy forward: a LoRA reference swaps adapter weights that the backward still needs.
-            ref_rows = self._no_grad_logprobs('reference', ids, temps, plan)
+            ref_rows = self._no_grad_logprobs('reference', ids, temps, plan, mask)
 
         def loss_of(r: range, logp: torch.Tensor, m: torch.Tensor) -> Dict[str, torch.Tensor]:
             old = self._given(args['old'], r) if args.get('old') is not None else logp.detach()
@@ -213,7 +279,7 @@ class Trainer:
                 # A pass with no weight, so that this rank joins the others' collectives (share_of_rank).
                 self.updater.backward(self._train_forward([ids[0][:2]], [1.0]).sum() * 0.0)
                 continue
-            logp = self._train_forward([ids[i] for i in r], [temps[i] if temps else 1.0 for i in r])
+            logp = self._train_forward([ids[i] for i in r], [temps[i] if temps else 1.0 for i in r], [mask[i] for i in r])
             m = pad([mask[i] for i in r], torch.float32, self.device)
             out = loss_of(r, logp, m)
             # The ranks' gradients are averaged: scaled by their number, they add up to the whole batch's.

@@ -1,13 +1,16 @@
 /**
  * The real engine training a freshly created tiny model: log-probabilities, SFT, GRPO (with and
  * without old/ref given, micro-batched), checkpoint + resume, the KL reference policy, float32
- * master weights under bfloat16 compute, input errors, and the gradient check.
+ * master weights under bfloat16 compute, the measured and cached auto precision, input errors, and the
+ * gradient check.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TrainEngine, type LoadArgs } from '../src/engine';
+import { ENGINE_PYTHON, TrainEngine, type LoadArgs } from '../src/engine';
+import { REPO_ROOT } from '../../../testkit/nezha';
 import { RAGGED_IDS, TINY_CONFIG, TINY_VOCAB } from './engine-fixtures';
 
 const VOCAB = TINY_VOCAB;
@@ -172,14 +175,68 @@ describe('train engine on a tiny model', () => {
     expect(bf16.loss).not.toBe(fp32.loss);
   });
 
-  it('auto precision takes bfloat16 only on a CPU with native bf16 instructions, and says why', async () => {
-    const flags = readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1].split(/\s+/) ?? [];
-    const native = flags.includes('avx512_bf16') || flags.includes('amx_bf16');
-    const loaded = await load({ autocast: 'auto' });
-    expect(loaded.precision).toMatch(native ? /^bfloat16: native on this CPU \((avx512_bf16|amx_bf16)/ : /^float32: this CPU has none of/);
-    expect(loaded.compute_dtype).toBe(native ? 'bfloat16' : 'float32');
-    expect(loaded.threads).toBe(availableParallelism());
+  it('auto precision takes the faster of float32 and bfloat16 as measured, kept per CPU model, flags, torch and shape', async () => {
+    const cache = mkdtempSync(join(tmpdir(), 'engine-autocast-'));
+    const probe = { tokens: 32, reps: 1 };
+    const auto = (tokens = probe.tokens) => load({ autocast: 'auto', autocast_cache: cache, autocast_probe: { ...probe, tokens } });
+    const first = await auto();
+    expect(first.precision).toMatch(/^(float32|bfloat16): auto, the faster training pass on this CPU \(.+\): float32 [\d.]+ ms, bfloat16 [\d.]+ ms \(measured now, cached in /);
+    const files = readdirSync(cache);
+    expect(files).toHaveLength(1);
+    const file = join(cache, files[0]);
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as { key: Record<string, unknown>; ms: Record<'float32' | 'bfloat16', number>; choice: string };
+    // The key against lscpu and the engine's own Python, not against the engine's code.
+    const lscpu = execFileSync('lscpu', { encoding: 'utf8', env: { ...process.env, LC_ALL: 'C' } });
+    expect(entry.key.cpu_model).toBe(lscpu.match(/^Model name:\s*(.*)$/m)?.[1].trim());
+    expect(entry.key.cpu_flags).toEqual([...new Set((lscpu.match(/^Flags:\s*(.*)$/m)?.[1] ?? '').trim().split(/\s+/))].sort());
+    expect(entry.key.torch).toBe(execFileSync(ENGINE_PYTHON, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' }).trim());
+    expect(entry.key.shape).toMatchObject({ hidden_size: CONFIG.hidden_size, vocab_size: VOCAB, threads: first.threads, tokens: probe.tokens });
+    // The choice follows the measurement.
+    expect(first.compute_dtype).toBe(entry.ms.bfloat16 < entry.ms.float32 ? 'bfloat16' : 'float32');
+    expect(entry.choice).toBe(first.compute_dtype);
+
+    // Reused: a load finds its key and times nothing, so the file's times (rewritten here both ways) decide.
+    for (const [float32, bfloat16, want] of [[5, 9, 'float32'], [9, 5, 'bfloat16'], [7, 7, 'float32']] as const) {
+      writeFileSync(file, JSON.stringify({ ...entry, ms: { float32, bfloat16 } }));
+      const again = await auto();
+      expect(again.compute_dtype).toBe(want);
+      expect(again.precision).toBe(`${want}: auto, the faster training pass on this CPU (${String(entry.key.cpu_model)}): float32 ${float32.toFixed(1)} ms, bfloat16 ${bfloat16.toFixed(1)} ms (cached in ${file})`);
+    }
+    // A file of another machine under this name (its key differs) is measured over; another shape is another file.
+    writeFileSync(file, JSON.stringify({ ...entry, key: { ...entry.key, cpu_model: 'AMD EPYC 7B13' }, ms: { float32: 1, bfloat16: 1e9 } }));
+    expect((await auto()).precision).toMatch(/\(measured now, cached in /);
+    expect(JSON.parse(readFileSync(file, 'utf8')).key).toEqual(entry.key);
+    expect((await auto(48)).precision).toMatch(/\(measured now, cached in /);
+    expect(readdirSync(cache)).toHaveLength(2);
+    // Without a cache it measures at every load.
+    expect((await load({ autocast: 'auto', autocast_probe: probe })).precision).toMatch(/\(measured now\)$/);
+    expect((await load({ autocast: 'auto', autocast_probe: probe })).threads).toBe(availableParallelism());
+    await expect(load({ autocast: 'auto', autocast_probe: { tokens: 1 } })).rejects.toThrow(/autocast_probe: tokens must be >= 2/);
     await expect(load({ autocast: 'float16' })).rejects.toThrow(/float16 compute is for CUDA/);
+  });
+
+  it('the auto measurement times the precisions alternately and takes the fastest pass of each (an injected clock)', () => {
+    // bfloat16 passes advance the clock 5, 6, 4, 7 ms (warm-up first), float32 passes 2 ms but the 2nd 100 ms (a load spike).
+    const py = [
+      'import json, torch',
+      'from thinkfl_engine.precision import measure, decide',
+      'now, order = [0.0], []',
+      'def step(dtype):',
+      '    order.append(str(dtype).replace("torch.", ""))',
+      '    n = order.count(order[-1])',
+      '    now[0] += [0.005, 0.006, 0.004, 0.007][n - 1] if dtype == torch.bfloat16 else (0.1 if n == 3 else 0.002)',
+      'ms = measure(step, 3, clock=lambda: now[0])',
+      'print(json.dumps({"ms": ms, "order": order, "choice": str(decide(ms))}))',
+    ].join('\n');
+    const out = JSON.parse(execFileSync(ENGINE_PYTHON, ['-c', py], { encoding: 'utf8', cwd: join(REPO_ROOT, 'engine') })) as {
+      ms: Record<string, number>;
+      order: string[];
+      choice: string;
+    };
+    expect(out.order).toEqual(['float32', 'bfloat16', 'float32', 'bfloat16', 'float32', 'bfloat16', 'float32', 'bfloat16']);
+    expect(out.ms.float32).toBeCloseTo(2, 9);
+    expect(out.ms.bfloat16).toBeCloseTo(4, 9);
+    expect(out.choice).toBe('torch.float32');
   });
 
   it('rejects malformed batches with errors that say what is wrong', async () => {

@@ -59,7 +59,7 @@ describe('train worker with step files', () => {
       const inline = new TrainEngine();
       try {
         const c = loaded.config;
-        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, threads: c.workers.train.threads, seed: c.run.seed, optimizer: engineOptimizer(c) });
+        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, autocast_cache: c.workers.train.autocast_cache, threads: c.workers.train.threads, seed: c.run.seed, optimizer: engineOptimizer(c) });
         // As the train worker does before its first GRPO update.
         if (c.grpo.loss.kl_coef > 0) await inline.request('set_reference', { tag: 'grpo_start' });
         const step = engineStep(job(0, false), c);

@@ -77,8 +77,8 @@ describe('train worker', () => {
     expect(first).toMatchObject({ update: 0, version: 1, policyDir: join(loaded.runDir, 'policies', 'v1') });
     expect(first.metrics.step).toBe(1);
     expect(Number.isFinite(first.metrics.loss)).toBe(true);
-    expect(existsSync(join(first.policyDir, 'onnx', 'model.onnx'))).toBe(true);
-    expect(existsSync(join(first.policyDir, 'tokenizer.json'))).toBe(true);
+    expect(existsSync(join(first.policyDir!, 'onnx', 'model.onnx'))).toBe(true);
+    expect(existsSync(join(first.policyDir!, 'tokenizer.json'))).toBe(true);
     expect(await registry.current()).toEqual({ version: 1, dir: first.policyDir });
 
     // A retry of update 0 (its BullMQ job gone, as after a lost result) trains nothing.
@@ -119,6 +119,15 @@ describe('train worker', () => {
     await queue.submit({ ...sft, update: 4, sftSteps: [{ size: 1, lr: 1e-3 }] });
     await expect(queue.waitResult(4, 120_000)).rejects.toThrow(/train job update 4: sftSteps cover 1 samples in steps of positive sizes; the job has 2/);
     await queue.forget(4);
+    // An SFT update before SFT's last (export false) trains, and exports and publishes nothing.
+    await queue.submit({ ...sft, update: 4, export: false });
+    const fifth = await queue.waitResult(4, 120_000);
+    expect(fifth).toMatchObject({ update: 4, version: 5 });
+    expect(fifth.metrics.step).toBe(7);
+    expect(fifth.policyDir).toBeUndefined();
+    expect(fifth.metrics.export_ms).toBeUndefined();
+    expect(existsSync(join(loaded.runDir, 'policies', 'v5'))).toBe(false);
+    expect(await registry.current()).toEqual({ version: 4, dir: fourth.policyDir });
     await worker.close();
     await queue.close();
   }, 600_000);
@@ -259,7 +268,7 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
       expect(third).toMatchObject({ update: 2, version: 3, engineCheckpoint: loaded });
       // The export carries the model's tokenizer files; the checkpoint is whole and holds them too.
       const tokenizer = readFileSync(join(model, 'tokenizer.json'), 'utf8');
-      const exported = name === 'lora' ? join(third.policyDir, 'merged') : third.policyDir;
+      const exported = name === 'lora' ? join(third.policyDir!, 'merged') : third.policyDir!;
       expect(readFileSync(join(exported, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
       expect(readFileSync(join(third.checkpointDir!, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
       expect(existsSync(join(third.checkpointDir!, 'trainer-state.json'))).toBe(true);

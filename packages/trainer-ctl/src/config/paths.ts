@@ -34,6 +34,7 @@ export function resolvePaths(c: RunConfig, file: string): RunConfig {
     out.generation.backend.model_dir = abs(out.generation.backend.model_dir);
   }
   if (c.workers.train.deepspeed_config !== undefined) out.workers.train.deepspeed_config = abs(c.workers.train.deepspeed_config);
+  out.workers.train.autocast_cache = abs(c.workers.train.autocast_cache);
   return out;
 }
 

@@ -54,7 +54,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
   if (result) {
     state.updates = result.update + 1;
     state.policy_version = result.version;
-    state.policy_dir = result.policyDir;
+    if (result.policyDir) state.policy_dir = result.policyDir;
     if (result.checkpointDir) state.checkpoint = result.checkpointDir;
     state.engine_checkpoint = result.engineCheckpoint;
   }

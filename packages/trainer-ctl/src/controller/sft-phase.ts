@@ -63,6 +63,8 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
       samples: batch,
       sftSteps,
       checkpoint: u === updates.length - 1 || (u + 1) % ctx.config.checkpoints.every_steps === 0,
+      // Only SFT's last policy is played (the first evaluation and GRPO step); a resume publishes its checkpoint's.
+      export: u === updates.length - 1,
     };
     const t0 = Date.now();
     const result = await ctx.transport.train(job, ctx.config.workers.train.job_timeout_s * 1000);

@@ -19,7 +19,10 @@ export interface RunState {
   run_name: string;
   /** Train updates applied; the next train job has this update index. */
   updates: number;
-  /** Newest published policy: version and directory (version 0: the base model). */
+  /**
+   * Newest policy: its version (version 0: the base model) and the directory of the newest export
+   * (SFT updates before the last are not exported, TrainJob.export).
+   */
   policy_version: number;
   policy_dir: string;
   /** Newest checkpoint directory, when one was written. */

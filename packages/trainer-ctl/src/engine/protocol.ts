@@ -48,10 +48,22 @@ const LoadArgs = z
      */
     dtype: Dtype.optional(),
     /**
-     * Overrides dtype as the compute precision; 'auto' picks bfloat16 where the device runs it
-     * natively (CPU: the avx512_bf16/amx_bf16 flags; CUDA: bf16 support), else float32. null: dtype.
+     * Overrides dtype as the compute precision. 'auto' on CPU times training passes of the loaded
+     * model in float32 and bfloat16 (interleaved, the fastest of autocast_probe.reps each) and takes the
+     * faster; on CUDA bfloat16 where supported, else float32. null: dtype.
      */
     autocast: z.union([Dtype, z.literal('auto')]).nullable().optional(),
+    /**
+     * Directory of the 'auto' measurements, one file per key (CPU model and flags, torch version,
+     * model shape, LoRA, checkpointing, threads, probe length): a key found there is not measured
+     * again. null or absent: measure at every load.
+     */
+    autocast_cache: z.string().nullable().optional(),
+    /** The 'auto' measurement: sequence length in tokens (default 1024) and timed passes per precision (default 5). */
+    autocast_probe: z
+      .object({ tokens: z.number().int().positive().optional(), reps: z.number().int().positive().optional() })
+      .strict()
+      .optional(),
     /** torch threads. Default: every core this process may run on (its CPU affinity). */
     threads: z.number().int().positive().nullable().optional(),
     /** Train LoRA adapters (PEFT) instead of all weights; absent: full fine-tuning. */
@@ -88,7 +100,7 @@ const LoadResult = z
     step: z.number().int(),
     /** The compute precision in effect. */
     compute_dtype: Dtype,
-    /** Why that precision (for 'auto': the CPU's bf16 flags or their absence). */
+    /** Why that precision (for 'auto' on CPU: both measured times and whether they came from the cache). */
     precision: z.string(),
     threads: z.number().int(),
     /** Tag of the KL reference policy held (restored on resume), or null when there is none. */

@@ -99,14 +99,19 @@ export interface TrainJob {
   sftSteps?: { size: number; lr: number }[];
   /** Write a checkpoint after this update. */
   checkpoint: boolean;
+  /**
+   * false: no policy export or publish after this update, as for an SFT update before the last
+   * (nothing plays those policies, and an export costs 0.5-15 s on 2 busy cores). Default true.
+   */
+  export?: boolean;
 }
 
 export interface TrainResult {
   update: number;
   /** The policy version published after the update. */
   version: number;
-  /** Directory of the exported policy the rollout side loads. */
-  policyDir: string;
+  /** Directory of the exported policy the rollout side loads; absent when the job asked for no export. */
+  policyDir?: string;
   metrics: Record<string, number>;
   checkpointDir?: string;
   /**

@@ -121,6 +121,7 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
         device: config.workers.train.device,
         dtype: config.model.dtype,
         autocast: config.workers.train.autocast,
+        autocast_cache: config.workers.train.autocast_cache,
         threads: config.workers.train.threads,
         lora: config.model.lora ?? null,
         gradient_checkpointing: config.workers.train.gradient_checkpointing,
@@ -230,8 +231,8 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
   const finish = async (job: TrainJob, measured: Record<string, number>): Promise<TrainResult> => {
     const version = job.update + 1;
     const exportStarted = Date.now();
-    const dir = await exportPolicy(version);
-    const metrics = { ...measured, export_ms: Date.now() - exportStarted };
+    const dir = job.export === false ? undefined : await exportPolicy(version);
+    const metrics = dir ? { ...measured, export_ms: Date.now() - exportStarted } : measured;
     let checkpoint: string | undefined;
     if (job.checkpoint) {
       checkpoint = checkpointDir(runDir, version);
@@ -245,13 +246,13 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     const result: TrainResult = {
       update: job.update,
       version,
-      policyDir: dir,
+      ...(dir && { policyDir: dir }),
       metrics,
       ...(checkpoint && { checkpointDir: checkpoint }),
       ...(origin && { engineCheckpoint: origin }),
     };
     await results.put(result);
-    await publish(version, dir);
+    if (dir) await publish(version, dir);
     unfinished = undefined;
     return result;
   };

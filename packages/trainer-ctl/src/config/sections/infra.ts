@@ -101,12 +101,21 @@ export const WorkersSection = z
           .default(null)
           .describe(
             'Compute precision of the engine\'s forward and backward (torch.autocast), overriding model.dtype; ' +
-              'parameters and optimizer state stay float32 either way. auto: bfloat16 only where the device runs it ' +
-              'natively (CPU: the avx512_bf16 or amx_bf16 instructions, where an SFT step of the tiny model is faster ' +
-              'in bfloat16, scripts/bench/sft-precision.ts; CUDA: bf16 support), else float32; the engine logs its ' +
-              'choice. Without those CPU instructions bfloat16 is emulated and ~17x slower than float32 (issue 8). ' +
+              'parameters and optimizer state stay float32 either way. auto on CPU: the engine times a few training ' +
+              'passes of the loaded model in float32 and in bfloat16 and takes the faster (CPU flags do not tell: ' +
+              'with avx512_bf16 but no AMX a tiny-model SFT step ran 0.68x as fast in bfloat16, issue 29; emulated ' +
+              'on an AVX2 EPYC ~17x slower, issue 8), kept in autocast_cache per CPU model, flags, torch version ' +
+              'and model shape; the engine logs both times and its choice. auto on CUDA: bfloat16 where supported. ' +
               'float16 is for CUDA only. ' +
               'Default null (model.dtype).',
+          ),
+        autocast_cache: z
+          .string()
+          .default('.cache/autocast')
+          .describe(
+            'Directory where autocast auto keeps its measurements, one file per CPU model, flags, torch version, ' +
+              'model shape and thread count, so that every (re)start on that machine takes the same choice without ' +
+              'timing again; delete a file to measure again. Relative to run.base_dir. Default .cache/autocast.',
           ),
         threads: z
           .number()
