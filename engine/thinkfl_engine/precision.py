@@ -34,7 +34,7 @@ def cpu_identity() -> Dict[str, Any]:
     """What lscpu reports as the model name and flags (both from /proc/cpuinfo), with the torch version."""
     info = Path('/proc/cpuinfo')
     text = info.read_text() if info.is_file() else ''
-    field = {}
+    field: Dict[str, str] = {}
     for line in text.splitlines():
         k, _, v = line.partition(':')
         field.setdefault(k.strip(), v.strip())

@@ -79,7 +79,9 @@ class Trainer:
     def _measured_auto(self, args: Dict[str, Any], lora: Optional[LoraSettings], checkpointing: bool):
         """`auto` on CPU: rank 0's measured (or cached) choice, the same on every rank."""
         if self.ranks is not None and not self.ranks.main:
-            name, reason = json.loads(self.ranks.share(None))
+            shared = self.ranks.share(None)
+            assert shared is not None, 'rank 0 shares its autocast choice'
+            name, reason = json.loads(shared)
             return parse_dtype(name), reason
         settings = dict(args.get('autocast_probe') or {})
         unknown = set(settings) - {'tokens', 'reps'}
