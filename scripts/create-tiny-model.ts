@@ -23,7 +23,11 @@ const argv = await yargs(hideBin(process.argv))
   .option('kv-heads', { type: 'number', describe: 'key/value heads (default: as many as query heads)' })
   .option('head-dim', { type: 'number', describe: 'width of one head (default 64)' })
   .option('intermediate-size', { type: 'number', describe: 'MLP width (default 512)' })
-  .option('architecture', { choices: ['llama', 'qwen2'] as const, default: 'llama' as const, describe: 'transformers model type (Qwen2 adds q/k/v biases)' })
+  .option('architecture', {
+    choices: ['llama', 'qwen2'] as const,
+    default: 'llama' as const,
+    describe: 'transformers model type (Qwen2 adds q/k/v biases)',
+  })
   .parseAsync();
 
 const started = Date.now();

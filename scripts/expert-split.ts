@@ -38,8 +38,11 @@ const argv = await yargs(hideBin(process.argv))
   .strict()
   .option('dataset', { type: 'string', describe: 'imported dataset dir (default: the test cache of 2023-01-29)' })
   .option('grid', { type: 'string', describe: 'the grid as JSON {setting: [values]} (default: the constants tuned on the day)' })
-  .option('baseline', { type: 'string', describe: "a pinned table of another expert's rows (e.g. packages/env/test/expert-regression-aa41d73.json) to print beside" })
-  .option('save', { type: 'string', describe: 'write every combination\'s rows to this JSON file' })
+  .option('baseline', {
+    type: 'string',
+    describe: "a pinned table of another expert's rows (e.g. packages/env/test/expert-regression-aa41d73.json) to print beside",
+  })
+  .option('save', { type: 'string', describe: "write every combination's rows to this JSON file" })
   .option('load', { type: 'string', describe: 'read the rows from a file --save wrote instead of playing' })
   .parse();
 
@@ -81,7 +84,10 @@ function choose(keep: (faultId: string) => boolean): number {
   return best;
 }
 
-const label = (c: Combo): string => Object.entries(c).map(([k, v]) => `${k}=${v}`).join(' ');
+const label = (c: Combo): string =>
+  Object.entries(c)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
 const rr = (r: number | null): number => (r === null ? 0 : 1 / (r + 1));
 const f3 = (x: number): string => x.toFixed(3);
 
@@ -96,12 +102,17 @@ const baseline: FaultRow[] | undefined = argv.baseline ? JSON.parse(readFileSync
 console.log(`${played.length} combinations of ${Object.keys(grid).join(', ')}; ${faults.length} faults, one fold each.`);
 const defaults = ExpertSettingsSchema.parse({}) as Record<string, unknown>;
 const differ = Object.entries(shipped.combo).filter(([k, v]) => defaults[k] !== v);
-console.log(`Chosen on all faults: ${label(shipped.combo)} (${differ.length ? `NOT the expert's defaults: ${differ.map(([k]) => `${k}=${defaults[k]}`).join(' ')}` : "the expert's defaults"})`);
+console.log(
+  `Chosen on all faults: ${label(shipped.combo)} (${differ.length ? `NOT the expert's defaults: ${differ.map(([k]) => `${k}=${defaults[k]}`).join(' ')}` : "the expert's defaults"})`,
+);
 const ranked = played.map((p, i) => ({ i, m: merit(p.rows) })).sort((a, b) => b.m[0] - a.m[0] || b.m[1] - a.m[1]);
 console.log('Best 5 on all faults, min and sum of best/0.8, vote/0.6, request/0.4:');
 for (const { i, m } of ranked.slice(0, 5)) console.log(`  ${f3(m[0])} ${f3(m[1])}  ${label(played[i].combo)}`);
 console.log('');
-const of = (type: string) => <T extends FaultRow>(rows: T[]): T[] => rows.filter((r) => type === 'all' || r.type === type);
+const of =
+  (type: string) =>
+  <T extends FaultRow>(rows: T[]): T[] =>
+    rows.filter((r) => type === 'all' || r.type === type);
 const worstOf = (rows: FaultRow[], value: (r: FaultRow) => number): string => {
   const w = rows.reduce((a, r) => (value(r) < value(a) ? r : a));
   return `${f3(value(w))} (${w.faultId.slice(-6)})`;
@@ -121,14 +132,18 @@ const measures: [string, keyof ReturnType<typeof summarizeRows>, (r: FaultRow) =
 for (const [name, key, value] of measures) {
   console.log(`| ${name} | ${f3(ins[key])} | ${f3(out[key])} | ${worstOf(heldOut, value)}${base ? ` | ${f3(base[key])}` : ''} |`);
 }
-console.log(`\n| fault type | faults | requests | in-sample best / vote / request MRR | leave-one-fault-out best / vote / request MRR | worst fold best / vote / request${baseline ? ' | baseline best / vote / request MRR' : ''} |`);
+console.log(
+  `\n| fault type | faults | requests | in-sample best / vote / request MRR | leave-one-fault-out best / vote / request MRR | worst fold best / vote / request${baseline ? ' | baseline best / vote / request MRR' : ''} |`,
+);
 console.log(`| --- | --- | --- | --- | --- | --- |${baseline ? ' --- |' : ''}`);
 for (const type of ['all', ...faultTypes(shipped.rows)]) {
   const a = summarizeRows(of(type)(shipped.rows));
   const b = summarizeRows(of(type)(heldOut));
   const w = of(type)(heldOut);
   const cells = [
-    type, String(a.faults), String(a.requests),
+    type,
+    String(a.faults),
+    String(a.requests),
     `${f3(a.best)} / ${f3(a.vote)} / ${f3(a.request)}`,
     `${f3(b.best)} / ${f3(b.vote)} / ${f3(b.request)}`,
     `${worstOf(w, (r) => rr(r.best))} / ${worstOf(w, (r) => rr(r.vote))} / ${worstOf(w, (r) => r.requestMrr)}`,
@@ -140,11 +155,15 @@ for (const type of ['all', ...faultTypes(shipped.rows)]) {
   console.log(`| ${cells.join(' | ')} |`);
 }
 
-console.log(`\nPer fault (held out): best rank, vote rank, request MRR, the combination its fold chose${baseline ? '; the baseline\'s best rank' : ''}`);
+console.log(
+  `\nPer fault (held out): best rank, vote rank, request MRR, the combination its fold chose${baseline ? "; the baseline's best rank" : ''}`,
+);
 for (const r of heldOut) {
   const b = baseline?.find((x) => x.faultId === r.faultId);
   const lost = b && b.best === 0 && r.best !== 0 ? '  LOST (baseline first)' : '';
-  console.log(`  ${r.faultId} ${r.type.padEnd(14)} ${r.service.padEnd(28)} best ${String(r.best).padStart(4)} vote ${String(r.vote).padStart(4)} request ${f3(r.requestMrr)}  [${label(played[r.chose].combo)}]${b ? `  baseline best ${b.best}` : ''}${lost}`);
+  console.log(
+    `  ${r.faultId} ${r.type.padEnd(14)} ${r.service.padEnd(28)} best ${String(r.best).padStart(4)} vote ${String(r.vote).padStart(4)} request ${f3(r.requestMrr)}  [${label(played[r.chose].combo)}]${b ? `  baseline best ${b.best}` : ''}${lost}`,
+  );
 }
 const counts = new Map<number, number>();
 for (const r of heldOut) counts.set(r.chose, (counts.get(r.chose) ?? 0) + 1);

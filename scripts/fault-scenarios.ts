@@ -20,7 +20,14 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { loadRunConfig } from '../packages/trainer-ctl/src/config/index';
 import { readMetrics } from '../packages/trainer-ctl/src/controller/index';
-import { compareWithUnbroken, presetConfig, runWithFaults, shortPreset, writeConfig, type Fault } from '../packages/trainer-ctl/test/fault-harness';
+import {
+  compareWithUnbroken,
+  presetConfig,
+  runWithFaults,
+  shortPreset,
+  writeConfig,
+  type Fault,
+} from '../packages/trainer-ctl/test/fault-harness';
 import { ensureWarmModel } from '../testkit/warm-model';
 import { spawnTrain } from '../packages/trainer-ctl/test/train-fixtures';
 
@@ -29,7 +36,11 @@ const argv = await yargs(hideBin(process.argv))
   .strict()
   .option('config', { type: 'string', default: 'configs/tiny-cpu.yaml', describe: 'the run config, used as it is' })
   .option('out', { type: 'string', default: '.cache/fault-scenarios', describe: 'where the run directories go' })
-  .option('short', { type: 'boolean', default: false, describe: "the fault matrix's shortened config of the preset, with its own rollout workers" })
+  .option('short', {
+    type: 'boolean',
+    default: false,
+    describe: "the fault matrix's shortened config of the preset, with its own rollout workers",
+  })
   .option('repeat', { type: 'boolean', default: false, describe: 'a second unbroken run, compared with the first' })
   .parse();
 
@@ -39,13 +50,19 @@ mkdirSync(out, { recursive: true });
 let configFile = resolve(argv.config);
 if (argv.short) {
   const preset = basename(configFile, '.yaml');
-  const short = shortPreset(preset, await ensureWarmModel(preset), preset, { sftConversations: 12, sftStepsPerUpdate: 4, steps: [2, 2, 2] });
+  const short = shortPreset(preset, await ensureWarmModel(preset), preset, {
+    sftConversations: 12,
+    sftStepsPerUpdate: 4,
+    steps: [2, 2, 2],
+  });
   (short.workers as Record<string, unknown>).rollout = (presetConfig(preset, {}).workers as Record<string, unknown>).rollout;
   configFile = writeConfig(join(out, `${preset}-short.yaml`), short);
 }
 const { config } = loadRunConfig(configFile, { checkPaths: false });
 const runId = config.run.name;
-console.log(`CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores; ${argv.config}${argv.short ? ' (shortened)' : ''}: rollout workers ${config.workers.rollout.count} x concurrency ${config.workers.rollout.concurrency}, checkpoints every ${config.checkpoints.every_steps}, keep_last ${config.checkpoints.keep_last}, autocast ${config.workers.train.autocast}`);
+console.log(
+  `CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores; ${argv.config}${argv.short ? ' (shortened)' : ''}: rollout workers ${config.workers.rollout.count} x concurrency ${config.workers.rollout.concurrency}, checkpoints every ${config.checkpoints.every_steps}, keep_last ${config.checkpoints.keep_last}, autocast ${config.workers.train.autocast}`,
+);
 
 const unbroken = join(out, 'unbroken');
 let t0 = Date.now();

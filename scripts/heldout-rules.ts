@@ -12,7 +12,17 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { createExpert, evaluate, ExpertSettingsSchema, loadDataset, parseEpisodeSettings, runEpisode, solverFor, type SearchTracesData, type Solve } from '@thinkfl/env';
+import {
+  createExpert,
+  evaluate,
+  ExpertSettingsSchema,
+  loadDataset,
+  parseEpisodeSettings,
+  runEpisode,
+  solverFor,
+  type SearchTracesData,
+  type Solve,
+} from '@thinkfl/env';
 import { loadRunConfig } from '../packages/trainer-ctl/src/config/index';
 import { runCases } from '../packages/trainer-ctl/src/controller/cases';
 
@@ -32,19 +42,27 @@ const solvers: [string, Solve][] = [
   ['selftime', solverFor(dataset, 'selftime')],
   ['microrank', solverFor(dataset, 'microrank')],
 ];
-for (const [label, cases] of [['held-out', split.eval], ['training', split.train]] as const) {
+for (const [label, cases] of [
+  ['held-out', split.eval],
+  ['training', split.train],
+] as const) {
   console.log(`\n${label}: ${cases.length} cases of ${new Set(cases.map((c) => c.faultId)).size} faults`);
   for (const [name, solve] of solvers) {
     const r = await evaluate(dataset, cases, solve);
     const first = r.requests.filter((q) => q.ranks.service === 0).length;
     const faults = r.faults.map((f) => `${f.type}:${f.ranks.service ?? '-'}`).join(' ');
-    console.log(`${name}: per-fault ${mrr(r.per_fault)} vote ${mrr(r.per_fault_vote)} per-request ${mrr(r.per_request)}, right first ${first}/${cases.length} [${faults}]`);
+    console.log(
+      `${name}: per-fault ${mrr(r.per_fault)} vote ${mrr(r.per_fault_vote)} per-request ${mrr(r.per_request)}, right first ${first}/${cases.length} [${faults}]`,
+    );
   }
 }
 
 const episode = parseEpisodeSettings(config.episode);
 const expert = ExpertSettingsSchema.parse(config.stages.priming.sft.teacher);
-for (const [label, cases] of [['held-out', split.eval], ['training', split.train]] as const) {
+for (const [label, cases] of [
+  ['held-out', split.eval],
+  ['training', split.train],
+] as const) {
   const at = new Map<string, number>();
   const faults = new Map<string, { cases: number; inView: number; first: number }>();
   let calls = 0;
@@ -71,7 +89,12 @@ for (const [label, cases] of [['held-out', split.eval], ['training', split.train
     if (c.truth.service !== undefined && services.has(c.truth.service)) f.inView++;
     if (record.answer?.[0]?.service === c.truth.service) f.first++;
   }
-  console.log(`\n${label}: the teacher's ${calls} search_traces calls after the first open ${[...at].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  console.log(
+    `\n${label}: the teacher's ${calls} search_traces calls after the first open ${[...at]
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
   console.log('per fault: cases, cases whose true service is in a search_traces result, cases the teacher answers right first');
   for (const [id, f] of faults) {
     const fault = dataset.faults.find((x) => x.id === id)!;

@@ -43,7 +43,8 @@ function outcomesAt(commit: string): { faults: FaultInfo[]; requests: RequestOut
     for (const e of readdirSync(join(REPO_ROOT, 'node_modules'))) {
       if (e !== '@thinkfl') symlinkSync(join(REPO_ROOT, 'node_modules', e), join(dir, 'node_modules', e));
     }
-    for (const p of readdirSync(join(dir, 'packages'))) symlinkSync(join('..', '..', 'packages', p), join(dir, 'node_modules', '@thinkfl', p));
+    for (const p of readdirSync(join(dir, 'packages')))
+      symlinkSync(join('..', '..', 'packages', p), join(dir, 'node_modules', '@thinkfl', p));
     const out = join(dir, 'outcomes.json');
     writeFileSync(
       join(dir, 'scripts', 'expert-outcomes.ts'),
@@ -77,7 +78,10 @@ if (argv.regression) {
   const command = `npx tsx scripts/policy-table.ts --regression FILE${at ? ` --at ${at}` : ''}`;
   // One fault a line, so that a change of the table reads fault by fault in a diff.
   const rows = faultRows(o.faults, o.requests).map((r) => `  ${JSON.stringify(r)}`);
-  writeFileSync(argv.regression, `{\n "what": ${JSON.stringify(what)},\n "command": ${JSON.stringify(command)},\n "faults": [\n${rows.join(',\n')}\n ]\n}\n`);
+  writeFileSync(
+    argv.regression,
+    `{\n "what": ${JSON.stringify(what)},\n "command": ${JSON.stringify(command)},\n "faults": [\n${rows.join(',\n')}\n ]\n}\n`,
+  );
   process.exit(0);
 }
 
@@ -86,7 +90,9 @@ const pct = (x: number) => (100 * x).toFixed(1);
 const cells = (s: RankSummary) => [pct(s.recall[1]), pct(s.recall[3]), pct(s.recall[5]), s.mrr.toFixed(3)];
 const faults = new Set(ds.cases.map((c) => c.faultId)).size;
 const types = [...new Set(ds.cases.map((c) => ds.faults.find((f) => f.id === c.faultId)?.type ?? 'unknown'))].sort();
-console.log(`Nezha ${ds.meta.name}: ${ds.cases.length} requests of ${faults} faults, service level; each policy's row, then a row per fault type.\n`);
+console.log(
+  `Nezha ${ds.meta.name}: ${ds.cases.length} requests of ${faults} faults, service level; each policy's row, then a row per fault type.\n`,
+);
 console.log('| policy | protocol | best R@1 | best R@3 | best R@5 | best MRR | vote R@1 | vote R@3 | vote R@5 | vote MRR | request MRR |');
 console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const name of policyNames()) {
@@ -94,13 +100,17 @@ for (const name of policyNames()) {
   const r = await evaluate(ds, ds.cases, solverFor(ds, name));
   const protocol = def.kind === 'agent' ? (def.protocol ?? 'rot') : '(ranker)';
   const label = name.endsWith('-script') ? `${name.replace(/-script$/, '')}-scripted` : name;
-  console.log(`| ${label} | ${protocol} | ${[...cells(r.per_fault.service!), ...cells(r.per_fault_vote!.service!), r.per_request.service!.mrr.toFixed(3)].join(' | ')} |`);
+  console.log(
+    `| ${label} | ${protocol} | ${[...cells(r.per_fault.service!), ...cells(r.per_fault_vote!.service!), r.per_request.service!.mrr.toFixed(3)].join(' | ')} |`,
+  );
   const o = outcomesOf(r);
   const rows = faultRows(o.faults, o.requests);
   for (const type of types) {
     const of = rows.filter((x) => x.type === type);
     const best = summarizeRanks(of.map((x) => x.best));
     const vote = summarizeRanks(of.map((x) => x.vote));
-    console.log(`| ${label}: ${type} (${of.length} faults) | | ${[...cells(best), ...cells(vote), summarizeRows(of).request.toFixed(3)].join(' | ')} |`);
+    console.log(
+      `| ${label}: ${type} (${of.length} faults) | | ${[...cells(best), ...cells(vote), summarizeRows(of).request.toFixed(3)].join(' | ')} |`,
+    );
   }
 }

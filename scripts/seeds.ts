@@ -27,7 +27,12 @@ const argv = await yargs(hideBin(process.argv))
   .option('config', { type: 'string', default: 'configs/tiny-cpu.yaml', describe: 'run config to repeat' })
   .option('seeds', { type: 'string', default: '0,1,2', describe: 'comma-separated run.seed values' })
   .option('out', { type: 'string', default: '.cache/seeds', describe: 'where the per-seed configs are written' })
-  .option('set', { type: 'string', array: true, default: [], describe: 'override PATH=VALUE (dotted YAML path; the value is parsed as YAML)' })
+  .option('set', {
+    type: 'string',
+    array: true,
+    default: [],
+    describe: 'override PATH=VALUE (dotted YAML path; the value is parsed as YAML)',
+  })
   .parse();
 
 const overrides = argv.set.map((s) => {
@@ -65,7 +70,9 @@ for (const seed of seeds) {
   const file = join(outDir, `${name}.yaml`);
   writeFileSync(file, doc.toString());
   const t0 = performance.now();
-  const run = spawnSync(process.execPath, [join(REPO_ROOT, 'packages/trainer-ctl/bin/trainer-ctl.mjs'), 'train', file], { stdio: 'inherit' });
+  const run = spawnSync(process.execPath, [join(REPO_ROOT, 'packages/trainer-ctl/bin/trainer-ctl.mjs'), 'train', file], {
+    stdio: 'inherit',
+  });
   const wall = (performance.now() - t0) / 1000;
   const runDir = join(base, String(doc.getIn(['run', 'output_dir']) ?? 'runs'), name);
   const cells = STAGES.map((stage) => {

@@ -17,7 +17,14 @@ import { loadDataset, runEpisode, spreadCases } from '@thinkfl/env';
 import { loadChatModel, ModelPolicy, openOnnxBackend } from '../packages/rollout/src/index';
 import { TrainEngine } from '../packages/trainer-ctl/src/engine/index';
 import {
-  formatFigures, policyFigures, sampleTokens, sft, sftSample, splitCases, teacherEpisodes, type PlayedEpisode,
+  formatFigures,
+  policyFigures,
+  sampleTokens,
+  sft,
+  sftSample,
+  splitCases,
+  teacherEpisodes,
+  type PlayedEpisode,
 } from '../packages/trainer-ctl/src/sft/index';
 import { ensureNezhaDataset, REPO_ROOT } from '../testkit/nezha';
 
@@ -33,19 +40,44 @@ const argv = await yargs(hideBin(process.argv))
   .option('intermediate-size', { type: 'number', default: 256 })
   .option('eval-fraction', { type: 'number', default: 0.3, describe: 'share of faults held out (dataset.split by fault)' })
   .option('split-seed', { type: 'number', default: 0 })
-  .option('d-max', { type: 'number', default: 5, describe: 'tool turns of a rot episode (D_max) in the teacher data and the held-out play' })
-  .option('turns-left-note', { type: 'boolean', default: true, describe: 'each observation says how many tool turns are left (run config episode.turns_left_note)' })
+  .option('d-max', {
+    type: 'number',
+    default: 5,
+    describe: 'tool turns of a rot episode (D_max) in the teacher data and the held-out play',
+  })
+  .option('turns-left-note', {
+    type: 'boolean',
+    default: true,
+    describe: 'each observation says how many tool turns are left (run config episode.turns_left_note)',
+  })
   .option('variants', { type: 'number', default: 10, describe: 'teacher conversations played per training case' })
   .option('detour-rate', { type: 'number', default: 0.5, describe: 'chance an exploration turn is a detour (not trained on)' })
-  .option('reasoning', { type: 'boolean', default: false, describe: "keep the expert's free text (reasoning before each call, reasons in the answer)" })
+  .option('reasoning', {
+    type: 'boolean',
+    default: false,
+    describe: "keep the expert's free text (reasoning before each call, reasons in the answer)",
+  })
   .option('max-answers', { type: 'number', default: 3, describe: "most root causes in the expert's answers" })
   .option('epochs', { type: 'number', default: 5 })
   .option('batch', { type: 'number', default: 1 })
   .option('lr', { type: 'number', default: 5e-3 })
-  .option('warmup-steps', { type: 'number', default: 10, describe: 'SFT steps of linear learning-rate warm-up (stages.priming.sft.warmup_steps)' })
-  .option('min-lr-ratio', { type: 'number', default: 0.1, describe: 'floor of the cosine decay, a fraction of lr (stages.priming.sft.min_lr_ratio)' })
+  .option('warmup-steps', {
+    type: 'number',
+    default: 10,
+    describe: 'SFT steps of linear learning-rate warm-up (stages.priming.sft.warmup_steps)',
+  })
+  .option('min-lr-ratio', {
+    type: 'number',
+    default: 0.1,
+    describe: 'floor of the cosine decay, a fraction of lr (stages.priming.sft.min_lr_ratio)',
+  })
   .option('time-budget', { type: 'number', describe: 'stop SFT after this many seconds' })
-  .option('autocast', { type: 'string', choices: ['auto', 'float32', 'bfloat16'] as const, default: 'auto' as const, describe: 'compute precision (workers.train.autocast)' })
+  .option('autocast', {
+    type: 'string',
+    choices: ['auto', 'float32', 'bfloat16'] as const,
+    default: 'auto' as const,
+    describe: 'compute precision (workers.train.autocast)',
+  })
   .option('eval-cases', { type: 'number', default: 16, describe: 'held-out cases played per seed, spread over the held-out faults' })
   .option('seeds', { type: 'string', default: '0,1,2', describe: 'sampling seeds of the held-out play' })
   .option('render-tools', { type: 'boolean', default: false, describe: 'render the tools into the prompt through the chat template' })
@@ -58,17 +90,47 @@ const dir = argv.out ?? join(mkdtempSync(join(tmpdir(), 'sft-tiny-')), 'model');
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);
 
-const modelArgs = ['--dataset', datasetDir, '--out', dir, '--seed', String(argv.modelSeed), '--hidden-size', String(argv.hiddenSize),
-  '--layers', String(argv.layers), '--heads', String(argv.heads), '--head-dim', String(argv.headDim), '--intermediate-size', String(argv.intermediateSize)];
-const created = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...modelArgs], { cwd: REPO_ROOT });
+const modelArgs = [
+  '--dataset',
+  datasetDir,
+  '--out',
+  dir,
+  '--seed',
+  String(argv.modelSeed),
+  '--hidden-size',
+  String(argv.hiddenSize),
+  '--layers',
+  String(argv.layers),
+  '--heads',
+  String(argv.heads),
+  '--head-dim',
+  String(argv.headDim),
+  '--intermediate-size',
+  String(argv.intermediateSize),
+];
+const created = await promisify(execFile)(
+  process.execPath,
+  ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...modelArgs],
+  { cwd: REPO_ROOT },
+);
 console.log(created.stdout.trim());
 
 const split = splitCases(dataset.cases, { by: 'fault', eval_fraction: argv.evalFraction }, argv.splitSeed);
 const faults = (cs: typeof split.train) => new Set(cs.map((c) => c.faultId)).size;
-console.log(`split by fault: ${split.train.length} train cases (${faults(split.train)} faults), ${split.eval.length} held-out cases (${faults(split.eval)} faults)`);
+console.log(
+  `split by fault: ${split.train.length} train cases (${faults(split.train)} faults), ${split.eval.length} held-out cases (${faults(split.eval)} faults)`,
+);
 
 const chat = loadChatModel(dir);
-const teacher = await teacherEpisodes({ dataset, cases: split.train, episode, variants: argv.variants, reasoning: argv.reasoning, expert: { max_answers: argv.maxAnswers }, detours: { rate: argv.detourRate } });
+const teacher = await teacherEpisodes({
+  dataset,
+  cases: split.train,
+  episode,
+  variants: argv.variants,
+  reasoning: argv.reasoning,
+  expert: { max_answers: argv.maxAnswers },
+  detours: { rate: argv.detourRate },
+});
 const samples = teacher.episodes.map((e) => sftSample(e, chat, { renderTools: argv.renderTools }));
 const size = sampleTokens(samples);
 const detours = teacher.episodes.reduce((n, e) => n + e.untrainedTurns.length, 0);
@@ -81,7 +143,9 @@ const engine = new TrainEngine({ onStderr: (t) => process.stderr.write(t) });
 let report: Awaited<ReturnType<typeof sft>>;
 try {
   const loaded = await engine.request('load', { model_dir: dir, seed: 0, autocast: argv.autocast });
-  console.log(`SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, compute ${loaded.precision}, ${loaded.threads} threads`);
+  console.log(
+    `SFT: ${loaded.parameters} parameters, ${samples.length} conversations x ${argv.epochs} epochs, batch ${argv.batch}, lr ${argv.lr}, compute ${loaded.precision}, ${loaded.threads} threads`,
+  );
   let last = Date.now();
   report = await sft(
     engine,
@@ -100,7 +164,9 @@ try {
 } finally {
   await engine.shutdown();
 }
-console.log(`SFT wall time ${(report.wallMs / 1000).toFixed(1)} s: ${report.steps} steps, ${report.epochs} epochs, loss per epoch ${report.epochLoss.map((l) => l.toFixed(3)).join(' ')}, ${report.tokens} trained tokens seen`);
+console.log(
+  `SFT wall time ${(report.wallMs / 1000).toFixed(1)} s: ${report.steps} steps, ${report.epochs} epochs, loss per epoch ${report.epochLoss.map((l) => l.toFixed(3)).join(' ')}, ${report.tokens} trained tokens seen`,
+);
 
 const backend = await openOnnxBackend({ model_dir: dir });
 const cases = spreadCases(split.eval, argv.evalCases);
@@ -110,11 +176,17 @@ try {
     const started = Date.now();
     const played: PlayedEpisode[] = [];
     for (const [i, c] of cases.entries()) {
-      const policy = new ModelPolicy({ backend, chat, settings: { renderTools: argv.renderTools, temperature: argv.temperature, maxTokens: argv.maxTokens, seed: seed * 100_000 + i } });
+      const policy = new ModelPolicy({
+        backend,
+        chat,
+        settings: { renderTools: argv.renderTools, temperature: argv.temperature, maxTokens: argv.maxTokens, seed: seed * 100_000 + i },
+      });
       played.push({ case: c, record: await runEpisode({ dataset, case: c, policy, settings: episode }) });
     }
     all.push(...played);
-    console.log(`\nheld-out play, seed ${seed}, temperature ${argv.temperature}: ${cases.length} cases of ${faults(cases)} unseen faults (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    console.log(
+      `\nheld-out play, seed ${seed}, temperature ${argv.temperature}: ${cases.length} cases of ${faults(cases)} unseen faults (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+    );
     console.log(formatFigures(policyFigures(dataset, played)));
   }
 } finally {

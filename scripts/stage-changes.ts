@@ -69,7 +69,9 @@ for (const dir of dirs) {
   }
   const sftFile = join(dir, 'eval-sft.json');
   const sft = existsSync(sftFile) ? (JSON.parse(readFileSync(sftFile, 'utf8')) as EvalFile) : undefined;
-  console.log('\n| eval | validity | per-fault MRR | vote | per request | same as SFT | changed towards the root cause | away | same rank |');
+  console.log(
+    '\n| eval | validity | per-fault MRR | vote | per request | same as SFT | changed towards the root cause | away | same rank |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const name of ['sft', ...STAGES]) {
     const file = join(dir, `eval-${name}.json`);
@@ -77,6 +79,8 @@ for (const dir of dirs) {
     const e = JSON.parse(readFileSync(file, 'utf8')) as EvalFile;
     const c = sft ? answerChanges(sft.requests, e.requests) : undefined;
     const vs = c ? `${c.same} of ${c.compared} | ${c.towards} | ${c.away} | ${c.sameRank}` : '- | - | - | -';
-    console.log(`| ${name} | ${e.format_valid.toFixed(2)} | ${mrr(e.summary.per_fault)} | ${mrr(e.summary.per_fault_vote)} | ${mrr(e.summary.per_request)} | ${vs} |`);
+    console.log(
+      `| ${name} | ${e.format_valid.toFixed(2)} | ${mrr(e.summary.per_fault)} | ${mrr(e.summary.per_fault_vote)} | ${mrr(e.summary.per_request)} | ${vs} |`,
+    );
   }
 }

@@ -137,7 +137,10 @@ export async function startLocalHub(opts: LocalHubOptions = {}): Promise<LocalHu
         if (corrupted.has(m[3])) data[data.length >> 1] ^= 0xff;
         const from = Number(/^bytes=(\d+)-$/.exec(range)?.[1] ?? 0);
         data = data.subarray(from);
-        res.writeHead(from ? 206 : 200, { 'content-length': data.length, ...(from ? { 'content-range': `bytes ${from}-${file.length - 1}/${file.length}` } : {}) });
+        res.writeHead(from ? 206 : 200, {
+          'content-length': data.length,
+          ...(from ? { 'content-range': `bytes ${from}-${file.length - 1}/${file.length}` } : {}),
+        });
         const cut = cuts.get(m[3]);
         if (cut !== undefined) {
           cuts.delete(m[3]);
@@ -157,7 +160,9 @@ export async function startLocalHub(opts: LocalHubOptions = {}): Promise<LocalHu
       }
       if (req.method === 'POST' && (m = /^\/api\/models\/([^/]+\/[^/]+)\/preupload\/[^/]+$/.exec(p))) {
         const b = JSON.parse((await body(req)).toString()) as { files: { path: string }[] };
-        return json(res, 200, { files: b.files.map((f) => ({ path: f.path, uploadMode: isLfs(f.path) ? 'lfs' : 'regular', shouldIgnore: false })) });
+        return json(res, 200, {
+          files: b.files.map((f) => ({ path: f.path, uploadMode: isLfs(f.path) ? 'lfs' : 'regular', shouldIgnore: false })),
+        });
       }
       if (req.method === 'POST' && (m = /^\/([^/]+\/[^/]+)\.git\/info\/lfs\/objects\/batch$/.exec(p))) {
         const b = JSON.parse((await body(req)).toString()) as { objects: { oid: string; size: number }[]; transfers?: string[] };
@@ -166,10 +171,15 @@ export async function startLocalHub(opts: LocalHubOptions = {}): Promise<LocalHu
           if (!multipart || o.size <= partBytes) return { href: `${origin}/lfs-upload/${o.oid}` };
           partsUnderWay.set(o.oid, new Map());
           const n = Math.ceil(o.size / partBytes);
-          const parts = Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i + 1).padStart(5, '0'), `${origin}/lfs-part/${o.oid}/${i + 1}`]));
+          const parts = Object.fromEntries(
+            Array.from({ length: n }, (_, i) => [String(i + 1).padStart(5, '0'), `${origin}/lfs-part/${o.oid}/${i + 1}`]),
+          );
           return { href: `${origin}/lfs-complete/${o.oid}`, header: { chunk_size: String(partBytes), ...parts } };
         };
-        return json(res, 200, { transfer: multipart ? 'multipart' : 'basic', objects: b.objects.map((o) => ({ ...o, actions: { upload: upload(o) } })) });
+        return json(res, 200, {
+          transfer: multipart ? 'multipart' : 'basic',
+          objects: b.objects.map((o) => ({ ...o, actions: { upload: upload(o) } })),
+        });
       }
       if (req.method === 'PUT' && (m = /^\/lfs-upload\/([0-9a-f]{64})$/.exec(p))) {
         const file = join(store, m[1]);
@@ -210,7 +220,11 @@ export async function startLocalHub(opts: LocalHubOptions = {}): Promise<LocalHu
       if (req.method === 'POST' && (m = /^\/api\/models\/([^/]+\/[^/]+)\/commit\/[^/]+$/.exec(p))) {
         const repo = repos.get(m[1]);
         if (!repo) return json(res, 404, { error: 'Repository not found' });
-        const lines = (await body(req)).toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { key: string; value: Record<string, string> });
+        const lines = (await body(req))
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { key: string; value: Record<string, string> });
         const paths: string[] = [];
         for (const { key, value } of lines) {
           if (key === 'file') repo.files.set(value.path, Buffer.from(value.content, 'base64'));

@@ -8,7 +8,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CaseSettings, FORMAT_VERSION, GapSettings, importDataset, NezhaSettings, parseSettings, readMeta } from '../packages/env/src/datasets/index';
+import {
+  CaseSettings,
+  FORMAT_VERSION,
+  GapSettings,
+  importDataset,
+  NezhaSettings,
+  parseSettings,
+  readMeta,
+} from '../packages/env/src/datasets/index';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
 export const NEZHA_RAW = resolve(REPO_ROOT, '..', 'shared', 'datasets', 'nezha-trainticket');
@@ -80,7 +88,11 @@ export function nezhaCut(minutes: string[], withLogs = false): string {
     `${r}/${NEZHA_DATE}-fault_list.json`,
     `${r}/metric`,
     `construct_data/${NEZHA_DATE}/trace`,
-    ...minutes.flatMap((m) => [`${r}/trace/${m}_trace.csv`, `${r}/traceid/${m}_traceid.csv`, ...(withLogs ? [`${r}/log/${m}_log.csv`] : [])]),
+    ...minutes.flatMap((m) => [
+      `${r}/trace/${m}_trace.csv`,
+      `${r}/traceid/${m}_traceid.csv`,
+      ...(withLogs ? [`${r}/log/${m}_log.csv`] : []),
+    ]),
   ]);
 }
 

@@ -20,7 +20,9 @@ export interface RealRowSource {
 
 type Csv = { head: string[]; rows: string[][] };
 function csv(file: string, lines: number): Csv {
-  const [head, ...rows] = readFileSync(file, 'utf8').split('\n').slice(0, lines + 1);
+  const [head, ...rows] = readFileSync(file, 'utf8')
+    .split('\n')
+    .slice(0, lines + 1);
   return { head: head.split(','), rows: rows.map((r) => r.split(',')) };
 }
 const col = (t: Csv, name: string) => t.head.indexOf(name);
@@ -45,7 +47,11 @@ export function realRowSources(work: string): { raw: string; sources: Record<'ne
     'construct_data/2023-01-29/trace/08_50_trace.csv',
     `${R}/log/08_44_log.csv`,
   ]);
-  const head = (rel: string, n: number) => readFileSync(join(raw, rel), 'utf8').split('\n').slice(0, n + 1).join('\n');
+  const head = (rel: string, n: number) =>
+    readFileSync(join(raw, rel), 'utf8')
+      .split('\n')
+      .slice(0, n + 1)
+      .join('\n');
   const logLines = readFileSync(join(raw, R, 'log', '08_44_log.csv'), 'utf8').split('\n');
   const faultList = readFileSync(join(raw, R, '2023-01-29-fault_list.json'), 'utf8');
 
@@ -57,7 +63,13 @@ export function realRowSources(work: string): { raw: string; sources: Record<'ne
     ...Object.fromEntries(PODS.map((p) => [`${R}/metric/${p}_metric.csv`, head(`${R}/metric/${p}_metric.csv`, 60)])),
     [`${R}/metric/front_service.csv`]: head(`${R}/metric/front_service.csv`, 60),
     'construct_data/2023-01-29/trace/08_50_trace.csv': head('construct_data/2023-01-29/trace/08_50_trace.csv', 300),
-    [`${R}/log/08_44_log.csv`]: [...logLines.slice(0, 100), ...logLines.slice(100).filter((l) => /ERROR|WARN/.test(l)).slice(0, 60)].join('\n'),
+    [`${R}/log/08_44_log.csv`]: [
+      ...logLines.slice(0, 100),
+      ...logLines
+        .slice(100)
+        .filter((l) => /ERROR|WARN/.test(l))
+        .slice(0, 60),
+    ].join('\n'),
   };
   sources.nezha = {
     src: write(join(work, 'nezha'), nezhaFiles),
@@ -71,26 +83,51 @@ export function realRowSources(work: string): { raw: string; sources: Record<'ne
   const spanRows = t.rows.map((r) => {
     const ms = (Number(BigInt(r[col(t, 'StartTimeUnixNano')]) / 1000n) / 1000).toFixed(3);
     const parent = r[col(t, 'ParentID')] === 'root' ? '' : r[col(t, 'ParentID')];
-    return [ms, r[col(t, 'PodName')], r[col(t, 'SpanID')], r[col(t, 'TraceID')], Number(r[col(t, 'Duration')]) / 1000, 'rpc', '0', r[col(t, 'OperationName')], parent].join(',');
+    return [
+      ms,
+      r[col(t, 'PodName')],
+      r[col(t, 'SpanID')],
+      r[col(t, 'TraceID')],
+      Number(r[col(t, 'Duration')]) / 1000,
+      'rpc',
+      '0',
+      r[col(t, 'OperationName')],
+      parent,
+    ].join(',');
   });
   const m = csv(join(raw, R, 'metric', `${PODS[0]}_metric.csv`), 40);
-  const metricRows = m.rows.flatMap((r) => ['CpuUsage(m)', 'MemoryUsage(Mi)', 'PodServerLatencyP90(s)'].map((k) => [r[col(m, 'TimeStamp')], PODS[0], k, r[col(m, k)]].join(',')));
+  const metricRows = m.rows.flatMap((r) =>
+    ['CpuUsage(m)', 'MemoryUsage(Mi)', 'PodServerLatencyP90(s)'].map((k) => [r[col(m, 'TimeStamp')], PODS[0], k, r[col(m, k)]].join(',')),
+  );
   const faults = Object.values(JSON.parse(faultList) as Record<string, Record<string, string>[]>).flat();
-  const truthRows = faults.map((f) => [Date.parse(`${f.inject_time.replace(' ', 'T')}Z`) / 1000, 'pod', f.inject_pod, f.inject_type].join(','));
+  const truthRows = faults.map((f) =>
+    [Date.parse(`${f.inject_time.replace(' ', 'T')}Z`) / 1000, 'pod', f.inject_pod, f.inject_type].join(','),
+  );
   const aiopsFiles = {
-    'trace/trace_span.csv': ['timestamp,cmdb_id,span_id,trace_id,duration,type,status_code,operation_name,parent_span', ...spanRows].join('\n'),
+    'trace/trace_span.csv': ['timestamp,cmdb_id,span_id,trace_id,duration,type,status_code,operation_name,parent_span', ...spanRows].join(
+      '\n',
+    ),
     'metric/metric_container.csv': ['timestamp,cmdb_id,kpi_name,value', ...metricRows.filter((r) => !r.endsWith(',NaN'))].join('\n'),
     'groundtruth.csv': ['timestamp,level,cmdb_id,failure_type', ...truthRows].join('\n'),
   };
   // Nezha faults last about 3 minutes; the fault-free minute (08:49-08:50) stays outside every window.
-  sources.aiops2022 = { src: write(join(work, 'aiops2022'), aiopsFiles), files: Object.keys(aiopsFiles), settings: { importer: { faultWindowSec: 180 } } };
+  sources.aiops2022 = {
+    src: write(join(work, 'aiops2022'), aiopsFiles),
+    files: Object.keys(aiopsFiles),
+    settings: { importer: { faultWindowSec: 180 } },
+  };
 
   // And as OTLP/JSON: one export per trace, per line of a .jsonl; the first trace also as a pretty .json.
   const byTrace = new Map<string, string[][]>();
   for (const r of t.rows) byTrace.set(r[col(t, 'TraceID')], [...(byTrace.get(r[col(t, 'TraceID')]) ?? []), r]);
   const exportOf = (rows: string[][]) => ({
     resourceSpans: [...new Set(rows.map((r) => r[col(t, 'PodName')]))].map((pod) => ({
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: pod.split('-').slice(0, -2).join('-') } }, { key: 'k8s.pod.name', value: { stringValue: pod } }] },
+      resource: {
+        attributes: [
+          { key: 'service.name', value: { stringValue: pod.split('-').slice(0, -2).join('-') } },
+          { key: 'k8s.pod.name', value: { stringValue: pod } },
+        ],
+      },
       scopeSpans: [
         {
           spans: rows
@@ -109,9 +146,17 @@ export function realRowSources(work: string): { raw: string; sources: Record<'ne
     })),
   });
   const traces = [...byTrace.values()];
-  const labels = faults.map((f) => ({ time: `${f.inject_time.replace(' ', 'T')}Z`, level: 'pod', component: f.inject_pod, type: f.inject_type }));
+  const labels = faults.map((f) => ({
+    time: `${f.inject_time.replace(' ', 'T')}Z`,
+    level: 'pod',
+    component: f.inject_pod,
+    type: f.inject_type,
+  }));
   const otlpFiles = {
-    'traces.jsonl': traces.slice(1).map((r) => JSON.stringify(exportOf(r))).join('\n'),
+    'traces.jsonl': traces
+      .slice(1)
+      .map((r) => JSON.stringify(exportOf(r)))
+      .join('\n'),
     'first.json': JSON.stringify(exportOf(traces[0]), null, 2),
     'labels.json': JSON.stringify(labels, null, 2),
   };

@@ -14,10 +14,14 @@ export interface Tensor {
 export function readSafetensors(file: string): Map<string, Tensor> {
   const buf = readFileSync(file);
   const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] }
+  >;
   const out = new Map<string, Tensor>();
   for (const [name, t] of Object.entries(header)) {
-    if (name !== '__metadata__') out.set(name, { dtype: t.dtype, shape: t.shape, data: buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]) });
+    if (name !== '__metadata__')
+      out.set(name, { dtype: t.dtype, shape: t.shape, data: buf.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]) });
   }
   return out;
 }
@@ -28,7 +32,7 @@ export function tensorValues(t: Tensor): Float64Array {
   if (t.dtype === 'BF16') {
     const f = Buffer.alloc(4);
     return Float64Array.from({ length: t.data.length / 2 }, (_, i) => {
-      f.writeUInt32LE(t.data.readUInt16LE(2 * i) << 16 >>> 0, 0);
+      f.writeUInt32LE((t.data.readUInt16LE(2 * i) << 16) >>> 0, 0);
       return f.readFloatLE(0);
     });
   }

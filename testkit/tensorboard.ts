@@ -15,7 +15,10 @@ const PYTHON = join(VENV, 'bin', 'python');
 export function ensureTensorboard(): string {
   const ok = () => {
     try {
-      return execFileSync(PYTHON, ['-c', 'import tensorboard; print(tensorboard.__version__)'], { encoding: 'utf8' }).trim() === TENSORBOARD_VERSION;
+      return (
+        execFileSync(PYTHON, ['-c', 'import tensorboard; print(tensorboard.__version__)'], { encoding: 'utf8' }).trim() ===
+        TENSORBOARD_VERSION
+      );
     } catch {
       return false;
     }

@@ -69,7 +69,12 @@ export async function ensureWarmModel(preset = 'tiny-cpu'): Promise<string> {
       config.dataset = { ...config.dataset, path: NEZHA_DATASET, max_eval_cases: 1 };
       const stages = config.stages as Record<string, Record<string, unknown>>;
       const priming = stages.priming as { sft: Record<string, unknown> };
-      config.stages = { ...stages, priming: { ...priming, sft: { ...priming.sft, ...SFT }, steps: 0 }, exploration: { enabled: false }, refinement: { enabled: false } };
+      config.stages = {
+        ...stages,
+        priming: { ...priming, sft: { ...priming.sft, ...SFT }, steps: 0 },
+        exploration: { enabled: false },
+        refinement: { enabled: false },
+      };
       const file = join(scratch, 'warm.yaml');
       writeFileSync(file, stringify(config));
       const runDir = join(scratch, 'run');
@@ -78,7 +83,8 @@ export async function ensureWarmModel(preset = 'tiny-cpu'): Promise<string> {
       const tmp = `${out}.tmp-${process.pid}`;
       rmSync(tmp, { recursive: true, force: true });
       mkdirSync(tmp);
-      for (const name of readdirSync(state.checkpoint)) if (!NOT_MODEL.has(name)) cpSync(join(state.checkpoint, name), join(tmp, name), { recursive: true });
+      for (const name of readdirSync(state.checkpoint))
+        if (!NOT_MODEL.has(name)) cpSync(join(state.checkpoint, name), join(tmp, name), { recursive: true });
       rmSync(out, { recursive: true, force: true });
       renameSync(tmp, out);
       writeFileSync(stamp, `${fingerprint}\n`);

@@ -17,6 +17,7 @@ loss = agg(pg) + kl_coef * agg(kl); kl metric = token-mean of the estimator;
 clip_fraction = token-mean of [clipped branch strictly larger]; dual_clip_fraction likewise;
 ratio_mean = token-mean of r.
 """
+
 import json
 import math
 import sys
@@ -44,11 +45,22 @@ VARIANTS: List[Tuple[str, Dict[str, Any]]] = [
     ('kl-k2', {'kl_coef': 0.1, 'kl_estimator': 'k2'}),
     ('kl-k3', {'kl_coef': 0.1, 'kl_estimator': 'k3'}),
     ('kl-k3-seq-mean', {'kl_coef': 0.05, 'kl_estimator': 'k3', 'aggregation': 'seq-mean-token-mean'}),
-    ('kl-k2-dr-grpo', {'kl_coef': 0.2, 'kl_estimator': 'k2', 'aggregation': 'seq-mean-token-sum-norm', 'norm_length': 6}),
+    (
+        'kl-k2-dr-grpo',
+        {'kl_coef': 0.2, 'kl_estimator': 'k2', 'aggregation': 'seq-mean-token-sum-norm', 'norm_length': 6},
+    ),
 ]
 
-DEFAULTS = {'eps_low': 0.2, 'eps_high': 0.2, 'dual_clip': None, 'kl_coef': 0.0, 'kl_estimator': 'k3',
-            'aggregation': 'token-mean', 'ratio_level': 'token', 'norm_length': None}
+DEFAULTS = {
+    'eps_low': 0.2,
+    'eps_high': 0.2,
+    'dual_clip': None,
+    'kl_coef': 0.0,
+    'kl_estimator': 'k3',
+    'aggregation': 'token-mean',
+    'ratio_level': 'token',
+    'norm_length': None,
+}
 
 
 def kl_token(d, estimator):
@@ -121,8 +133,11 @@ def build():
         settings = {**DEFAULTS, **overrides}
         batch = {k: v for k, v in BATCH.items() if k != 'ref' or settings['kl_coef']}
         cases.append({'name': name, 'settings': overrides, 'inputs': batch, 'expected': expected(BATCH, settings)})
-    return {'description': 'GRPO/GSPO loss vectors; regenerate with .cache/venv/bin/python engine/test-vectors/make_grpo_vectors.py',
-            'tolerance': 1e-6, 'cases': cases}
+    return {
+        'description': 'GRPO/GSPO loss vectors; regenerate with .cache/venv/bin/python engine/test-vectors/make_grpo_vectors.py',
+        'tolerance': 1e-6,
+        'cases': cases,
+    }
 
 
 def main():

@@ -1,4 +1,5 @@
 """thinkfl train engine: run as `python -m thinkfl_engine` with PYTHONPATH=engine; see server.py."""
+
 import os
 
 # OpenMP threads that spin while waiting for work stall whole forward passes (0.6-1.9 s instead of

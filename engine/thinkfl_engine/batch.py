@@ -1,4 +1,5 @@
 """Ragged protocol arrays <-> padded tensors, per-sequence sampling temperatures, and micro-batches."""
+
 import math
 from typing import Any, List, Optional, Sequence
 
@@ -19,7 +20,7 @@ def pad(rows: Sequence[Sequence[float]], dtype: torch.dtype, device: torch.devic
     out = torch.full((len(rows), width), value, dtype=dtype)
     for i, r in enumerate(rows):
         if len(r):
-            out[i, :len(r)] = torch.tensor(r, dtype=dtype)
+            out[i, : len(r)] = torch.tensor(r, dtype=dtype)
     return out.to(device)
 
 
@@ -35,8 +36,9 @@ def temperatures(raw: Any, n: int) -> List[float]:
         raise ValueError(f'temperature: {len(values)} values, expected one per sequence ({n})')
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f'temperature[{i}]: need a finite number > 0 (the sampling temperature of the sequence), '
-                             f'got {v!r}')
+            raise ValueError(
+                f'temperature[{i}]: need a finite number > 0 (the sampling temperature of the sequence), got {v!r}'
+            )
     return [float(v) for v in values]
 
 
@@ -50,7 +52,9 @@ def micro_batches(lengths: List[int], size: Optional[int], tokens: Optional[int]
     for i, n in enumerate(lengths):
         longest_with = max(longest, n)
         count = i - start + 1
-        if i > start and ((size and size > 0 and count > size) or (tokens and tokens > 0 and longest_with * count > tokens)):
+        if i > start and (
+            (size and size > 0 and count > size) or (tokens and tokens > 0 and longest_with * count > tokens)
+        ):
             parts.append(range(start, i))
             start, longest_with = i, n
         longest = longest_with

@@ -8,6 +8,7 @@ variables are missing and stop on `No module named 'mpi4py'`. An engine started 
 launcher that is given a DeepSpeed config gets a one-rank group on a free loopback port
 (`single_rank_group`).
 """
+
 import os
 import socket
 from dataclasses import dataclass
@@ -78,8 +79,14 @@ def single_rank_group() -> None:
     """A one-rank process group for DeepSpeed in an engine started without a launcher, set explicitly (no MPI discovery)."""
     if dist.is_initialized():
         return
-    env = {'RANK': '0', 'LOCAL_RANK': '0', 'WORLD_SIZE': '1', 'LOCAL_WORLD_SIZE': '1',
-           'MASTER_ADDR': '127.0.0.1', 'MASTER_PORT': str(free_port())}
+    env = {
+        'RANK': '0',
+        'LOCAL_RANK': '0',
+        'WORLD_SIZE': '1',
+        'LOCAL_WORLD_SIZE': '1',
+        'MASTER_ADDR': '127.0.0.1',
+        'MASTER_PORT': str(free_port()),
+    }
     for k, v in env.items():
         os.environ.setdefault(k, v)
     dist.init_process_group(init_method='env://', timeout=GROUP_TIMEOUT)

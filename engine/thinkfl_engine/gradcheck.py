@@ -5,6 +5,7 @@ with respect to a tiny Llama's final hidden states and output head, through the 
 token_logprobs path the GRPO step uses (a chunk smaller than the batch, so chunking and its
 checkpointing are checked).
 """
+
 from typing import Any, Dict, List
 
 import torch
@@ -59,14 +60,29 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
     for name, raw in VARIANTS.items():
         s = LossSettings.from_json(raw)
         r = ref if s.kl_coef else None
-        results.append(_check(f'loss/{name}', lambda lp, s=s, r=r: grpo_loss(lp, old, r, mask, adv, s, n)['loss'],
-                              (logp0.clone().requires_grad_(True),)))
+        results.append(
+            _check(
+                f'loss/{name}',
+                lambda lp, s=s, r=r: grpo_loss(lp, old, r, mask, adv, s, n)['loss'],
+                (logp0.clone().requires_grad_(True),),
+            )
+        )
 
     # transformers' RMSNorm computes in float32 even for float64 weights, so finite differences through
     # the backbone only see float32 rounding: the check starts at its final hidden states and covers
     # the engine's own part, the chunked output head (a chunk smaller than the batch) and the losses.
-    model = create_tiny_model({'vocab_size': vocab, 'hidden_size': 8, 'num_hidden_layers': 2, 'num_attention_heads': 2,
-                               'num_key_value_heads': 1, 'head_dim': 4, 'intermediate_size': 12}, seed).to(d)
+    model = create_tiny_model(
+        {
+            'vocab_size': vocab,
+            'hidden_size': 8,
+            'num_hidden_layers': 2,
+            'num_attention_heads': 2,
+            'num_key_value_heads': 1,
+            'head_dim': 4,
+            'intermediate_size': 12,
+        },
+        seed,
+    ).to(d)
     with torch.no_grad():
         hidden = model.model(ids).last_hidden_state
     params = (hidden.detach().clone().requires_grad_(True), model.lm_head.weight.detach().clone().requires_grad_(True))
@@ -78,13 +94,19 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
         base = model_logp(*params)
     model_old = base + torch.randn((b, t), generator=g, dtype=d) * 0.1
     model_ref = base + torch.randn((b, t), generator=g, dtype=d) * 0.1
-    model_variants = {'token-mean-dual-clip-k3': {**VARIANTS['dual-clip'], **VARIANTS['kl-k3']},
-                      'gspo-k2': {**VARIANTS['gspo'], **VARIANTS['kl-k2']}}
+    model_variants = {
+        'token-mean-dual-clip-k3': {**VARIANTS['dual-clip'], **VARIANTS['kl-k3']},
+        'gspo-k2': {**VARIANTS['gspo'], **VARIANTS['kl-k2']},
+    }
     for name, raw in model_variants.items():
         s = LossSettings.from_json(raw)
         r = model_ref if s.kl_coef else None
-        results.append(_check(f'model/grpo/{name}',
-                              lambda *ps, s=s, r=r: grpo_loss(model_logp(*ps), model_old, r, mask, adv, s, n)['loss'], params))
+        results.append(
+            _check(
+                f'model/grpo/{name}',
+                lambda *ps, s=s, r=r: grpo_loss(model_logp(*ps), model_old, r, mask, adv, s, n)['loss'],
+                params,
+            )
+        )
     results.append(_check('model/sft', lambda *ps: sft_loss(model_logp(*ps), mask, n), params))
-    return {'ok': all(r['ok'] for r in results), 'checks': results,
-            'model_parameters': sum(p.numel() for p in params)}
+    return {'ok': all(r['ok'] for r in results), 'checks': results, 'model_parameters': sum(p.numel() for p in params)}

@@ -6,6 +6,7 @@ once from the whole batch, so a batch split into micro-batches sums to the same 
 Each knob is documented (meaning, default, equation) in the zod schema of the same names,
 packages/trainer-ctl/src/engine/loss-settings.ts, which protocol.schema.json is generated from.
 """
+
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
@@ -37,6 +38,7 @@ class Normalizers:
     `sequences` counts only rows with at least one generated token: a row without one adds
     nothing to any sum, so it must not dilute a mean either (Dr.GRPO's B included).
     """
+
     tokens: float
     sequences: float
 
@@ -78,8 +80,15 @@ def policy_ratio(logp: torch.Tensor, old: torch.Tensor, mask: torch.Tensor, leve
     return torch.exp(seq).expand_as(logp)
 
 
-def grpo_loss(logp: torch.Tensor, old: torch.Tensor, ref: Optional[torch.Tensor], mask: torch.Tensor,
-              adv: torch.Tensor, s: LossSettings, n: Normalizers) -> Dict[str, torch.Tensor]:
+def grpo_loss(
+    logp: torch.Tensor,
+    old: torch.Tensor,
+    ref: Optional[torch.Tensor],
+    mask: torch.Tensor,
+    adv: torch.Tensor,
+    s: LossSettings,
+    n: Normalizers,
+) -> Dict[str, torch.Tensor]:
     """Loss and metrics; `loss` carries the gradient, the metrics are detached."""
     mask = mask.to(logp.dtype)
     a = adv.to(logp.dtype).unsqueeze(-1)

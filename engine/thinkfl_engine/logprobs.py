@@ -5,6 +5,7 @@ checkpointed, so backward recomputes its logits instead of keeping them. Peak me
 head is a few chunk x vocab float32 buffers, whatever the batch (logits, the softmax cross-entropy
 keeps, their gradient; the entropy adds two): measured bounds are in the engine-logprob-memory test.
 """
+
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -15,8 +16,9 @@ from torch.utils.checkpoint import checkpoint
 DEFAULT_CHUNK = 1024
 
 
-def _chunk(h: torch.Tensor, y: torch.Tensor, head: nn.Module, temperature: Optional[torch.Tensor],
-           entropy: bool) -> torch.Tensor:
+def _chunk(
+    h: torch.Tensor, y: torch.Tensor, head: nn.Module, temperature: Optional[torch.Tensor], entropy: bool
+) -> torch.Tensor:
     # The head is called as a module, so DeepSpeed ZeRO-3 gathers its partitioned weight for each chunk.
     logits = head(h)
     if logits.dtype not in (torch.float32, torch.float64):
@@ -31,9 +33,15 @@ def _chunk(h: torch.Tensor, y: torch.Tensor, head: nn.Module, temperature: Optio
     return torch.stack((logp, -(all_logp.exp() * all_logp).sum(-1)), dim=-1)
 
 
-def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
-                   temperature: Union[float, Sequence[float]] = 1.0, chunk: int = DEFAULT_CHUNK,
-                   entropy: bool = False, needed: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+def token_logprobs(
+    hidden: torch.Tensor,
+    head: nn.Module,
+    ids: torch.Tensor,
+    temperature: Union[float, Sequence[float]] = 1.0,
+    chunk: int = DEFAULT_CHUNK,
+    entropy: bool = False,
+    needed: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """[B, T] log p_T(ids[t] | ids[<t]) under softmax(logits / T) and, when asked, [B, T] entropy of
     that distribution; at least float32.
 
@@ -68,7 +76,7 @@ def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
     grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters()))
     parts = []
     for s in range(0, h.shape[0], chunk):
-        args = (h[s:s + chunk], y[s:s + chunk], head, None if temps is None else temps[s:s + chunk], entropy)
+        args = (h[s : s + chunk], y[s : s + chunk], head, None if temps is None else temps[s : s + chunk], entropy)
         parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
     k = 2 if entropy else 1
     values = torch.cat(parts) if parts else h.new_zeros(0, k, dtype=torch.float32)
@@ -79,8 +87,14 @@ def token_logprobs(hidden: torch.Tensor, head: nn.Module, ids: torch.Tensor,
     return out[..., 0], (out[..., 1] if entropy else None)
 
 
-def model_logprobs(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: Sequence[float], chunk: int, needed: Optional[torch.Tensor] = None) -> torch.Tensor:
+def model_logprobs(
+    model: nn.Module,
+    ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    temperature: Sequence[float],
+    chunk: int,
+    needed: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
     """[B, T] token log-probabilities of a transformers causal LM: its decoder's final hidden states, then its
     head in chunks (at the `needed` positions only, when given; 0 elsewhere)."""
     hidden = model.get_decoder()(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
@@ -101,6 +115,11 @@ class LogprobModel(nn.Module):
         self.model = model
         self.chunk = chunk
 
-    def forward(self, ids: torch.Tensor, attention_mask: torch.Tensor, temperature: List[float],
-                needed: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(
+        self,
+        ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        temperature: List[float],
+        needed: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
         return model_logprobs(self.model, ids, attention_mask, temperature, self.chunk, needed)

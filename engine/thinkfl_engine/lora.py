@@ -3,6 +3,7 @@
 A LoRA checkpoint is PEFT's layout (adapter_config.json + adapter_model.safetensors) beside the
 tokenizer files; adapter_config.json names the base model dir it was trained on.
 """
+
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,9 @@ class LoraSettings:
         unknown = set(raw) - set(LoraSettings.__dataclass_fields__)
         if unknown:
             raise ValueError(f'lora settings: unknown keys {sorted(unknown)}')
-        s = LoraSettings(**{**raw, **({'target_modules': tuple(raw['target_modules'])} if 'target_modules' in raw else {})})
+        s = LoraSettings(
+            **{**raw, **({'target_modules': tuple(raw['target_modules'])} if 'target_modules' in raw else {})}
+        )
         if s.r <= 0 or not 0 <= s.dropout < 1 or not s.target_modules:
             raise ValueError(f'lora settings: need r > 0, 0 <= dropout < 1 and target modules, got {s}')
         if 'lm_head' in s.target_modules:
@@ -40,8 +43,9 @@ class LoraSettings:
 
 def wrap(model: PreTrainedModel, s: LoraSettings) -> PeftModel:
     """Adds fresh adapters (B = 0, so the wrapped model starts equal to the base); only they train."""
-    config = LoraConfig(r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules),
-                        task_type='CAUSAL_LM')
+    config = LoraConfig(
+        r=s.r, lora_alpha=s.alpha, lora_dropout=s.dropout, target_modules=list(s.target_modules), task_type='CAUSAL_LM'
+    )
     return get_peft_model(model, config)
 
 

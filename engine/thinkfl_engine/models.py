@@ -7,6 +7,7 @@ dir; weight files of an earlier save are removed first, so no stale shard or ind
 Those files are read once, when the model is loaded, and written from memory: the dir a policy
 was loaded from may be a checkpoint that retention deletes while the engine lives on.
 """
+
 import copy
 import logging
 from pathlib import Path
@@ -27,9 +28,18 @@ log = logging.getLogger('thinkfl_engine')
 MERGED_DIR = 'merged'
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 # Written by save/export; anything else in a model dir (tokenizer files, chat template) is carried along.
-ENGINE_FILES = ('config.json', 'generation_config.json', 'model*.safetensors', 'model.safetensors.index.json',
-                'pytorch_model*.bin', 'pytorch_model.bin.index.json', 'optimizer.pt', 'adapter_config.json',
-                'adapter_model.safetensors', '*.tmp')
+ENGINE_FILES = (
+    'config.json',
+    'generation_config.json',
+    'model*.safetensors',
+    'model.safetensors.index.json',
+    'pytorch_model*.bin',
+    'pytorch_model.bin.index.json',
+    'optimizer.pt',
+    'adapter_config.json',
+    'adapter_model.safetensors',
+    '*.tmp',
+)
 # The control plane's own record in each checkpoint (how many updates it holds): not the model's.
 RUN_FILES = ('trainer-state.json',)
 
@@ -55,7 +65,11 @@ def attn_implementation(device: torch.device) -> str:
     try:
         import flash_attn  # noqa: F401
     except Exception as e:  # noqa: BLE001 - an ImportError or a broken native extension alike
-        log.info('attention: sdpa (flash_attn does not import: %s: %s)', type(e).__name__, str(e).splitlines()[0] if str(e) else '')
+        log.info(
+            'attention: sdpa (flash_attn does not import: %s: %s)',
+            type(e).__name__,
+            str(e).splitlines()[0] if str(e) else '',
+        )
         return 'sdpa'
     log.info('attention: flash_attention_2 (flash_attn %s)', getattr(flash_attn, '__version__', '?'))
     return 'flash_attention_2'
@@ -64,9 +78,11 @@ def attn_implementation(device: torch.device) -> str:
 def create_tiny(out_dir: Path, config: Dict[str, Any], seed: int) -> int:
     """Writes a random-init tiny model dir (config, generation config, safetensors); returns the parameter count."""
     model = create_tiny_model(config, seed)
-    model.generation_config = GenerationConfig(bos_token_id=model.config.bos_token_id,
-                                               eos_token_id=model.config.eos_token_id,
-                                               pad_token_id=model.config.pad_token_id)
+    model.generation_config = GenerationConfig(
+        bos_token_id=model.config.bos_token_id,
+        eos_token_id=model.config.eos_token_id,
+        pad_token_id=model.config.pad_token_id,
+    )
     save_weights(model, out_dir)
     return sum(p.numel() for p in model.parameters())
 
@@ -85,8 +101,11 @@ def save_weights(model: PreTrainedModel, out_dir: Path, state: Optional[Dict[str
 
 def read_side_files(source: Path) -> Dict[str, bytes]:
     """Tokenizer files and chat template: every plain file of the source dir that the engine does not write."""
-    return {f.name: f.read_bytes() for f in sorted(source.iterdir())
-            if f.is_file() and not is_engine_file(f) and f.name not in RUN_FILES}
+    return {
+        f.name: f.read_bytes()
+        for f in sorted(source.iterdir())
+        if f.is_file() and not is_engine_file(f) and f.name not in RUN_FILES
+    }
 
 
 def write_side_files(files: Dict[str, bytes], out_dir: Path) -> None:
@@ -138,16 +157,23 @@ class PolicyModel:
         return merged
 
 
-def load_model(model_dir: Path, device: torch.device, dtype: torch.dtype, lora: Optional[LoraSettings] = None, gradient_checkpointing: bool = True,
-               attn: Optional[str] = None) -> PolicyModel:
+def load_model(
+    model_dir: Path,
+    device: torch.device,
+    dtype: torch.dtype,
+    lora: Optional[LoraSettings] = None,
+    gradient_checkpointing: bool = True,
+    attn: Optional[str] = None,
+) -> PolicyModel:
     """A model dir, or a LoRA checkpoint (adapter_config.json, no config.json) on top of its base dir."""
     model_dir = model_dir.resolve()
     adapter = (model_dir / ADAPTER_CONFIG).is_file() and not (model_dir / 'config.json').is_file()
     base_dir = adapter_base(model_dir) if adapter else model_dir
     if not (base_dir / 'config.json').is_file():
         raise FileNotFoundError(f'{base_dir / "config.json"}: no config.json in the model dir')
-    module = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=dtype,
-                                                  attn_implementation=attn or attn_implementation(device))
+    module = AutoModelForCausalLM.from_pretrained(
+        str(base_dir), dtype=dtype, attn_implementation=attn or attn_implementation(device)
+    )
     module.config.use_cache = False
     if gradient_checkpointing:
         # Long multi-turn episodes: recompute each block's activations in backward instead of keeping them.

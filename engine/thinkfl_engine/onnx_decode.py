@@ -18,6 +18,7 @@ G, R, T, P and S are dynamic; P and S are at least 1 (a fully masked position is
 The attention is written out here (eager math, float32) for the decoder layout Llama and Qwen2
 share; other architectures have no decode graph and decode on the whole-cache graph instead.
 """
+
 from pathlib import Path
 
 import torch
@@ -112,12 +113,22 @@ def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
     prefix_names = [f'prefix.{i}.{kind}' for i, kind in kinds]
     suffix_names = [f'suffix.{i}.{kind}' for i, kind in kinds]
     new_names = [f'new.{i}.{kind}' for i, kind in kinds]
-    axes = {'input_ids': {0: 'rows', 1: 'new_tokens'}, 'position_ids': {0: 'rows', 1: 'new_tokens'}, 'logits': {0: 'rows'},
-            'prefix_mask': {0: 'groups', 1: 'prefix_length'}, 'suffix_mask': {0: 'rows', 1: 'suffix_length'}}
+    axes = {
+        'input_ids': {0: 'rows', 1: 'new_tokens'},
+        'position_ids': {0: 'rows', 1: 'new_tokens'},
+        'logits': {0: 'rows'},
+        'prefix_mask': {0: 'groups', 1: 'prefix_length'},
+        'suffix_mask': {0: 'rows', 1: 'suffix_length'},
+    }
     axes.update({name: {0: 'groups', 2: 'prefix_length'} for name in prefix_names})
     axes.update({name: {0: 'rows', 2: 'suffix_length'} for name in suffix_names})
     axes.update({name: {0: 'rows', 2: 'new_tokens'} for name in new_names})
     # Shape arithmetic (rows per group) traces as graph ops; the tracer warns about it anyway.
-    return trace_to_onnx(step, (ids, pos, pmask, smask, *prefix, *suffix), out_file,
-                         ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', *prefix_names, *suffix_names],
-                         ['logits', *new_names], axes)
+    return trace_to_onnx(
+        step,
+        (ids, pos, pmask, smask, *prefix, *suffix),
+        out_file,
+        ['input_ids', 'position_ids', 'prefix_mask', 'suffix_mask', *prefix_names, *suffix_names],
+        ['logits', *new_names],
+        axes,
+    )

@@ -6,6 +6,7 @@ present.{i}.key/value [B,kv_heads,P+T,head_dim]. B, T and P are dynamic; P may b
 The exported graph is a float32, eager-attention copy of the saved model dir (for LoRA: the
 merged model), so any architecture transformers loads (Llama, Qwen2, ...) exports the same way.
 """
+
 import warnings
 from pathlib import Path
 
@@ -24,9 +25,16 @@ class _WithCache(nn.Module):
 
     def forward(self, input_ids, attention_mask, position_ids, *flat_past):
         layers = len(flat_past) // 2
-        cache = DynamicCache([(flat_past[2 * i], flat_past[2 * i + 1]) for i in range(layers)], config=self.model.config)
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         past_key_values=cache, use_cache=True)
+        cache = DynamicCache(
+            [(flat_past[2 * i], flat_past[2 * i + 1]) for i in range(layers)], config=self.model.config
+        )
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+        )
         presents = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
         return (out.logits.float(), *presents)
 
@@ -52,26 +60,45 @@ def export_onnx(model: PreTrainedModel, out_file: Path) -> Path:
     pos = (torch.arange(t) + p).unsqueeze(0).expand(b, t).contiguous()
     past_names = [f'past_key_values.{i}.{kind}' for i in range(layers) for kind in ('key', 'value')]
     present_names = [f'present.{i}.{kind}' for i in range(layers) for kind in ('key', 'value')]
-    axes = {'input_ids': {0: 'batch_size', 1: 'sequence_length'},
-            'attention_mask': {0: 'batch_size', 1: 'total_sequence_length'},
-            'position_ids': {0: 'batch_size', 1: 'sequence_length'},
-            'logits': {0: 'batch_size', 1: 'sequence_length'}}
+    axes = {
+        'input_ids': {0: 'batch_size', 1: 'sequence_length'},
+        'attention_mask': {0: 'batch_size', 1: 'total_sequence_length'},
+        'position_ids': {0: 'batch_size', 1: 'sequence_length'},
+        'logits': {0: 'batch_size', 1: 'sequence_length'},
+    }
     axes.update({n: {0: 'batch_size', 2: 'past_sequence_length'} for n in past_names})
     axes.update({n: {0: 'batch_size', 2: 'total_sequence_length'} for n in present_names})
     # The tracer warns about Python branches on shapes (cache emptiness, mask padding); the traced
     # branches are the general ones, which also hold for an empty past (P = 0).
-    return trace_to_onnx(_WithCache(model), (ids, am, pos, *past), out_file,
-                         ['input_ids', 'attention_mask', 'position_ids', *past_names], ['logits', *present_names], axes)
+    return trace_to_onnx(
+        _WithCache(model),
+        (ids, am, pos, *past),
+        out_file,
+        ['input_ids', 'attention_mask', 'position_ids', *past_names],
+        ['logits', *present_names],
+        axes,
+    )
 
 
-def trace_to_onnx(module: nn.Module, args: tuple, out_file: Path, input_names: list, output_names: list, axes: dict) -> Path:
+def trace_to_onnx(
+    module: nn.Module, args: tuple, out_file: Path, input_names: list, output_names: list, axes: dict
+) -> Path:
     """Traces module on args into out_file (written atomically, checked with onnx.checker), tracer warnings off."""
     out_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_file.with_name(out_file.name + '.tmp')
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        torch.onnx.export(module, args, str(tmp), opset_version=OPSET, dynamo=False, input_names=input_names,
-                          output_names=output_names, dynamic_axes=axes, do_constant_folding=True)
+        torch.onnx.export(
+            module,
+            args,
+            str(tmp),
+            opset_version=OPSET,
+            dynamo=False,
+            input_names=input_names,
+            output_names=output_names,
+            dynamic_axes=axes,
+            do_constant_folding=True,
+        )
     # By path: a graph whose weights pass 2 GB (e.g. Qwen2.5-0.5B in float32) has them in external
     # files, and loaded into one proto it could not be serialized for the in-memory check.
     onnx.checker.check_model(str(tmp))

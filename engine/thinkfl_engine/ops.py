@@ -1,4 +1,5 @@
 """The protocol's operations: name -> handler(state, args) -> JSON-able result."""
+
 import platform
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -25,8 +26,12 @@ class State:
 
 
 def info(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
-    return {'python': platform.python_version(), 'torch': torch.__version__,
-            'cuda': torch.cuda.is_available(), 'loaded': state.trainer is not None}
+    return {
+        'python': platform.python_version(),
+        'torch': torch.__version__,
+        'cuda': torch.cuda.is_available(),
+        'loaded': state.trainer is not None,
+    }
 
 
 def create_tiny_op(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
@@ -45,9 +50,12 @@ def logits(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     ids = validate_ids(args['input_ids'])
     with torch.no_grad(), t.model_scope(args.get('model', 'policy')) as m:
         m.eval()
-        out = [t.policy.logits(m, torch.tensor([row], device=t.device), torch.ones(1, len(row), dtype=torch.long,
-                                                                                   device=t.device))[0]
-               for row in ids]
+        out = [
+            t.policy.logits(
+                m, torch.tensor([row], device=t.device), torch.ones(1, len(row), dtype=torch.long, device=t.device)
+            )[0]
+            for row in ids
+        ]
     return {'logits': [x.to('cpu', torch.float64).tolist() for x in out]}
 
 
@@ -65,10 +73,16 @@ def generate(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
         m.eval()
         for row in ids:
             prompt = torch.tensor([row], device=t.device)
-            out = m.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
-                             max_new_tokens=int(args.get('max_new_tokens', 16)), use_cache=True,
-                             return_dict_in_generate=True, output_logits=True)
-            new = out.sequences[0, len(row):]
+            out = m.generate(
+                input_ids=prompt,
+                attention_mask=torch.ones_like(prompt),
+                do_sample=False,
+                max_new_tokens=int(args.get('max_new_tokens', 16)),
+                use_cache=True,
+                return_dict_in_generate=True,
+                output_logits=True,
+            )
+            new = out.sequences[0, len(row) :]
             lp = [torch.log_softmax(step[0].double(), -1)[tok].item() for step, tok in zip(out.logits, new.tolist())]
             tokens.append(new.tolist())
             logprobs.append(lp)
@@ -90,6 +104,7 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     if fmt == 'onnx' and is_main():
         from .onnx_decode import DECODE_FILE, export_decode_onnx
         from .onnx_export import export_onnx, load_for_export
+
         model = load_for_export(model_dir)
         result['onnx'] = str(export_onnx(model, model_dir / 'onnx' / 'model.onnx'))
         decode = export_decode_onnx(model, model_dir / 'onnx' / DECODE_FILE)
@@ -129,14 +144,21 @@ def loss(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     cpu, d = torch.device('cpu'), torch.float64
     mask = pad(args['mask'], d, cpu)
     ref = pad(args['ref'], d, cpu) if args.get('ref') is not None else None
-    out = grpo_loss(pad(args['logp'], d, cpu), pad(args['old'], d, cpu), ref, mask,
-                    torch.tensor(args['advantages'], dtype=d), LossSettings.from_json(args.get('loss')),
-                    Normalizers.of(mask))
+    out = grpo_loss(
+        pad(args['logp'], d, cpu),
+        pad(args['old'], d, cpu),
+        ref,
+        mask,
+        torch.tensor(args['advantages'], dtype=d),
+        LossSettings.from_json(args.get('loss')),
+        Normalizers.of(mask),
+    )
     return {k: float(v) for k, v in out.items()}
 
 
 def gradcheck(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     from .gradcheck import run_gradcheck
+
     return run_gradcheck(int(args.get('seed', 0)))
 
 

@@ -8,6 +8,7 @@ batch. `reset` starts a new optimizer (no moments, step count 0): RL after SFT s
 inherit SFT's Adam moments (grpo.optimizer.reset). The optimizer's tag (which reset it comes
 from) is saved with the checkpoint and restored with it.
 """
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -45,13 +46,15 @@ class OptimSettings:
         return OptimSettings(**raw)
 
     def adamw(self, params: List[nn.Parameter], lr: Optional[float] = None) -> torch.optim.AdamW:
-        return torch.optim.AdamW(params, lr=self.lr if lr is None else lr, betas=self.betas, eps=self.eps,
-                                 weight_decay=self.weight_decay)
+        return torch.optim.AdamW(
+            params, lr=self.lr if lr is None else lr, betas=self.betas, eps=self.eps, weight_decay=self.weight_decay
+        )
 
 
 @dataclass
 class Saved:
     """What a checkpoint records of the optimizer besides its state: the update count and the optimizer's tag."""
+
     step: int
     tag: Optional[str]
 
@@ -104,15 +107,21 @@ class PlainUpdater:
         flat /= self.world
         at = 0
         for p in self.params:
-            p.grad.copy_(flat[at:at + p.numel()].view_as(p))
+            p.grad.copy_(flat[at : at + p.numel()].view_as(p))
             at += p.numel()
 
     def full_gradients(self) -> Dict[str, torch.Tensor]:
         """Each trainable weight's whole gradient (between `reduce` and `step`), for checking data parallelism."""
-        return {n[len(MODEL_PREFIX):]: p.grad.detach().clone() for n, p in self.module.named_parameters() if p.requires_grad}
+        return {
+            n[len(MODEL_PREFIX) :]: p.grad.detach().clone()
+            for n, p in self.module.named_parameters()
+            if p.requires_grad
+        }
 
     def step(self) -> float:
-        norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm if self.max_grad_norm > 0 else float('inf'))
+        norm = torch.nn.utils.clip_grad_norm_(
+            self.params, self.max_grad_norm if self.max_grad_norm > 0 else float('inf')
+        )
         self.optimizer.step()
         return float(norm)
 
@@ -141,14 +150,21 @@ class DeepSpeedUpdater(PlainUpdater):
 
     def __init__(self, module: nn.Module, s: OptimSettings, config: Dict[str, Any]):
         import deepspeed
+
         super().__init__(module, s)
         # One micro-batch per backward as DeepSpeed counts them: the engine splits a request into micro-batches
         # itself and marks the last as the step boundary (`boundary`).
-        cfg = {'gradient_accumulation_steps': 1, 'train_micro_batch_size_per_gpu': 1,
-               'gradient_clipping': s.max_grad_norm, 'zero_allow_untested_optimizer': True, **config}
+        cfg = {
+            'gradient_accumulation_steps': 1,
+            'train_micro_batch_size_per_gpu': 1,
+            'gradient_clipping': s.max_grad_norm,
+            'zero_allow_untested_optimizer': True,
+            **config,
+        }
         single_rank_group()
-        self.engine, self.optimizer, _, _ = deepspeed.initialize(model=module, optimizer=self.optimizer, config=cfg,
-                                                                dist_init_required=False)
+        self.engine, self.optimizer, _, _ = deepspeed.initialize(
+            model=module, optimizer=self.optimizer, config=cfg, dist_init_required=False
+        )
         self.stage = int(cfg.get('zero_optimization', {}).get('stage', 0))
 
     @property
@@ -177,9 +193,13 @@ class DeepSpeedUpdater(PlainUpdater):
 
     def full_gradients(self) -> Dict[str, torch.Tensor]:
         from deepspeed.utils import safe_get_full_grad
+
         # Collective under ZeRO: every rank takes part in assembling each gradient.
-        return {n[len(MODEL_PREFIX):]: safe_get_full_grad(p).detach().float().clone()
-                for n, p in self.module.named_parameters() if p.requires_grad}
+        return {
+            n[len(MODEL_PREFIX) :]: safe_get_full_grad(p).detach().float().clone()
+            for n, p in self.module.named_parameters()
+            if p.requires_grad
+        }
 
     def step(self) -> float:
         self.engine.step()
@@ -191,12 +211,16 @@ class DeepSpeedUpdater(PlainUpdater):
             return None
         # Collective: every rank takes part, rank 0 gets the 16-bit weights (named inside LogprobModel).
         state = self.engine._zero3_consolidated_16bit_state_dict()
-        return None if state is None else {k[len(MODEL_PREFIX):]: v for k, v in state.items()}
+        return None if state is None else {k[len(MODEL_PREFIX) :]: v for k, v in state.items()}
 
     def save(self, out_dir: Path, saved: Saved) -> None:
         # Frozen weights (a LoRA run's base) are the model dir's own: a checkpoint of them would be GBs per save.
-        self.engine.save_checkpoint(str(out_dir / DEEPSPEED_DIR), tag='engine',
-                                    client_state={'step': saved.step, 'tag': saved.tag}, exclude_frozen_parameters=True)
+        self.engine.save_checkpoint(
+            str(out_dir / DEEPSPEED_DIR),
+            tag='engine',
+            client_state={'step': saved.step, 'tag': saved.tag},
+            exclude_frozen_parameters=True,
+        )
 
     def load(self, model_dir: Path) -> Optional[Saved]:
         if not (model_dir / DEEPSPEED_DIR).is_dir():

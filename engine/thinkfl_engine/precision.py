@@ -11,6 +11,7 @@ the torch version, the thread count and the model's shape, so that every (re)sta
 that machine takes the same decision, and a loaded machine pays for the timing once. On CUDA
 `auto` is bfloat16 where the GPU supports it.
 """
+
 import hashlib
 import json
 import logging
@@ -38,12 +39,16 @@ def cpu_identity() -> Dict[str, Any]:
     for line in text.splitlines():
         k, _, v = line.partition(':')
         field.setdefault(k.strip(), v.strip())
-    return {'cpu_model': field.get('model name') or platform.processor() or platform.machine(),
-            'cpu_flags': sorted(field.get('flags', '').split()), 'torch': torch.__version__}
+    return {
+        'cpu_model': field.get('model name') or platform.processor() or platform.machine(),
+        'cpu_flags': sorted(field.get('flags', '').split()),
+        'torch': torch.__version__,
+    }
 
 
-def measure(step: Callable[[torch.dtype], None], reps: int,
-            clock: Callable[[], float] = time.perf_counter) -> Dict[str, float]:
+def measure(
+    step: Callable[[torch.dtype], None], reps: int, clock: Callable[[], float] = time.perf_counter
+) -> Dict[str, float]:
     """The fastest of `reps` calls of step(dtype) per candidate in milliseconds, after one warm-up call each.
 
     The candidates alternate, so that a change of machine load hits both alike; the minimum, because
@@ -74,7 +79,9 @@ class AutocastProbe:
     step: one training pass of the loaded model at a compute dtype.
     """
 
-    def __init__(self, cache_dir: Optional[Path], shape: Dict[str, Any], step: Callable[[torch.dtype], None], reps: int):
+    def __init__(
+        self, cache_dir: Optional[Path], shape: Dict[str, Any], step: Callable[[torch.dtype], None], reps: int
+    ):
         self.cache_dir = cache_dir
         # As it reads back from the cache file (tuples become lists), so that the two compare equal.
         self.key = json.loads(json.dumps({**cpu_identity(), 'shape': shape, 'reps': reps}))
@@ -106,8 +113,17 @@ class AutocastProbe:
             return
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f'.{f.name}.{os.getpid()}')
-        tmp.write_text(json.dumps({'key': self.key, 'ms': ms, 'choice': str(decide(ms)).replace('torch.', ''),
-                                   'measured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, indent=1))
+        tmp.write_text(
+            json.dumps(
+                {
+                    'key': self.key,
+                    'ms': ms,
+                    'choice': str(decide(ms)).replace('torch.', ''),
+                    'measured_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                },
+                indent=1,
+            )
+        )
         os.replace(tmp, f)
 
     def resolve(self) -> Tuple[torch.dtype, str]:
@@ -119,12 +135,15 @@ class AutocastProbe:
             source = f'measured now{f", cached in {self.file()}" if self.file() else ""}'
         dtype = decide(ms)
         name = str(dtype).replace('torch.', '')
-        return dtype, (f'{name}: auto, the faster training pass on this CPU ({self.key["cpu_model"]}): '
-                       f'float32 {ms["float32"]:.1f} ms, bfloat16 {ms["bfloat16"]:.1f} ms ({source})')
+        return dtype, (
+            f'{name}: auto, the faster training pass on this CPU ({self.key["cpu_model"]}): '
+            f'float32 {ms["float32"]:.1f} ms, bfloat16 {ms["bfloat16"]:.1f} ms ({source})'
+        )
 
 
-def resolve_compute(name: str, device: torch.device,
-                    probe: Optional[Callable[[], AutocastProbe]] = None) -> Tuple[torch.dtype, str]:
+def resolve_compute(
+    name: str, device: torch.device, probe: Optional[Callable[[], AutocastProbe]] = None
+) -> Tuple[torch.dtype, str]:
     """The compute dtype for a requested name ('auto' or a dtype) and why it was chosen.
 
     probe: makes the CPU measurement `auto` decides by (None: no model to time, float32)."""

@@ -6,6 +6,7 @@ read one contract: an op's args are checked here before its handler runs, and a 
 side adds without the other is refused. Checks between values (lengths, the vocabulary) stay
 with the handlers. THINKFL_ENGINE_CHECK_REPLIES=1 checks every reply too (tests).
 """
+
 import json
 import os
 from pathlib import Path
@@ -16,8 +17,9 @@ from jsonschema import Draft202012Validator, ValidationError
 SCHEMA_FILE = Path(__file__).with_name('protocol.schema.json')
 _SCHEMA: Dict[str, Any] = json.loads(SCHEMA_FILE.read_text())
 OP_NAMES = sorted(_SCHEMA['ops'])
-_VALIDATORS = {(op, part): Draft202012Validator(spec[part]) for op, spec in _SCHEMA['ops'].items()
-               for part in ('args', 'result')}
+_VALIDATORS = {
+    (op, part): Draft202012Validator(spec[part]) for op, spec in _SCHEMA['ops'].items() for part in ('args', 'result')
+}
 CHECK_REPLIES = os.environ.get('THINKFL_ENGINE_CHECK_REPLIES') == '1'
 
 

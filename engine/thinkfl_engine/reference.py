@@ -4,6 +4,7 @@ Full models keep a frozen copy of the weights. LoRA keeps a copy of the adapter 
 swaps it into the live adapter for the reference forward, so the base is never held twice; taken
 right after wrapping (B = 0), that reference is the base model with its adapters disabled.
 """
+
 import contextlib
 import copy
 from pathlib import Path
@@ -40,8 +41,10 @@ class Reference:
         if self.policy.lora:
             self._adapter = {n: p.detach().clone() for n, p in _trainable(self.policy.module).items()}
         elif self.partitioned:
-            raise ValueError('set_reference: DeepSpeed ZeRO-3 full fine-tuning keeps no whole copy of the policy; '
-                             'use LoRA (the reference is an adapter copy), ZeRO-2, or pass ref log-probabilities')
+            raise ValueError(
+                'set_reference: DeepSpeed ZeRO-3 full fine-tuning keeps no whole copy of the policy; '
+                'use LoRA (the reference is an adapter copy), ZeRO-2, or pass ref log-probabilities'
+            )
         else:
             self._frozen = copy.deepcopy(self.policy.module).eval().requires_grad_(False)
         self.tag = tag
@@ -87,8 +90,10 @@ class Reference:
             return
         state = torch.load(path, map_location='cpu')
         if bool(state.get('lora')) != self.policy.lora:
-            raise ValueError(f'{path}: saved for a {"LoRA" if state.get("lora") else "full"} policy, '
-                             f'but the loaded policy is {"LoRA" if self.policy.lora else "full"}')
+            raise ValueError(
+                f'{path}: saved for a {"LoRA" if state.get("lora") else "full"} policy, '
+                f'but the loaded policy is {"LoRA" if self.policy.lora else "full"}'
+            )
         self.take(str(state['tag']))
         if self._adapter is not None:
             missing = set(self._adapter) ^ set(state['weights'])

@@ -9,6 +9,7 @@ A collective that fails because a rank is gone (its process, its node, the netwo
 that can run no other: the request gets {ok: false, fatal: true, error} naming that, and the
 engine exits; the train worker decides what follows.
 """
+
 import json
 import logging
 import math
@@ -47,8 +48,13 @@ class PeerLost(Exception):
 
 def _collective_failure(e: BaseException) -> bool:
     # gloo reports a peer that went away as a RuntimeError naming itself; NCCL and the c10d store as DistError.
-    return isinstance(e, dist.DistError) or (isinstance(e, RuntimeError) and any(
-        k in str(e) for k in ('Connection closed by peer', 'Connection reset by peer', 'Broken pipe', 'gloo', 'NCCL')))
+    return isinstance(e, dist.DistError) or (
+        isinstance(e, RuntimeError)
+        and any(
+            k in str(e)
+            for k in ('Connection closed by peer', 'Connection reset by peer', 'Broken pipe', 'gloo', 'NCCL')
+        )
+    )
 
 
 def _requests(ranks: Optional[Ranks]) -> Iterator[Optional[str]]:
@@ -84,8 +90,11 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     ranks = Ranks.from_env()
-    logging.basicConfig(stream=sys.stderr, level=os.environ.get('THINKFL_ENGINE_LOG', 'INFO'),
-                        format=f'[engine{"" if ranks is None else f" rank {ranks.rank}"}] %(levelname)s %(message)s')
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get('THINKFL_ENGINE_LOG', 'INFO'),
+        format=f'[engine{"" if ranks is None else f" rank {ranks.rank}"}] %(levelname)s %(message)s',
+    )
     # Per-file progress bars of transformers' loading and saving would flood the logs.
     transformers.utils.logging.disable_progress_bar()
     main_rank = ranks is None or ranks.main
@@ -99,8 +108,10 @@ def main() -> None:
 
     def lost(rid: Any, op: Any, e: BaseException) -> None:
         """A world with a rank gone cannot run another collective: say so once, then exit."""
-        msg = (f'{op or "request"}: lost a peer of the {ranks.world if ranks else 1}-process engine (a rank, or its node, is gone or '
-               f'unreachable): {e}')
+        msg = (
+            f'{op or "request"}: lost a peer of the {ranks.world if ranks else 1}-process engine (a rank, or its node, is gone or '
+            f'unreachable): {e}'
+        )
         log.error(msg)
         respond({'id': rid, 'ok': False, 'fatal': True, 'error': msg})
         out.flush()

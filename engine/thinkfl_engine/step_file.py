@@ -8,6 +8,7 @@ header and of each block, in file order. The file is checked against the referen
 job carries, then memory-mapped with numpy (no JSON of the data; a row is read when used), so a
 torn or replaced file is refused before any of it is used.
 """
+
 import hashlib
 import json
 import re
@@ -85,13 +86,15 @@ class TokenBatch:
         except OSError as e:
             raise StepFileError(f'{path}: cannot read ({e})') from e
         if sha != ref['sha256'] or size != int(ref['bytes']):
-            raise StepFileError(f"{path}: {size} bytes with sha256 {sha}; the job says {ref['bytes']} bytes with "
-                                f"sha256 {ref['sha256']} (torn or replaced file)")
+            raise StepFileError(
+                f'{path}: {size} bytes with sha256 {sha}; the job says {ref["bytes"]} bytes with '
+                f'sha256 {ref["sha256"]} (torn or replaced file)'
+            )
         self.path, self.sha256, self.bytes = path, sha, size
         n, _, header = _read_header(path)
         meta = header.get('__metadata__') or {}
         if meta.get('format') != FORMAT:
-            raise StepFileError(f"{path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+            raise StepFileError(f'{path}: format {meta.get("format")!r}, expected {FORMAT!r}')
 
         def mapped(t: Dict[str, Any]) -> np.ndarray:
             start, end = t['data_offsets']
@@ -100,18 +103,20 @@ class TokenBatch:
                 return np.zeros(0, _DTYPES[t['dtype']])
             return np.memmap(path, dtype=_DTYPES[t['dtype']], mode='r', offset=8 + n + start, shape=(count,))
 
-        self.blocks: List[Dict[str, np.ndarray]] = [{c: mapped(t) for c, t in cols.items()}
-                                                    for cols in _blocks(header).values()]
+        self.blocks: List[Dict[str, np.ndarray]] = [
+            {c: mapped(t) for c, t in cols.items()} for cols in _blocks(header).values()
+        ]
         # Global row i -> (block, row within the block).
-        self.index: List[Tuple[int, int]] = [(k, i) for k, b in enumerate(self.blocks)
-                                             for i in range(len(b['offsets']) - 1)]
+        self.index: List[Tuple[int, int]] = [
+            (k, i) for k, b in enumerate(self.blocks) for i in range(len(b['offsets']) - 1)
+        ]
         self.rows = len(self.index)
         self.tokens = sum(len(b['ids']) for b in self.blocks)
 
     def span(self, row_range: Optional[List[int]]) -> range:
         lo, hi = (0, self.rows) if row_range is None else (int(row_range[0]), int(row_range[1]))
         if not 0 <= lo < hi <= self.rows:
-            raise StepFileError(f'{self.path}: rows [{lo}, {hi}) outside the file\'s {self.rows} rows')
+            raise StepFileError(f"{self.path}: rows [{lo}, {hi}) outside the file's {self.rows} rows")
         return range(lo, hi)
 
     def has(self, name: str) -> bool:
@@ -120,7 +125,7 @@ class TokenBatch:
     def row(self, name: str, i: int) -> np.ndarray:
         k, j = self.index[i]
         b = self.blocks[k]
-        return b[name][int(b['offsets'][j]):int(b['offsets'][j + 1])]
+        return b[name][int(b['offsets'][j]) : int(b['offsets'][j + 1])]
 
     def advantage(self, i: int) -> float:
         k, j = self.index[i]
@@ -130,7 +135,7 @@ class TokenBatch:
         """Aligned chunks of token columns, block by block (memory stays bounded)."""
         for b in self.blocks:
             for start in range(0, len(b[names[0]]), step):
-                yield tuple(b[c][start:start + step] for c in names)
+                yield tuple(b[c][start : start + step] for c in names)
 
 
 def step_args(args: Dict[str, Any]) -> Dict[str, Any]:
@@ -154,14 +159,18 @@ def batch_stats(ref: Dict[str, Any]) -> Dict[str, Any]:
     """Checks a token-batch file and sums its columns in bounded chunks (the data path, no training)."""
     b = TokenBatch(ref)
     out: Dict[str, Any] = {
-        'sha256': b.sha256, 'bytes': b.bytes, 'rows': b.rows, 'tokens': b.tokens,
+        'sha256': b.sha256,
+        'bytes': b.bytes,
+        'rows': b.rows,
+        'tokens': b.tokens,
         'ids_sum': sum(int(ids.sum(dtype=np.int64)) for (ids,) in b.chunks('ids')),
         'masked_tokens': sum(int(m.sum(dtype=np.int64)) for (m,) in b.chunks('mask')),
         'max_row_tokens': max(int(np.diff(blk['offsets']).max()) for blk in b.blocks),
     }
     if b.has('logprobs'):
-        out['masked_logprob_sum'] = sum(float(np.dot(lp.astype(np.float64), m.astype(np.float64)))
-                                        for lp, m in b.chunks('logprobs', 'mask'))
+        out['masked_logprob_sum'] = sum(
+            float(np.dot(lp.astype(np.float64), m.astype(np.float64))) for lp, m in b.chunks('logprobs', 'mask')
+        )
     if b.has('advantages'):
         out['advantage_sum'] = float(sum(np.asarray(blk['advantages'], dtype=np.float64).sum() for blk in b.blocks))
     return out

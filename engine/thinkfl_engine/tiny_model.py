@@ -4,6 +4,7 @@ What made the prototype learn carries over to these weights (shared notes/tiny-m
 attention value and output projections start near the identity, token embeddings have std
 ~0.3. `embedding_std` is an init setting only; it is not written to config.json.
 """
+
 import math
 from typing import Any, Dict
 
@@ -53,8 +54,8 @@ def init_copy_friendly(model: PreTrainedModel, seed: int, embedding_std: float) 
     normal(model.get_input_embeddings().weight, embedding_std)
     for layer in model.model.layers:
         a = layer.self_attn
-        normal(a.q_proj.weight, c.hidden_size ** -0.5)
-        normal(a.k_proj.weight, c.hidden_size ** -0.5)
+        normal(a.q_proj.weight, c.hidden_size**-0.5)
+        normal(a.k_proj.weight, c.hidden_size**-0.5)
         near_identity(a.v_proj.weight)
         near_identity(a.o_proj.weight)
         for proj in (a.q_proj, a.k_proj, a.v_proj, a.o_proj):

@@ -5,6 +5,7 @@ inline_container.cc] . unexpected pos N vs M", which names neither the cause nor
 train worker can only tell a full or read-only disk (stop the run, resume once fixed) from a bug
 by the errno. So the bytes go through a Python file whose write error is kept and raised instead.
 """
+
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
 

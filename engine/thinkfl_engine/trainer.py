@@ -11,6 +11,7 @@ Missing old log-probabilities mean on-policy data (old = current policy, detache
 reference log-probabilities come from the reference policy taken by `set_reference` (e.g. at the
 start of GRPO), saved with every checkpoint and restored on resume (reference.py).
 """
+
 import contextlib
 import json
 import logging
@@ -36,8 +37,16 @@ log = logging.getLogger('thinkfl_engine')
 PROBE_TOKENS = 1024
 PROBE_REPS = 5
 # The model config fields that set the cost of a pass (with LoRA, checkpointing, threads and probe length).
-SHAPE_KEYS = ('model_type', 'vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads',
-              'num_key_value_heads', 'head_dim', 'intermediate_size')
+SHAPE_KEYS = (
+    'model_type',
+    'vocab_size',
+    'hidden_size',
+    'num_hidden_layers',
+    'num_attention_heads',
+    'num_key_value_heads',
+    'head_dim',
+    'intermediate_size',
+)
 
 
 class Trainer:
@@ -57,7 +66,9 @@ class Trainer:
         self.master = torch.float32 if measured else master_dtype(compute)
         lora = LoraSettings.from_json(args.get('lora'))
         checkpointing = bool(args.get('gradient_checkpointing', True))
-        self.policy = load_model(self.model_dir, self.device, self.master, lora=lora, gradient_checkpointing=checkpointing)
+        self.policy = load_model(
+            self.model_dir, self.device, self.master, lora=lora, gradient_checkpointing=checkpointing
+        )
         self.vocab_size = self.policy.module.get_input_embeddings().num_embeddings
         self.chunk = int(args.get('logprob_chunk', DEFAULT_CHUNK))
         if measured:
@@ -65,8 +76,11 @@ class Trainer:
             compute, self.precision_reason = self._measured_auto(args, lora, checkpointing)
         self.autocast = None if compute == self.master else compute
         log.info('compute precision %s; %d threads', self.precision_reason, self.threads)
-        self.updater = make_updater(LogprobModel(self.policy.module, self.chunk),
-                                    OptimSettings.from_json(args.get('optimizer')), args.get('deepspeed'))
+        self.updater = make_updater(
+            LogprobModel(self.policy.module, self.chunk),
+            OptimSettings.from_json(args.get('optimizer')),
+            args.get('deepspeed'),
+        )
         self.reference = Reference(self.policy, self.updater.partitioned)
         self.step = 0
         # Which reset the optimizer's state dates from (reset_optimizer); None: from the load, as for SFT.
@@ -92,8 +106,12 @@ class Trainer:
             raise ValueError(f'autocast_probe: tokens must be >= 2, got {tokens}')
         config = self.policy.module.config.to_dict()
         shape = {k: config.get(k) for k in SHAPE_KEYS}
-        shape.update(lora=None if lora is None else vars(lora), gradient_checkpointing=checkpointing,
-                     threads=self.threads, tokens=tokens)
+        shape.update(
+            lora=None if lora is None else vars(lora),
+            gradient_checkpointing=checkpointing,
+            threads=self.threads,
+            tokens=tokens,
+        )
         cache = args.get('autocast_cache')
         dtype, reason = AutocastProbe(Path(cache) if cache else None, shape, self._probe_step(tokens), reps).resolve()
         if self.ranks is not None:
@@ -108,7 +126,7 @@ class Trainer:
         ids = torch.tensor([[(t * 7919) % self.vocab_size for t in range(tokens)]], device=self.device)
         am = torch.ones_like(ids)
         needed = torch.zeros_like(ids, dtype=torch.bool)
-        needed[:, -max(1, tokens // 16):] = True
+        needed[:, -max(1, tokens // 16) :] = True
 
         def step(dtype: torch.dtype) -> None:
             rng, was_training = torch.get_rng_state(), module.training
@@ -121,6 +139,7 @@ class Trainer:
                 module.zero_grad(set_to_none=True)
                 module.train(was_training)
                 torch.set_rng_state(rng)
+
         return step
 
     def describe(self) -> Dict[str, Any]:
@@ -128,11 +147,20 @@ class Trainer:
         sizes = [(getattr(p, 'ds_numel', p.numel()), p.requires_grad) for p in self.policy.module.parameters()]
         params = sum(n for n, _ in sizes)
         trainable = sum(n for n, grad in sizes if grad)
-        return {'kind': self.policy.kind, 'parameters': params, 'trainable_parameters': trainable,
-                'lora': self.policy.lora, 'device': str(self.device), 'step': self.step,
-                'compute_dtype': str(self.autocast or self.master).replace('torch.', ''),
-                'precision': self.precision_reason, 'threads': self.threads, 'reference': self.reference.tag,
-                'optimizer': self.optimizer_tag, 'ranks': self.world}
+        return {
+            'kind': self.policy.kind,
+            'parameters': params,
+            'trainable_parameters': trainable,
+            'lora': self.policy.lora,
+            'device': str(self.device),
+            'step': self.step,
+            'compute_dtype': str(self.autocast or self.master).replace('torch.', ''),
+            'precision': self.precision_reason,
+            'threads': self.threads,
+            'reference': self.reference.tag,
+            'optimizer': self.optimizer_tag,
+            'ranks': self.world,
+        }
 
     def set_reference(self, args: Dict[str, Any]) -> Dict[str, Any]:
         """Freezes the current policy as the KL reference, named by `tag` (e.g. the stage it was taken at)."""
@@ -160,21 +188,25 @@ class Trainer:
             raise ValueError(f'input_ids: token id {top} is outside the model vocabulary ({self.vocab_size})')
         lengths = [len(r) for r in ids]
         t = pad(ids, torch.long, self.device)
-        am = (torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]).long()
+        am = (
+            torch.arange(t.shape[1], device=self.device)[None] < torch.tensor(lengths, device=self.device)[:, None]
+        ).long()
         return t, am
 
     def _needed(self, mask: Optional[List[List[int]]]) -> Optional[torch.Tensor]:
         return None if mask is None else pad(mask, torch.bool, self.device)
 
-    def _forward(self, module, ids: List[List[int]], temperature: List[float],
-                 mask: Optional[List[List[int]]] = None) -> torch.Tensor:
+    def _forward(
+        self, module, ids: List[List[int]], temperature: List[float], mask: Optional[List[List[int]]] = None
+    ) -> torch.Tensor:
         """No-grad log-probabilities of the policy or the reference (where `mask` is 1 only, when given)."""
         t, am = self._inputs(ids)
         with self._amp():
             return model_logprobs(module, t, am, temperature, self.chunk, self._needed(mask))
 
-    def _train_forward(self, ids: List[List[int]], temperature: List[float],
-                       mask: Optional[List[List[int]]] = None) -> torch.Tensor:
+    def _train_forward(
+        self, ids: List[List[int]], temperature: List[float], mask: Optional[List[List[int]]] = None
+    ) -> torch.Tensor:
         """The policy's log-probabilities through the updater (DeepSpeed's engine forward under ZeRO), where
         `mask` is 1 only when given: a loss masks every other position, so its gradient there is 0 anyway."""
         t, am = self._inputs(ids)
@@ -187,12 +219,18 @@ class Trainer:
         plan = self._plan(ids, args)
         mine = self._no_grad_logprobs(args.get('model', 'policy'), ids, temps, plan)
         rows: Dict[int, List[float]] = {}
-        for part in (self.ranks.gather(mine) if self.ranks else [mine]):
+        for part in self.ranks.gather(mine) if self.ranks else [mine]:
             rows.update(part)
         return {'logprobs': [rows[i] for i in range(len(ids))]}
 
-    def _no_grad_logprobs(self, model: str, ids: List[List[int]], temps: List[float],
-                          plan: List[Optional[range]], mask: Optional[List[List[int]]] = None) -> Dict[int, List[float]]:
+    def _no_grad_logprobs(
+        self,
+        model: str,
+        ids: List[List[int]],
+        temps: List[float],
+        plan: List[Optional[range]],
+        mask: Optional[List[List[int]]] = None,
+    ) -> Dict[int, List[float]]:
         """Log-probabilities of the rows of this rank's micro-batches, by row index (0 where `mask`, when given, is 0)."""
         out: Dict[int, List[float]] = {}
         with torch.no_grad(), self.model_scope(model) as module:
@@ -223,15 +261,24 @@ class Trainer:
         costs = [len(r) * max(len(ids[i]) for i in r) for r in parts]
         share = share_of_rank(costs, self.world, self.ranks.rank)
         real = [k for k in share if k is not None]
-        log.info('rank %d of %d: micro-batches %s of %d (%d of %d padded tokens)', self.ranks.rank, self.world, real,
-                 len(parts), sum(costs[k] for k in real), sum(costs))
+        log.info(
+            'rank %d of %d: micro-batches %s of %d (%d of %d padded tokens)',
+            self.ranks.rank,
+            self.world,
+            real,
+            len(parts),
+            sum(costs[k] for k in real),
+            sum(costs),
+        )
         return [None if k is None else parts[k] for k in share]
 
     def sft_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
         ids = validate_ids(args['input_ids'])
         mask = validate_mask(args['mask'], ids)
         norm = Normalizers.of(pad(mask, torch.float32, torch.device('cpu')))
-        totals = self._accumulate(ids, args, self._plan(ids, args), lambda r, lp, m: {'loss': sft_loss(lp, m, norm)}, mask)
+        totals = self._accumulate(
+            ids, args, self._plan(ids, args), lambda r, lp, m: {'loss': sft_loss(lp, m, norm)}, mask
+        )
         return {**totals, 'tokens': int(sum(map(sum, mask)))}
 
     def grpo_step(self, args: Dict[str, Any]) -> Dict[str, Any]:
@@ -267,8 +314,9 @@ class Trainer:
     def _given(self, rows, r: range) -> torch.Tensor:
         return pad([rows[i] for i in r], torch.float32, self.device)
 
-    def _accumulate(self, ids, args, plan: List[Optional[range]], loss_of, mask,
-                    temps: Optional[List[float]] = None) -> Dict[str, Any]:
+    def _accumulate(
+        self, ids, args, plan: List[Optional[range]], loss_of, mask, temps: Optional[List[float]] = None
+    ) -> Dict[str, Any]:
         """One optimizer step over this rank's micro-batches; metrics are sums of whole-batch-normalised parts over all ranks."""
         if args.get('lr') is not None:
             self.updater.set_lr(float(args['lr']))
@@ -281,7 +329,9 @@ class Trainer:
                 # A pass with no weight, so that this rank joins the others' collectives (share_of_rank).
                 self.updater.backward(self._train_forward([ids[0][:2]], [1.0]).sum() * 0.0)
                 continue
-            logp = self._train_forward([ids[i] for i in r], [temps[i] if temps else 1.0 for i in r], [mask[i] for i in r])
+            logp = self._train_forward(
+                [ids[i] for i in r], [temps[i] if temps else 1.0 for i in r], [mask[i] for i in r]
+            )
             m = pad([mask[i] for i in r], torch.float32, self.device)
             out = loss_of(r, logp, m)
             # The ranks' gradients are averaged: scaled by their number, they add up to the whole batch's.
@@ -307,7 +357,12 @@ class Trainer:
         self.updater.save(out_dir, Saved(self.step, self.optimizer_tag))
         if is_main():
             self.reference.save(out_dir)
-        return {'dir': str(out_dir), 'step': self.step, 'reference': self.reference.tag, 'optimizer': self.optimizer_tag}
+        return {
+            'dir': str(out_dir),
+            'step': self.step,
+            'reference': self.reference.tag,
+            'optimizer': self.optimizer_tag,
+        }
 
     def write_model(self, out_dir: Path, merged: bool) -> Path:
         """The model dir (rank 0 writes; under ZeRO-3 every rank helps gather the weights first).

@@ -39,7 +39,11 @@ import { connectRedis, GroupStore, type Trajectory } from '../../packages/traine
 import { startEmbeddedRedis } from '../../packages/trainer-ctl/src/redis/embedded';
 
 const { values } = parseArgs({
-  options: { config: { type: 'string', default: 'configs/tiny-cpu.yaml' }, model: { type: 'string' }, steps: { type: 'string', default: '4' } },
+  options: {
+    config: { type: 'string', default: 'configs/tiny-cpu.yaml' },
+    model: { type: 'string' },
+    steps: { type: 'string', default: '4' },
+  },
 });
 const steps = Math.max(2, Number(values.steps));
 const runDir = mkdtempSync(join(tmpdir(), 'bench-control-plane-'));
@@ -91,7 +95,10 @@ interface Split {
 
 /** `startedMs`: when the step began (Date.now()), to place the first episode's start. */
 function split(r: StepRecord, trajectories: Trajectory[], startedMs: number): Split {
-  const intervals = trajectories.map((t): [number, number] => [t.episode.timing.startedAt, t.episode.timing.startedAt + t.episode.timing.wallMs]);
+  const intervals = trajectories.map((t): [number, number] => [
+    t.episode.timing.startedAt,
+    t.episode.timing.startedAt + t.episode.timing.wallMs,
+  ]);
   const generation = unionMs(intervals);
   // The engine step and the policy export (the train worker's metrics).
   const update = Number(r.train.train_ms ?? 0) + Number(r.train.export_ms ?? 0);

@@ -17,7 +17,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
-import { decodeGraphPath, loadDecodeGraph, loadOnnxCausalLM, locateOnnx, readModelConfig } from '../../packages/rollout/src/backends/onnx/model';
+import {
+  decodeGraphPath,
+  loadDecodeGraph,
+  loadOnnxCausalLM,
+  locateOnnx,
+  readModelConfig,
+} from '../../packages/rollout/src/backends/onnx/model';
 import { ensureNezhaDataset, REPO_ROOT } from '../../testkit/nezha';
 
 const { values } = parseArgs({
@@ -40,7 +46,11 @@ const GENERATED = 16;
 let modelDir = values.model;
 if (!modelDir) {
   modelDir = join(mkdtempSync(join(tmpdir(), 'bench-decode-')), 'tiny');
-  execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', await ensureNezhaDataset(), '--out', modelDir], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', await ensureNezhaDataset(), '--out', modelDir],
+    { stdio: 'inherit' },
+  );
 }
 const config = readModelConfig(modelDir);
 const { onnxPath } = locateOnnx(modelDir);
@@ -50,7 +60,12 @@ if (model.cache.length === 0) throw new Error(`${modelDir}: the export has no KV
 const decodePath = decodeGraphPath(onnxPath);
 const decode = decodePath ? await loadDecodeGraph(decodePath, config, { threads }) : undefined;
 
-const int64 = (v: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(v, (x) => BigInt(x)), dims);
+const int64 = (v: number[], dims: number[]) =>
+  new ort.Tensor(
+    'int64',
+    BigInt64Array.from(v, (x) => BigInt(x)),
+    dims,
+  );
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const noise = (size: number) => Float32Array.from({ length: size }, (_, i) => Math.sin(i) * 0.1);
 const eos = config.eosIds[0] ?? 1;
@@ -73,7 +88,13 @@ function modelGraphMs(rows: number, context: number): Promise<number> {
     attention_mask: int64(Array(rows * (context + 1)).fill(1), [rows, context + 1]),
   };
   if (model.hasPositionIds) feeds.position_ids = int64(Array(rows).fill(context), [rows, 1]);
-  for (const c of model.cache) feeds[c.input] = new ort.Tensor('float32', noise(rows * model.kvHeads * context * model.headDim), [rows, model.kvHeads, context, model.headDim]);
+  for (const c of model.cache)
+    feeds[c.input] = new ort.Tensor('float32', noise(rows * model.kvHeads * context * model.headDim), [
+      rows,
+      model.kvHeads,
+      context,
+      model.headDim,
+    ]);
   return timeRun(model.session, feeds, model.session.outputNames);
 }
 
@@ -90,8 +111,15 @@ function decodeGraphMs(groups: number, perGroup: number, context: number): Promi
     prefix_mask: new ort.Tensor('float32', new Float32Array(groups * context), [groups, context]),
     suffix_mask: new ort.Tensor('float32', suffixMask, [rows, cap]),
   };
-  for (const name of g.prefix) feeds[name] = new ort.Tensor('float32', noise(groups * model.kvHeads * context * model.headDim), [groups, model.kvHeads, context, model.headDim]);
-  for (const name of g.suffix) feeds[name] = new ort.Tensor('float32', noise(rows * model.kvHeads * cap * model.headDim), [rows, model.kvHeads, cap, model.headDim]);
+  for (const name of g.prefix)
+    feeds[name] = new ort.Tensor('float32', noise(groups * model.kvHeads * context * model.headDim), [
+      groups,
+      model.kvHeads,
+      context,
+      model.headDim,
+    ]);
+  for (const name of g.suffix)
+    feeds[name] = new ort.Tensor('float32', noise(rows * model.kvHeads * cap * model.headDim), [rows, model.kvHeads, cap, model.headDim]);
   return timeRun(g.session, feeds, ['logits', ...g.fresh]);
 }
 
@@ -99,7 +127,9 @@ const line = (what: string, one: number, eight: number) =>
   `${what}: batch 1 ${one.toFixed(2).padStart(7)} ms/step (${(1000 / one).toFixed(0).padStart(5)} tokens/s), ` +
   `batch 8 ${eight.toFixed(2).padStart(7)} ms/step (${((8 * 1000) / eight).toFixed(0).padStart(5)} tokens/s, ${((8 * one) / eight).toFixed(2)}x batch 1)`;
 
-console.log(`model ${modelDir}: ${config.layers} layers, ${config.kvHeads} KV heads x ${config.headDim}, vocab ${config.vocabSize}; median of ${reps} steps`);
+console.log(
+  `model ${modelDir}: ${config.layers} layers, ${config.kvHeads} KV heads x ${config.headDim}, vocab ${config.vocabSize}; median of ${reps} steps`,
+);
 if (!decode) console.log('no decode graph (onnx/decode.onnx) in this export: the model graph only');
 for (const context of contexts) {
   const c = `context ${String(context).padStart(5)}`;

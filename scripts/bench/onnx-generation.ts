@@ -36,7 +36,11 @@ const datasetDir = await ensureNezhaDataset();
 let modelDir = values.model;
 if (!modelDir) {
   modelDir = join(mkdtempSync(join(tmpdir(), 'bench-onnx-')), 'tiny');
-  execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', datasetDir, '--out', modelDir], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', datasetDir, '--out', modelDir],
+    { stdio: 'inherit' },
+  );
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -60,7 +64,10 @@ const promptOf = (c: (typeof dataset.cases)[number]) =>
     chat.template.render(
       [
         { role: 'system', content: 'Localize the root cause of the anomalous request.' },
-        { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).` },
+        {
+          role: 'user',
+          content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).`,
+        },
       ],
       { tools, addGenerationPrompt: true },
     ),
@@ -71,11 +78,16 @@ const promptIds = promptOf(c);
 const casePrompts = dataset.cases.slice(0, 8).map(promptOf);
 const config = JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8'));
 console.log(`model ${modelDir}: vocab ${config.vocab_size}, hidden ${config.hidden_size}, layers ${config.num_hidden_layers}`);
-console.log(`prompt: ${promptIds.length} tokens (chat prompt with tools of case ${c.id}); ${tokens} generated tokens per request, median of ${reps}`);
+console.log(
+  `prompt: ${promptIds.length} tokens (chat prompt with tools of case ${c.id}); ${tokens} generated tokens per request, median of ${reps}`,
+);
 
 // A row may end early at an end-of-sequence token: only tokens actually generated are counted.
 const requests = (n: number, prompts = [promptIds]): GenerationRequest[] =>
-  Array.from({ length: n }, (_, i) => ({ promptIds: prompts[i % prompts.length], sampling: { seed: i, max_tokens: tokens, temperature: 1 } }));
+  Array.from({ length: n }, (_, i) => ({
+    promptIds: prompts[i % prompts.length],
+    sampling: { seed: i, max_tokens: tokens, temperature: 1 },
+  }));
 async function tokensPerSecond(b: OnnxBackend, batch: number): Promise<number> {
   let generated = 0;
   const ms = await timeMs(async () => {
@@ -110,7 +122,9 @@ console.log(`onnx generate, batch 1, no cache:  ${nc1.toFixed(0)} tokens/s (KV c
 
 // One forward over whole sequences: onnx (prefill of one generation step) vs PyTorch (engine logprobs op).
 const full = (await cached.generate(requests(8))).map((g) => [...promptIds, ...g.tokenIds]);
-const onnxForward = await timeMs(() => cached.generate(full.map((ids) => ({ promptIds: ids, sampling: { max_tokens: 1, temperature: 0 } }))));
+const onnxForward = await timeMs(() =>
+  cached.generate(full.map((ids) => ({ promptIds: ids, sampling: { max_tokens: 1, temperature: 0 } }))),
+);
 const engine = new TrainEngine();
 try {
   await engine.request('load', { model_dir: modelDir, optimizer: { lr: 1e-5 } });
@@ -119,8 +133,12 @@ try {
   const sft = await timeMs(() => engine.request('sft_step', { input_ids: full, mask }));
   const grpo = await timeMs(() => engine.request('grpo_step', { input_ids: full, mask, advantages: full.map((_, i) => (i % 2 ? 1 : -1)) }));
   const shape = `[8, ${full[0].length}]`;
-  console.log(`forward ${shape}: onnx ${onnxForward.toFixed(1)} ms, pytorch ${torchForward.toFixed(1)} ms (onnx is ${(torchForward / onnxForward).toFixed(2)}x pytorch)`);
-  console.log(`engine step ${shape}: sft ${sft.toFixed(1)} ms, grpo ${grpo.toFixed(1)} ms (${(grpo / torchForward).toFixed(2)}x a pytorch forward)`);
+  console.log(
+    `forward ${shape}: onnx ${onnxForward.toFixed(1)} ms, pytorch ${torchForward.toFixed(1)} ms (onnx is ${(torchForward / onnxForward).toFixed(2)}x pytorch)`,
+  );
+  console.log(
+    `engine step ${shape}: sft ${sft.toFixed(1)} ms, grpo ${grpo.toFixed(1)} ms (${(grpo / torchForward).toFixed(2)}x a pytorch forward)`,
+  );
 } finally {
   await engine.shutdown();
   await cached.close();

@@ -9,7 +9,15 @@
 import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode } from '@thinkfl/env';
-import { connectRedis, GroupStore, keys, parseQueueSettings, RolloutQueue, type RolloutJob, type Trajectory } from '../../packages/trainer-ctl/src/queue/index';
+import {
+  connectRedis,
+  GroupStore,
+  keys,
+  parseQueueSettings,
+  RolloutQueue,
+  type RolloutJob,
+  type Trajectory,
+} from '../../packages/trainer-ctl/src/queue/index';
 import { startRolloutWorker } from '../../packages/trainer-ctl/src/workers/rollout-worker';
 import { ensureNezhaDataset } from '../../testkit/nezha';
 import { startRedis } from '../../testkit/redis';
@@ -33,10 +41,27 @@ const dataset = await loadDataset(await ensureNezhaDataset());
 const kase = dataset.cases[0];
 const episode = await runEpisode({ dataset, case: kase, policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: {} });
 const payload: Omit<Trajectory, 'groupId' | 'sampleIndex' | 'workerId'> = {
-  caseId: kase.id, policyVersion: 0, ids: [], mask: [], logprobs: [], temperature: 1, episode, timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+  caseId: kase.id,
+  policyVersion: 0,
+  ids: [],
+  mask: [],
+  logprobs: [],
+  temperature: 1,
+  episode,
+  timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
 };
 const jobsOf = (run: string, groupId: string): RolloutJob[] =>
-  [...Array(G).keys()].map((sampleIndex) => ({ runId: run, stage: 'priming', step: 0, groupId, caseId: kase.id, sampleIndex, policyVersion: 0, temperature: 1, seed: sampleIndex }));
+  [...Array(G).keys()].map((sampleIndex) => ({
+    runId: run,
+    stage: 'priming',
+    step: 0,
+    groupId,
+    caseId: kase.id,
+    sampleIndex,
+    policyVersion: 0,
+    temperature: 1,
+    seed: sampleIndex,
+  }));
 
 const redis = await startRedis();
 const conn = connectRedis(redis.url);
@@ -47,7 +72,12 @@ async function projectRound(run: string): Promise<number> {
   const queue = new RolloutQueue(conn, run, settings);
   const store = new GroupStore(conn, run);
   const worker = await startRolloutWorker({
-    connection: conn, runId: run, workerId: 'bench', settings, concurrency: CONCURRENCY, jobTimeoutMs: 60_000,
+    connection: conn,
+    runId: run,
+    workerId: 'bench',
+    settings,
+    concurrency: CONCURRENCY,
+    jobTimeoutMs: 60_000,
     play: async (j) => ({ ...payload, groupId: j.groupId, sampleIndex: j.sampleIndex }),
   });
   const t = performance.now();
@@ -68,12 +98,16 @@ async function bareRound(run: string): Promise<number> {
   const eventsConn = conn.duplicate();
   const events = new QueueEvents(name, { connection: eventsConn, prefix: settings.prefix });
   const worker = new Worker<RolloutJob>(name, async (j) => ({ ...payload, groupId: j.data.groupId, sampleIndex: j.data.sampleIndex }), {
-    connection: conn, prefix: settings.prefix, concurrency: CONCURRENCY,
+    connection: conn,
+    prefix: settings.prefix,
+    concurrency: CONCURRENCY,
   });
   await Promise.all([events.waitUntilReady(), worker.waitUntilReady()]);
   const t = performance.now();
   for (let g = 0; g < GROUPS; g++) {
-    const jobs = await queue.addBulk(jobsOf(run, `g${g}`).map((data) => ({ name: 'rollout', data, opts: { jobId: `g${g}#${data.sampleIndex}` } })));
+    const jobs = await queue.addBulk(
+      jobsOf(run, `g${g}`).map((data) => ({ name: 'rollout', data, opts: { jobId: `g${g}#${data.sampleIndex}` } })),
+    );
     const got = await Promise.all(jobs.map((j) => j.waitUntilFinished(events, 60_000)));
     if (got.length !== G) throw new Error(`group g${g}: ${got.length} results`);
   }
@@ -94,7 +128,13 @@ for (let r = 0; r < ROUNDS; r++) {
 conn.disconnect();
 await redis.stop();
 
-console.log(`payload: one trajectory of ${JSON.stringify(payload).length} JSON characters; ${GROUPS} groups of ${G}, worker concurrency ${CONCURRENCY}`);
-console.log(`bare BullMQ (Queue + Worker + QueueEvents): ${median(bare).toFixed(0)} jobs/s (median of ${ROUNDS}: ${bare.map((x) => x.toFixed(0)).join(', ')})`);
-console.log(`project (RolloutQueue + worker + GroupStore): ${median(project).toFixed(0)} jobs/s (median of ${ROUNDS}: ${project.map((x) => x.toFixed(0)).join(', ')})`);
+console.log(
+  `payload: one trajectory of ${JSON.stringify(payload).length} JSON characters; ${GROUPS} groups of ${G}, worker concurrency ${CONCURRENCY}`,
+);
+console.log(
+  `bare BullMQ (Queue + Worker + QueueEvents): ${median(bare).toFixed(0)} jobs/s (median of ${ROUNDS}: ${bare.map((x) => x.toFixed(0)).join(', ')})`,
+);
+console.log(
+  `project (RolloutQueue + worker + GroupStore): ${median(project).toFixed(0)} jobs/s (median of ${ROUNDS}: ${project.map((x) => x.toFixed(0)).join(', ')})`,
+);
 console.log(`ratio project / bare: ${(median(project) / median(bare)).toFixed(2)}`);

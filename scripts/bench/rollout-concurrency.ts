@@ -50,7 +50,11 @@ const solvers: OpenedSolver[] = [];
 try {
   for (const s of settings) {
     solvers.push(
-      await openSolver(dataset, { kind: 'onnx', dir: resolve(values.policy) }, { ...fromConfig, temperature, concurrency: s.concurrency, threads: s.threads }),
+      await openSolver(
+        dataset,
+        { kind: 'onnx', dir: resolve(values.policy) },
+        { ...fromConfig, temperature, concurrency: s.concurrency, threads: s.threads },
+      ),
     );
   }
   const seconds: number[][] = settings.map(() => []);
@@ -74,7 +78,9 @@ try {
   for (const [k, s] of settings.entries()) {
     const m = median(seconds[k]);
     console.log(
-      `${(s.name + (k === 0 ? ' (config)' : '')).padEnd(20)} ${m.toFixed(2).padStart(9)} ${Math.min(...seconds[k]).toFixed(2).padStart(7)} ${(m / base).toFixed(2).padStart(8)}x`,
+      `${(s.name + (k === 0 ? ' (config)' : '')).padEnd(20)} ${m.toFixed(2).padStart(9)} ${Math.min(...seconds[k])
+        .toFixed(2)
+        .padStart(7)} ${(m / base).toFixed(2).padStart(8)}x`,
     );
   }
 } finally {

@@ -53,7 +53,13 @@ import { parseArgs } from 'node:util';
 import { Job, Queue, Worker } from 'bullmq';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Case, type Dataset, type EpisodeRecord } from '@thinkfl/env';
 import { loadRunConfig, type RunConfig } from '../../packages/trainer-ctl/src/config/index';
-import { RedisTransport, runCases, runGrpoStep, type ControlTransport, type StepContext } from '../../packages/trainer-ctl/src/controller/index';
+import {
+  RedisTransport,
+  runCases,
+  runGrpoStep,
+  type ControlTransport,
+  type StepContext,
+} from '../../packages/trainer-ctl/src/controller/index';
 import {
   connectRedis,
   keys,
@@ -130,21 +136,25 @@ function turnShape(ep: EpisodeRecord, total: number): TurnShape[] {
     } else pending += chars(m);
   }
   const sum = turns.reduce((a, t) => a + t.prefill + t.decode, 0);
-  return turns.map((t) => ({ prefill: Math.max(1, Math.round((t.prefill * total) / sum)), decode: Math.max(1, Math.round((t.decode * total) / sum)) }));
+  return turns.map((t) => ({
+    prefill: Math.max(1, Math.round((t.prefill * total) / sum)),
+    decode: Math.max(1, Math.round((t.decode * total) / sum)),
+  }));
 }
 
-const modeledMs = (shape: TurnShape[], toolsMs: number) => shape.reduce((a, t) => a + (t.prefill / PREFILL_TPS + t.decode / DECODE_TPS) * 1000, 0) + toolsMs;
+const modeledMs = (shape: TurnShape[], toolsMs: number) =>
+  shape.reduce((a, t) => a + (t.prefill / PREFILL_TPS + t.decode / DECODE_TPS) * 1000, 0) + toolsMs;
 
 /** Deterministic tokens of a modeled episode: prefilled tokens masked out, decoded ones in. */
 function tokensOf(shape: TurnShape[], seed: number): Pick<Trajectory, 'ids' | 'mask' | 'logprobs'> {
   let x = seed >>> 0 || 1;
-  const rnd = () => ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const rnd = () => (x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32;
   const ids: number[] = [];
   const mask: number[] = [];
   const logprobs: number[] = [];
   for (const t of shape) {
-    for (let k = 0; k < t.prefill; k++) (ids.push(Math.floor(rnd() * VOCAB)), mask.push(0), logprobs.push(0));
-    for (let k = 0; k < t.decode; k++) (ids.push(Math.floor(rnd() * VOCAB)), mask.push(1), logprobs.push(-rnd() * 3));
+    for (let k = 0; k < t.prefill; k++) ids.push(Math.floor(rnd() * VOCAB)), mask.push(0), logprobs.push(0);
+    for (let k = 0; k < t.decode; k++) ids.push(Math.floor(rnd() * VOCAB)), mask.push(1), logprobs.push(-rnd() * 3);
   }
   return { ids, mask, logprobs };
 }
@@ -182,7 +192,18 @@ async function rolloutRole(): Promise<void> {
       };
     };
     const files = values.inline ? undefined : { dataDir: dataDir(runDir) };
-    workers.push(await startRolloutWorker({ connection, runId: values.run!, workerId, settings, concurrency: CONCURRENCY, jobTimeoutMs: 600_000, play, files }));
+    workers.push(
+      await startRolloutWorker({
+        connection,
+        runId: values.run!,
+        workerId,
+        settings,
+        concurrency: CONCURRENCY,
+        jobTimeoutMs: 600_000,
+        play,
+        files,
+      }),
+    );
   }
   process.send?.('ready');
   process.on('SIGTERM', () => void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0)));
@@ -241,12 +262,16 @@ function redisInfo(text: string, key: string): number {
 
 function dirBytes(dir: string): number {
   let n = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) n += e.isDirectory() ? dirBytes(join(dir, e.name)) : statSync(join(dir, e.name)).size;
+  for (const e of readdirSync(dir, { withFileTypes: true }))
+    n += e.isDirectory() ? dirBytes(join(dir, e.name)) : statSync(join(dir, e.name)).size;
   return n;
 }
 
 function spawnRole(role: string, args: string[]): Promise<ChildProcess> {
-  const child = fork(resolve(import.meta.filename), ['--role', role, ...args, ...passThrough()], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--import', 'tsx'] });
+  const child = fork(resolve(import.meta.filename), ['--role', role, ...args, ...passThrough()], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: ['--import', 'tsx'],
+  });
   // The simulated workers stand in for other machines: niced, so that their CPU use on this
   // machine disturbs the controller's timings as little as it can.
   setPriority(child.pid!, 10);
@@ -291,7 +316,22 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
   // Read-only views of the two queues for BullMQ's job timestamps.
   const rolloutJobs = new Queue<RolloutJob>(keys.rolloutQueue(runId), { connection: info, prefix: config.queue.prefix });
   const trainJobs = new Queue<TrainJob, TrainResult>(keys.trainQueue(runId), { connection: info, prefix: config.queue.prefix });
-  const row: Row = { episodes, workers: nWorkers, cpuMs: 0, redisBytes: 0, redisCpuMs: 0, peakMb: 0, queueP50: 0, queueP99: 0, dispatchP50: 0, dispatchP99: 0, gapMs: 0, controlMs: 0, modeledMs: 0, perStep: [] };
+  const row: Row = {
+    episodes,
+    workers: nWorkers,
+    cpuMs: 0,
+    redisBytes: 0,
+    redisCpuMs: 0,
+    peakMb: 0,
+    queueP50: 0,
+    queueP99: 0,
+    dispatchP50: 0,
+    dispatchP99: 0,
+    gapMs: 0,
+    controlMs: 0,
+    modeledMs: 0,
+    perStep: [],
+  };
   try {
     const common = ['--redis', redis.url, '--run', runId, '--run-dir', runDir, ...(inline ? ['--inline'] : [])];
     const nProcs = Math.min(nWorkers, Number(values.procs));
@@ -334,7 +374,9 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       // Queue timings from BullMQ's own job records, before the groups are dropped.
       const jobs = (await rolloutJobs.getJobs(['completed'])).filter((j) => j.data.step === step);
       const byReplica = new Map<string, { start: number; end: number; enq: number }[]>();
-      const worker = new Map(out.groups.flatMap((g) => g.trajectories.map((t): [string, string] => [`${t.groupId}#${t.sampleIndex}`, t.workerId])));
+      const worker = new Map(
+        out.groups.flatMap((g) => g.trajectories.map((t): [string, string] => [`${t.groupId}#${t.sampleIndex}`, t.workerId])),
+      );
       for (const j of jobs) {
         const w = worker.get(j.id!) ?? '?';
         if (!byReplica.has(w)) byReplica.set(w, []);
@@ -361,7 +403,11 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       const controlMs = firstStartMs + gapMs + resultMs;
       rows.push({
         cpuMs: (used.user + used.system) / 1000,
-        redisBytes: redisInfo(after, 'total_net_input_bytes') + redisInfo(after, 'total_net_output_bytes') - redisInfo(before, 'total_net_input_bytes') - redisInfo(before, 'total_net_output_bytes'),
+        redisBytes:
+          redisInfo(after, 'total_net_input_bytes') +
+          redisInfo(after, 'total_net_output_bytes') -
+          redisInfo(before, 'total_net_input_bytes') -
+          redisInfo(before, 'total_net_output_bytes'),
         redisCpuMs: (redisCpu(cpuAfter) - redisCpu(cpuBefore)) * 1000,
         queueP50: pct(queueLat, 50),
         queueP99: pct(queueLat, 99),
@@ -419,15 +465,20 @@ async function controllerRole(): Promise<void> {
   const episodeFile: EpisodeFile = {};
   for (const c of train) {
     const { protocol, ...settings } = config.episode;
-    const play = (policy: typeof expert, dMax = settings.d_max) => runEpisode({ dataset, case: c, policy, protocol, settings: { ...settings, d_max: dMax } });
+    const play = (policy: typeof expert, dMax = settings.d_max) =>
+      runEpisode({ dataset, case: c, policy, protocol, settings: { ...settings, d_max: dMax } });
     // The hasty expert answers after one tool turn: it plays an episode of D_max 2.
     episodeFile[c.id] = [await play(expert), await play(hasty, 2)];
   }
-  const shapes = Object.values(episodeFile).flat().map((e) => turnShape(e, TOKENS));
+  const shapes = Object.values(episodeFile)
+    .flat()
+    .map((e) => turnShape(e, TOKENS));
   const gen = shapes.map((s) => modeledMs(s, 0));
   process.stderr.write(
-    `${train.length} cases, ${shapes.length} expert episodes: ${pct(shapes.map((s) => s.length), 50)} assistant turns (median), ` +
-      `modeled generation ${(pct(gen, 50) / 1000).toFixed(1)} s (median) at ${TOKENS} tokens\n`,
+    `${train.length} cases, ${shapes.length} expert episodes: ${pct(
+      shapes.map((s) => s.length),
+      50,
+    )} assistant turns (median), ` + `modeled generation ${(pct(gen, 50) / 1000).toFixed(1)} s (median) at ${TOKENS} tokens\n`,
   );
 
   const steps = Number(values.steps);
@@ -447,9 +498,13 @@ async function controllerRole(): Promise<void> {
   }
 
   const f = (x: number, d = 0) => x.toFixed(d);
-  console.log(`\nscale-sim: ${TOKENS} tokens per episode, groups of ${G}, ${CONCURRENCY} sequences per worker, time scale ${TIME_SCALE}, ` +
-    `modeled update ${UPDATE_S} s per 4096 x 4096 tokens, ${steps} steps per row (median of the steps after the first)`);
-  console.log('| episodes/step | workers | controller CPU/step (s) | CPU per episode (ms) | bytes through Redis/step (MB) | Redis CPU/step (s) | Redis peak (MB) | queue p50/p99 (ms) | dispatch p50/p99 (ms) | last group -> update start (ms) | control plane (s) | modeled step (s) | control-plane share |');
+  console.log(
+    `\nscale-sim: ${TOKENS} tokens per episode, groups of ${G}, ${CONCURRENCY} sequences per worker, time scale ${TIME_SCALE}, ` +
+      `modeled update ${UPDATE_S} s per 4096 x 4096 tokens, ${steps} steps per row (median of the steps after the first)`,
+  );
+  console.log(
+    '| episodes/step | workers | controller CPU/step (s) | CPU per episode (ms) | bytes through Redis/step (MB) | Redis CPU/step (s) | Redis peak (MB) | queue p50/p99 (ms) | dispatch p50/p99 (ms) | last group -> update start (ms) | control plane (s) | modeled step (s) | control-plane share |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of table) {
     console.log(
@@ -459,8 +514,12 @@ async function controllerRole(): Promise<void> {
   }
   const based = table.filter((r) => r.baseline);
   if (based.length) {
-    console.log('\nbaseline in the same run, every token as JSON in Redis (the data path before step files); ratio = step files / baseline');
-    console.log('| episodes/step | workers | bytes through Redis/step (MB) | ratio | Redis peak (MB) | ratio | controller CPU/step (s) | ratio | last group -> update start (ms) | ratio |');
+    console.log(
+      '\nbaseline in the same run, every token as JSON in Redis (the data path before step files); ratio = step files / baseline',
+    );
+    console.log(
+      '| episodes/step | workers | bytes through Redis/step (MB) | ratio | Redis peak (MB) | ratio | controller CPU/step (s) | ratio | last group -> update start (ms) | ratio |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const r of based) {
       const b = r.baseline!;

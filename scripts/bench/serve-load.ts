@@ -43,7 +43,11 @@ const datasetDir = await ensureNezhaDataset();
 let modelDir = values.model;
 if (!modelDir) {
   modelDir = join(mkdtempSync(join(tmpdir(), 'bench-serve-')), 'tiny');
-  execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', datasetDir, '--out', modelDir], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), '--dataset', datasetDir, '--out', modelDir],
+    { stdio: 'inherit' },
+  );
 }
 
 const dataset = await loadDataset(datasetDir);
@@ -51,9 +55,13 @@ const c = dataset.cases[0];
 const tools = ['search_traces', 'search_fluctuating_metrics', 'print_results'].map((n) => toolSpec(getTool(n)!));
 const messages = [
   { role: 'system' as const, content: 'Localize the root cause of the anomalous request.' },
-  { role: 'user' as const, content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).` },
+  {
+    role: 'user' as const,
+    content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).`,
+  },
 ];
-const body = (seed: number) => JSON.stringify({ model: 'bench', messages, tools: tools.map((t) => ({ type: 'function', function: t })), max_tokens: tokens, seed });
+const body = (seed: number) =>
+  JSON.stringify({ model: 'bench', messages, tools: tools.map((t) => ({ type: 'function', function: t })), max_tokens: tokens, seed });
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
@@ -74,11 +82,28 @@ await backend.close();
 const directP50 = quantile(direct, 0.5);
 const directTps = directTokens / (direct.reduce((a, b) => a + b, 0) / 1000);
 console.log(`model ${modelDir}; prompt ${promptIds.length} tokens (case ${c.id}, chat with tools), max_tokens ${tokens}`);
-console.log(`baseline (onnx backend in process, sequential, 16 requests): p50 ${directP50.toFixed(1)} ms, ${directTps.toFixed(0)} tokens/s`);
+console.log(
+  `baseline (onnx backend in process, sequential, 16 requests): p50 ${directP50.toFixed(1)} ms, ${directTps.toFixed(0)} tokens/s`,
+);
 
 const server = spawn(
   process.execPath,
-  [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', '0', '--name', 'bench', '--threads', '1', '--max-concurrent', values['max-concurrent'], '--max-queue', String(Math.max(...levels))],
+  [
+    join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'),
+    'serve',
+    '--model',
+    modelDir,
+    '--port',
+    '0',
+    '--name',
+    'bench',
+    '--threads',
+    '1',
+    '--max-concurrent',
+    values['max-concurrent'],
+    '--max-queue',
+    String(Math.max(...levels)),
+  ],
   { stdio: ['ignore', 'pipe', 'inherit'] },
 );
 const url = await new Promise<string>((resolve, reject) => {
@@ -104,7 +129,11 @@ try {
         while (sent < maxRequests && performance.now() < deadline) {
           const seed = sent++;
           const s = performance.now();
-          const r = await fetch(`${url}/chat/completions`, { method: 'POST', body: body(seed), headers: { 'content-type': 'application/json' } });
+          const r = await fetch(`${url}/chat/completions`, {
+            method: 'POST',
+            body: body(seed),
+            headers: { 'content-type': 'application/json' },
+          });
           const json = (await r.json()) as { usage?: { completion_tokens: number } };
           if (r.status !== 200) failed++;
           else {

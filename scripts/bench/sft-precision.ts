@@ -82,11 +82,24 @@ try {
   }
   const fp32 = median(ms.float32);
   const bf16 = median(ms.bfloat16);
-  console.log(`CPU: ${cpuModel}; bf16 instructions: ${bf16Flags.length ? bf16Flags.join(', ') : 'none'}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`model: ${parameters} parameters (${values.config} create_tiny); one SFT step of ${batch} x ${tokens} tokens; ${loaded.float32.threads} engine threads; ${reps} reps`);
+  console.log(
+    `CPU: ${cpuModel}; bf16 instructions: ${bf16Flags.length ? bf16Flags.join(', ') : 'none'}; load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    `model: ${parameters} parameters (${values.config} create_tiny); one SFT step of ${batch} x ${tokens} tokens; ${loaded.float32.threads} engine threads; ${reps} reps`,
+  );
   console.log(`${'precision'.padEnd(10)} ${'median ms'.padStart(10)} ${'min ms'.padStart(8)} ${'vs fp32'.padStart(8)}`);
-  for (const [p, v] of [['float32', fp32], ['bfloat16', bf16]] as const) {
-    console.log(`${p.padEnd(10)} ${v.toFixed(1).padStart(10)} ${Math.min(...ms[p]).toFixed(1).padStart(8)} ${(v / fp32).toFixed(2).padStart(7)}x`);
+  for (const [p, v] of [
+    ['float32', fp32],
+    ['bfloat16', bf16],
+  ] as const) {
+    console.log(
+      `${p.padEnd(10)} ${v.toFixed(1).padStart(10)} ${Math.min(...ms[p])
+        .toFixed(1)
+        .padStart(8)} ${(v / fp32).toFixed(2).padStart(7)}x`,
+    );
   }
   console.log(`bf16 speed-up over fp32: ${(fp32 / bf16).toFixed(2)}x`);
   console.log(`autocast auto picks: ${loaded.auto.precision}`);

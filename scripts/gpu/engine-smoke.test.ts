@@ -28,10 +28,14 @@ interface Row {
 }
 
 it('python scripts/gpu/engine_smoke.py --shape tiny --device cpu: SFT and GRPO steps, full and LoRA, with figures', async () => {
-  const { stdout } = await promisify(execFile)(ENGINE_PYTHON, [join('scripts', 'gpu', 'engine_smoke.py'), '--shape', 'tiny', '--device', 'cpu'], {
-    cwd: REPO_ROOT,
-    maxBuffer: 1 << 24,
-  });
+  const { stdout } = await promisify(execFile)(
+    ENGINE_PYTHON,
+    [join('scripts', 'gpu', 'engine_smoke.py'), '--shape', 'tiny', '--device', 'cpu'],
+    {
+      cwd: REPO_ROOT,
+      maxBuffer: 1 << 24,
+    },
+  );
   const rows = stdout
     .split('\n')
     .filter((l) => l.startsWith('{') && l.includes('"step"'))

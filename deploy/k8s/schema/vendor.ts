@@ -54,7 +54,9 @@ export function build(specText: string): Record<string, unknown> {
   const kinds: Record<string, string> = {};
   for (const want of KINDS) {
     const name = Object.keys(spec.definitions).find((n) =>
-      spec.definitions[n]['x-kubernetes-group-version-kind']?.some((g) => g.group === want.group && g.version === want.version && g.kind === want.kind),
+      spec.definitions[n]['x-kubernetes-group-version-kind']?.some(
+        (g) => g.group === want.group && g.version === want.version && g.kind === want.kind,
+      ),
     );
     if (!name) throw new Error(`${MODULE}@${VERSION} has no definition of ${JSON.stringify(want)}`);
     kinds[`${want.group ? `${want.group}/` : ''}${want.version}/${want.kind}`] = name;

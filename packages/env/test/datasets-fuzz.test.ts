@@ -17,7 +17,6 @@ import { prng } from '../../../testkit/prng';
 
 const RUNS = 40;
 
-
 /** Line of byte `at`, counting every kind of line break (as readline does). */
 function lineOf(buf: Buffer, at: number): number {
   let n = 1;

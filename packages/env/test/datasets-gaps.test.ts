@@ -11,7 +11,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { damagedCopy, NEZHA_DATASET, nezhaCut } from '../../../testkit/nezha';
 import { realRowSources } from '../../../testkit/real-rows';
-import { DataError, gapLines, GapsError, importDataset, LayoutError, loadDataset, SettingsError, type LoadedDataset } from '../src/datasets/index';
+import {
+  DataError,
+  gapLines,
+  GapsError,
+  importDataset,
+  LayoutError,
+  loadDataset,
+  SettingsError,
+  type LoadedDataset,
+} from '../src/datasets/index';
 
 const R = 'rca_data/2023-01-29';
 const C = 'construct_data/2023-01-29';
@@ -29,7 +38,10 @@ const nezha = (src: string, name: string, extra: { strict?: boolean; importer?: 
 const casesOf = (d: LoadedDataset) => Object.fromEntries(d.faults.filter((f) => FIRST_FOUR.includes(f.id)).map((f) => [f.id, f.caseCount]));
 /** Nothing of a failed import is left: neither the directory nor a temp sibling. */
 const leftBehind = (name: string) => readdirSync(work).filter((n) => n.startsWith(name));
-const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).length;
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim()).length;
 
 beforeAll(async () => {
   cut = nezhaCut(MINUTES);
@@ -52,7 +64,10 @@ describe('an undamaged cut', () => {
 describe('required parts missing', () => {
   it.each([
     [`${R}/metric`, /rca_data\/2023-01-29\/metric is missing: the Nezha layout keeps the metrics there: one CSV per pod, <pod>_metric.csv/],
-    [`${R}/trace`, /rca_data\/2023-01-29\/trace is missing: the Nezha layout keeps the traces of the fault day there, one CSV per minute: HH_MM_trace.csv/],
+    [
+      `${R}/trace`,
+      /rca_data\/2023-01-29\/trace is missing: the Nezha layout keeps the traces of the fault day there, one CSV per minute: HH_MM_trace.csv/,
+    ],
     [`${R}/2023-01-29-fault_list.json`, /2023-01-29-fault_list.json is missing: the Nezha layout keeps the day's injected faults there/],
   ])('%s: an error that names it and what the format keeps there, and no output', async (part, message) => {
     const src = damagedCopy(cut, { remove: [part] });
@@ -84,7 +99,9 @@ describe('gaps imported around', () => {
     const src = damagedCopy(cut, { remove: [`${C}/trace/08_50_trace.csv`] });
     const d = await nezha(src, 'no-baseline-file');
     const g = d.meta.gaps!;
-    expect(g.baseline!.missing).toBe(`${join(src, C, 'trace')} holds no trace file (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`);
+    expect(g.baseline!.missing).toBe(
+      `${join(src, C, 'trace')} holds no trace file (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`,
+    );
     // Hand count: spans of the traces whose entry starts outside all 28 fault windows (inject_time + 180 s).
     const windows = full.faults.map((f) => [f.startUs, f.endUs]);
     let outside = 0;
@@ -102,7 +119,9 @@ describe('gaps imported around', () => {
   it('fault-free trace folder removed: the same fallback, and no raw ENOENT', async () => {
     const src = damagedCopy(cut, { remove: [`${C}/trace`] });
     const d = await nezha(src, 'no-baseline-dir');
-    expect(d.meta.gaps!.baseline!.missing).toBe(`${join(src, C, 'trace')} is missing (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`);
+    expect(d.meta.gaps!.baseline!.missing).toBe(
+      `${join(src, C, 'trace')} is missing (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`,
+    );
   });
 
   it('a minute file inside a fault window removed: the missing minutes as a range, and the cost to the fault', async () => {
@@ -112,7 +131,12 @@ describe('gaps imported around', () => {
     const requests = lines(join(cut, R, 'traceid', '09_00_traceid.csv'));
     // File HH_MM holds about HH:MM-1 to HH:MM: 09_00 is 08:59 to 09:00.
     expect(g.traces).toEqual([
-      { fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000, toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000, what: join(src, R, 'trace', '09_00_trace.csv'), requests },
+      {
+        fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000,
+        toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000,
+        what: join(src, R, 'trace', '09_00_trace.csv'),
+        requests,
+      },
     ]);
     // Fault 08:58:16 + 180 s: 08:58:16-08:59 recorded (file 08_59), 08:59-09:00 missing; 09:00-09:01:16 never recorded.
     const f = d.faults.find((x) => x.id === 'nezha-20230129-085816')!;
@@ -133,7 +157,13 @@ describe('gaps imported around', () => {
     const src = damagedCopy(cut, { remove: [`${R}/trace/08_52_trace.csv`, `${R}/trace/08_53_trace.csv`, `${R}/trace/09_03_trace.csv`] });
     const g = (await nezha(src, 'three-minutes')).meta.gaps!;
     const listed = (m: string) => lines(join(cut, R, 'traceid', `${m}_traceid.csv`));
-    expect(g.traces.map((t) => [new Date(t.fromUs / 1000).toISOString().slice(11, 16), new Date(t.toUs / 1000).toISOString().slice(11, 16), t.requests])).toEqual([
+    expect(
+      g.traces.map((t) => [
+        new Date(t.fromUs / 1000).toISOString().slice(11, 16),
+        new Date(t.toUs / 1000).toISOString().slice(11, 16),
+        t.requests,
+      ]),
+    ).toEqual([
       ['08:51', '08:53', listed('08_52') + listed('08_53')],
       ['09:02', '09:03', listed('09_03')],
     ]);
@@ -146,22 +176,38 @@ describe('gaps imported around', () => {
     const src = damagedCopy(withLogs, { remove: [`${R}/log/08_59_log.csv`] });
     const g = (await nezha(src, 'no-log-minute', { importer: { logs: true } })).meta.gaps!;
     expect(g.traces).toEqual([]);
-    expect(g.logs).toEqual([{ fromUs: Date.UTC(2023, 0, 29, 8, 58) * 1000, toUs: Date.UTC(2023, 0, 29, 8, 59) * 1000, what: join(src, R, 'log', '08_59_log.csv') }]);
+    expect(g.logs).toEqual([
+      {
+        fromUs: Date.UTC(2023, 0, 29, 8, 58) * 1000,
+        toUs: Date.UTC(2023, 0, 29, 8, 59) * 1000,
+        what: join(src, R, 'log', '08_59_log.csv'),
+      },
+    ]);
     // A trace minute gone with its traceid file is still found, from the log minutes, without a request count.
     const both = damagedCopy(withLogs, { remove: [`${R}/trace/09_00_trace.csv`, `${R}/traceid/09_00_traceid.csv`] });
     const t = (await nezha(both, 'no-trace-nor-traceid', { importer: { logs: true } })).meta.gaps!;
-    expect(t.traces).toEqual([{ fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000, toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000, what: join(both, R, 'trace', '09_00_trace.csv') }]);
+    expect(t.traces).toEqual([
+      {
+        fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000,
+        toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000,
+        what: join(both, R, 'trace', '09_00_trace.csv'),
+      },
+    ]);
     expect(t.faults.map((f) => f.faultId)).toEqual(['nezha-20230129-085816']);
     rmSync(withLogs, { recursive: true, force: true });
   });
 
   it('logs asked for but absent or empty (as in the published data archive): a gap that says how to leave them out', async () => {
     const g = (await nezha(cut, 'no-logs', { importer: { logs: true } })).meta.gaps!;
-    expect(g.parts).toEqual([`logs missing: ${join(cut, R, 'log')} not found; the dataset has no logs (set importer.logs: false to leave them out on purpose)`]);
+    expect(g.parts).toEqual([
+      `logs missing: ${join(cut, R, 'log')} not found; the dataset has no logs (set importer.logs: false to leave them out on purpose)`,
+    ]);
     const empty = damagedCopy(cut, {});
     mkdirSync(join(empty, R, 'log'));
     const e = (await nezha(empty, 'empty-logs', { importer: { logs: true } })).meta.gaps!;
-    expect(e.parts).toEqual([`logs missing: ${join(empty, R, 'log')} holds no log file; the dataset has no logs (set importer.logs: false to leave them out on purpose)`]);
+    expect(e.parts).toEqual([
+      `logs missing: ${join(empty, R, 'log')} holds no log file; the dataset has no logs (set importer.logs: false to leave them out on purpose)`,
+    ]);
     expect(e.logs).toEqual([]);
   });
 });
@@ -183,7 +229,9 @@ describe('--strict', () => {
   });
 
   it('fails into no directory at all when there was none', async () => {
-    const err = await nezha(damagedCopy(cut, { remove: [`${R}/trace/08_44_trace.csv`] }), 'strict-fresh', { strict: true }).catch((e: Error) => e);
+    const err = await nezha(damagedCopy(cut, { remove: [`${R}/trace/08_44_trace.csv`] }), 'strict-fresh', { strict: true }).catch(
+      (e: Error) => e,
+    );
     expect(err).toBeInstanceOf(GapsError);
     expect(leftBehind('strict-fresh')).toEqual([]);
   });
@@ -202,10 +250,20 @@ describe('front-end service', () => {
     expect(entries.length).toBeGreaterThan(0);
     expect(pristine.meta.frontend!.service).toBe('ts-gateway-service');
     expect(pristine.meta.frontend!.chosenBy).toMatch(/^detected: the service of (\d+) of the \1 entry spans$/);
-    expect(pristine.metrics.series('ts-gateway-service').filter((m) => m.level === 'service').map((m) => m.name)).toContain('SuccessRate(%)');
+    expect(
+      pristine.metrics
+        .series('ts-gateway-service')
+        .filter((m) => m.level === 'service')
+        .map((m) => m.name),
+    ).toContain('SuccessRate(%)');
     const set = await nezha(cut, 'frontend-set', { importer: { frontendService: 'ts-ui-dashboard' } });
     expect(set.meta.frontend).toEqual({ service: 'ts-ui-dashboard', chosenBy: 'setting importer.frontendService' });
-    expect(set.metrics.series('ts-ui-dashboard').filter((m) => m.level === 'service').map((m) => m.name)).toContain('SuccessRate(%)');
+    expect(
+      set.metrics
+        .series('ts-ui-dashboard')
+        .filter((m) => m.level === 'service')
+        .map((m) => m.name),
+    ).toContain('SuccessRate(%)');
     expect(set.metrics.series('ts-gateway-service').some((m) => m.level === 'service')).toBe(false);
   });
 
@@ -227,7 +285,9 @@ describe('front-end service', () => {
     const src = damagedCopy(cut, { remove: only, write: { [file]: moved } });
     const err = await nezha(src, 'frontend-ambiguous').catch((e: Error) => e);
     expect(err).toBeInstanceOf(SettingsError);
-    expect((err as Error).message).toMatch(/^importer.frontendService: .*no service holds most entry spans \((ts-[a-z-]+ \(1[78]\)(, )?){3}\); set it$/);
+    expect((err as Error).message).toMatch(
+      /^importer.frontendService: .*no service holds most entry spans \((ts-[a-z-]+ \(1[78]\)(, )?){3}\); set it$/,
+    );
     expect(leftBehind('frontend-ambiguous')).toEqual([]);
     const ok = await nezha(src, 'frontend-ambiguous', { importer: { frontendService: 'ts-gateway-service' } });
     expect(ok.meta.frontend!.chosenBy).toBe('setting importer.frontendService');
@@ -252,10 +312,15 @@ describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
     importDataset({ format, src, out: out(name), settings: rows.sources[format].settings });
 
   it.each([
-    ['groundtruth.csv', /holds no CSV of ground truth \(timestamp,level,cmdb_id,failure_type\): the aiops2022 layout keeps spans, metrics and ground truth in CSV files/],
+    [
+      'groundtruth.csv',
+      /holds no CSV of ground truth \(timestamp,level,cmdb_id,failure_type\): the aiops2022 layout keeps spans, metrics and ground truth in CSV files/,
+    ],
     ['trace', /holds no CSV of spans \(timestamp,cmdb_id,span_id,trace_id,duration,status_code,operation_name,parent_span\)/],
   ])('aiops2022 without %s: a layout error', async (part, message) => {
-    const err = await run('aiops2022', damagedCopy(rows.sources.aiops2022.src, { remove: [part] }), `aiops-no-${part}`).catch((e: Error) => e);
+    const err = await run('aiops2022', damagedCopy(rows.sources.aiops2022.src, { remove: [part] }), `aiops-no-${part}`).catch(
+      (e: Error) => e,
+    );
     expect(err).toBeInstanceOf(LayoutError);
     expect((err as Error).message).toMatch(message);
     expect(leftBehind(`aiops-no-${part}`)).toEqual([]);
@@ -265,7 +330,10 @@ describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
     const src = damagedCopy(rows.sources.aiops2022.src, { remove: ['metric'], write: { 'notes.csv': 'when,what\n1,x\n' } });
     const d = await run('aiops2022', src, 'aiops-gaps');
     const g = d.meta.gaps!;
-    expect(g.parts).toEqual(['notes.csv ignored: its header matches no table of the aiops2022 layout', `no CSV of metrics (timestamp,cmdb_id,kpi_name,value) under ${src}: the dataset has no metrics`]);
+    expect(g.parts).toEqual([
+      'notes.csv ignored: its header matches no table of the aiops2022 layout',
+      `no CSV of metrics (timestamp,cmdb_id,kpi_name,value) under ${src}: the dataset has no metrics`,
+    ]);
     // The fault day's rows end at 08:43:2x and the fault-free rows start at 08:49: more than 300 s without a span.
     const last = Math.max(...starts.faulty);
     const first = Math.min(...starts.clean);
@@ -282,17 +350,31 @@ describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
         casesLost: expect.any(Number),
       },
     ]);
-    const strict = await importDataset({ format: 'aiops2022', src, out: out('aiops-strict'), strict: true, settings: { ...rows.sources.aiops2022.settings, gaps: { max_silence_sec: 600 } } }).catch((e: Error) => e);
+    const strict = await importDataset({
+      format: 'aiops2022',
+      src,
+      out: out('aiops-strict'),
+      strict: true,
+      settings: { ...rows.sources.aiops2022.settings, gaps: { max_silence_sec: 600 } },
+    }).catch((e: Error) => e);
     expect(strict).toBeInstanceOf(GapsError);
     expect((strict as Error).message).not.toContain('traces missing');
     expect(leftBehind('aiops-strict')).toEqual([]);
   });
 
   it('otlp without its labels or without exports: layout errors', async () => {
-    const noLabels = await run('otlp', damagedCopy(rows.sources.otlp.src, { remove: ['labels.json'] }), 'otlp-no-labels').catch((e: Error) => e);
+    const noLabels = await run('otlp', damagedCopy(rows.sources.otlp.src, { remove: ['labels.json'] }), 'otlp-no-labels').catch(
+      (e: Error) => e,
+    );
     expect(noLabels).toBeInstanceOf(LayoutError);
-    expect((noLabels as Error).message).toMatch(/labels.json is missing: the otlp layout keeps the faults there: a JSON list of \{time, level, component, type, durationSec\?\}/);
-    const noTraces = await run('otlp', damagedCopy(rows.sources.otlp.src, { remove: ['traces.jsonl', 'first.json'] }), 'otlp-no-traces').catch((e: Error) => e);
+    expect((noLabels as Error).message).toMatch(
+      /labels.json is missing: the otlp layout keeps the faults there: a JSON list of \{time, level, component, type, durationSec\?\}/,
+    );
+    const noTraces = await run(
+      'otlp',
+      damagedCopy(rows.sources.otlp.src, { remove: ['traces.jsonl', 'first.json'] }),
+      'otlp-no-traces',
+    ).catch((e: Error) => e);
     expect(noTraces).toBeInstanceOf(LayoutError);
     expect((noTraces as Error).message).toMatch(/holds no .json or .jsonl file: the otlp layout keeps OTLP\/JSON trace exports there/);
   });

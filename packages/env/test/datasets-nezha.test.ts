@@ -20,15 +20,33 @@ const GATEWAY_POD = 'ts-gateway-service-6f6cfc45b-h5m2n';
 
 /** Per-fault case counts under the default settings (baseline rule, truth in trace, cap 50). */
 const EXPECTED_CASES: Record<string, number> = {
-  'nezha-20230129-084304': 19, 'nezha-20230129-085206': 7, 'nezha-20230129-085816': 16,
-  'nezha-20230129-090353': 16, 'nezha-20230129-091256': 15, 'nezha-20230129-092139': 34,
-  'nezha-20230129-092539': 22, 'nezha-20230129-093009': 10, 'nezha-20230129-093419': 3,
-  'nezha-20230129-094226': 1, 'nezha-20230129-094934': 0, 'nezha-20230129-095804': 0,
-  'nezha-20230129-100434': 9, 'nezha-20230129-101248': 15, 'nezha-20230129-102010': 16,
-  'nezha-20230129-102620': 10, 'nezha-20230129-104510': 6, 'nezha-20230129-105016': 9,
-  'nezha-20230129-105645': 29, 'nezha-20230129-110405': 29, 'nezha-20230129-111356': 23,
-  'nezha-20230129-111959': 21, 'nezha-20230129-112903': 33, 'nezha-20230129-113606': 17,
-  'nezha-20230129-133154': 9, 'nezha-20230129-142331': 4, 'nezha-20230129-144957': 6,
+  'nezha-20230129-084304': 19,
+  'nezha-20230129-085206': 7,
+  'nezha-20230129-085816': 16,
+  'nezha-20230129-090353': 16,
+  'nezha-20230129-091256': 15,
+  'nezha-20230129-092139': 34,
+  'nezha-20230129-092539': 22,
+  'nezha-20230129-093009': 10,
+  'nezha-20230129-093419': 3,
+  'nezha-20230129-094226': 1,
+  'nezha-20230129-094934': 0,
+  'nezha-20230129-095804': 0,
+  'nezha-20230129-100434': 9,
+  'nezha-20230129-101248': 15,
+  'nezha-20230129-102010': 16,
+  'nezha-20230129-102620': 10,
+  'nezha-20230129-104510': 6,
+  'nezha-20230129-105016': 9,
+  'nezha-20230129-105645': 29,
+  'nezha-20230129-110405': 29,
+  'nezha-20230129-111356': 23,
+  'nezha-20230129-111959': 21,
+  'nezha-20230129-112903': 33,
+  'nezha-20230129-113606': 17,
+  'nezha-20230129-133154': 9,
+  'nezha-20230129-142331': 4,
+  'nezha-20230129-144957': 6,
   'nezha-20230129-154200': 6,
 };
 
@@ -67,7 +85,8 @@ describe('faults and cases', () => {
     expect(Object.fromEntries(ds.faults.map((f) => [f.id, f.caseCount]))).toEqual(EXPECTED_CASES);
     for (const f of ds.faults) {
       expect(ds.cases.filter((c) => c.faultId === f.id)).toHaveLength(f.caseCount);
-      if (f.caseCount === 0) expect(f.noCaseReason).toMatch(/requests in the window reach ts-verification-code-service.* none of them is anomalous/);
+      if (f.caseCount === 0)
+        expect(f.noCaseReason).toMatch(/requests in the window reach ts-verification-code-service.* none of them is anomalous/);
       else expect(f.noCaseReason).toBeUndefined();
     }
   });
@@ -93,7 +112,12 @@ describe('faults and cases', () => {
     const drafts = ds.faults.map(({ caseCount: _c, noCaseReason: _r, ...d }) => d);
     const again = deriveCases(drafts, ds.traces, ds.baseline, nezhaTestSettings().cases);
     expect(again.cases.map((c) => c.id)).toEqual(ds.cases.map((c) => c.id));
-    const loose = deriveCases(drafts, ds.traces, ds.baseline, parseSettings(CaseSettings, { requireTruthInTrace: false, maxCasesPerFault: 1000 }, 'cases'));
+    const loose = deriveCases(
+      drafts,
+      ds.traces,
+      ds.baseline,
+      parseSettings(CaseSettings, { requireTruthInTrace: false, maxCasesPerFault: 1000 }, 'cases'),
+    );
     const kept = new Set(loose.cases.map((c) => c.id));
     for (const c of ds.cases) expect(kept.has(c.id)).toBe(true);
     for (let i = 0; i < ds.faults.length; i++) expect(loose.faults[i].caseCount).toBeGreaterThanOrEqual(ds.faults[i].caseCount);
@@ -104,7 +128,12 @@ describe('faults and cases', () => {
   it("finds no request 100x slower than its endpoint under ThinkFL's rule (Nezha has no status codes)", () => {
     const drafts = ds.faults.map(({ caseCount: _c, noCaseReason: _r, ...d }) => d);
     const thinkfl = (factor: number) =>
-      deriveCases(drafts, ds.traces, ds.baseline, parseSettings(CaseSettings, { anomaly: { rule: 'thinkfl', thinkflFactor: factor } }, 'cases'));
+      deriveCases(
+        drafts,
+        ds.traces,
+        ds.baseline,
+        parseSettings(CaseSettings, { anomaly: { rule: 'thinkfl', thinkflFactor: factor } }, 'cases'),
+      );
     const strict = thinkfl(100);
     expect(strict.cases).toEqual([]);
     for (const f of strict.faults) expect(f.noCaseReason).toContain("rule 'thinkfl'");
@@ -134,7 +163,9 @@ describe('extracted source tree', () => {
     expect(part.faults).toHaveLength(28);
     const first = ds.faults[0].id;
     expect(part.cases.map((c) => c.id)).toEqual(ds.cases.filter((c) => c.faultId === first).map((c) => c.id));
-    expect(part.faults.filter((f) => f.caseCount === 0).every((f) => f.noCaseReason === 'no request starts inside the fault window')).toBe(true);
+    expect(part.faults.filter((f) => f.caseCount === 0).every((f) => f.noCaseReason === 'no request starts inside the fault window')).toBe(
+      true,
+    );
     expect(part.topology.pods.find((p) => p.pod === ORDER_POD)?.node).toBeUndefined();
     expect(part.logs.query('ts-order-service', 0, Number.MAX_SAFE_INTEGER)).toEqual([]);
   });
@@ -157,7 +188,9 @@ describe('quirks of the real data', () => {
 
   it('uses inject_time as UTC and notes where inject_timestamp disagrees', () => {
     const list = JSON.parse(readFileSync(join(raw, R, '2023-01-29-fault_list.json'), 'utf8')) as Record<string, Row[]>;
-    const flat = Object.keys(list).sort().flatMap((h) => list[h]);
+    const flat = Object.keys(list)
+      .sort()
+      .flatMap((h) => list[h]);
     expect(flat).toHaveLength(28);
     let disagree = 0;
     flat.forEach((r, i) => {
@@ -193,7 +226,10 @@ describe('quirks of the real data', () => {
   });
 
   it("maps pods to nodes from the logs' Node column", () => {
-    const logRows = readFileSync(join(raw, R, 'log', '08_43_log.csv'), 'utf8').trim().split('\n').slice(1);
+    const logRows = readFileSync(join(raw, R, 'log', '08_43_log.csv'), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1);
     const pairs = new Map(logRows.map((l) => l.split(',', 4)).map((f) => [f[3], f[2]]));
     expect(pairs.size).toBeGreaterThan(10);
     for (const [pod, node] of pairs) {
@@ -280,7 +316,10 @@ describe('stores against raw rows', () => {
   });
 
   it('keeps info, warn and error log lines with masked templates, by service and pod', () => {
-    const lines = readFileSync(join(raw, R, 'log', '08_43_log.csv'), 'utf8').trim().split('\n').slice(1);
+    const lines = readFileSync(join(raw, R, 'log', '08_43_log.csv'), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1);
     const errors = lines.map((l) => l.split(',', 8)).filter((f) => /^"\{""log"":""[\d:.]+ (ERROR|WARN)/.test(f[7]));
     expect(errors.length).toBeGreaterThan(0);
     for (const f of errors) {
@@ -301,7 +340,8 @@ describe('stores against raw rows', () => {
     const rec = ds.logs.query('ts-food-service', 0, Number.MAX_SAFE_INTEGER, ['error'])[0];
     const healthy = ds.faults.filter((f) => f.truth.service !== 'ts-food-service');
     let n = 0;
-    for (const f of healthy) n += ds.logs.query('ts-food-service', f.startUs, f.endUs).filter((r) => r.templateId === rec.templateId).length;
+    for (const f of healthy)
+      n += ds.logs.query('ts-food-service', f.startUs, f.endUs).filter((r) => r.templateId === rec.templateId).length;
     const minutes = healthy.reduce((m, f) => m + (f.endUs - f.startUs) / 60e6, 0);
     expect(n).toBeGreaterThan(0);
     expect(ds.logs.baselineRate('ts-food-service', rec.templateId)).toBeCloseTo(n / minutes, 9);

@@ -63,8 +63,12 @@ describe('time units', () => {
 
 describe('log templates', () => {
   it('masks ids, times and numbers so one statement gives one template', () => {
-    const a = maskLog('16:42:22.418 ERROR f.s.FoodServiceImpl#302 TraceID: ffc8ca7e4c8f06c75142c880d5595d96 [date: 2021-07-14, tripId: D1345]');
-    const b = maskLog('17:01:09.001 ERROR f.s.FoodServiceImpl#302 TraceID: 0a1b2c3d4e5f60718293a4b5c6d7e8f9 [date: 2021-08-01, tripId: D1346]');
+    const a = maskLog(
+      '16:42:22.418 ERROR f.s.FoodServiceImpl#302 TraceID: ffc8ca7e4c8f06c75142c880d5595d96 [date: 2021-07-14, tripId: D1345]',
+    );
+    const b = maskLog(
+      '17:01:09.001 ERROR f.s.FoodServiceImpl#302 TraceID: 0a1b2c3d4e5f60718293a4b5c6d7e8f9 [date: 2021-08-01, tripId: D1346]',
+    );
     expect(a).toBe(b);
     expect(a).toContain('<HEX>');
     expect(a).toContain('<TIME>');

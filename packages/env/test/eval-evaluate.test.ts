@@ -34,7 +34,9 @@ describe('evaluate on hand-labelled answers', () => {
     async () => ({ answer: [{ service: 'ts-order-service' }, { pod: PA }] }),
     // a2 service: ts-order-service 0 (service and its pod PX share it), ts-station-service 1, ts-contacts-service 2 -> 2.
     //    pod: PX 0, no other pod -> absent (null).
-    async () => ({ answer: [{ service: 'ts-order-service' }, { pod: PX }, { service: 'ts-station-service' }, { service: 'ts-contacts-service' }] }),
+    async () => ({
+      answer: [{ service: 'ts-order-service' }, { pod: PX }, { service: 'ts-station-service' }, { service: 'ts-contacts-service' }],
+    }),
     // a3 throws: absent at both levels, its error kept.
     async () => {
       throw new Error('solver failed on a3');
@@ -47,7 +49,13 @@ describe('evaluate on hand-labelled answers', () => {
 
   it('ranks requests, faults by their best request and by vote, and sums them up as counted by hand', async () => {
     const picked = [...ds.cases.filter((c) => c.faultId === A).slice(0, 3), ...ds.cases.filter((c) => c.faultId === B).slice(0, 2)];
-    expect(picked.map((c) => c.truth.service)).toEqual(['ts-contacts-service', 'ts-contacts-service', 'ts-contacts-service', 'ts-basic-service', 'ts-basic-service']);
+    expect(picked.map((c) => c.truth.service)).toEqual([
+      'ts-contacts-service',
+      'ts-contacts-service',
+      'ts-contacts-service',
+      'ts-basic-service',
+      'ts-basic-service',
+    ]);
     expect(picked[0].truth.pod).toBe(PA);
     const solve: Solve = (c) => answers[picked.indexOf(c)](c);
     const r = await evaluate(ds, picked, solve, { concurrency: 1 });
@@ -67,8 +75,18 @@ describe('evaluate on hand-labelled answers', () => {
     // truth gets no vote: null; A's pod tops are PA (a1) and PX (a2), one each, PA seen first: 0.
     // B's service tops: ts-basic-service once: 0; B names no pod: null. One batch each (< 10 requests).
     const byId = new Map(r.faults.map((f) => [f.fault_id, f]));
-    expect(byId.get(A)).toMatchObject({ cases: 3, ranks: { service: 1, pod: 0 }, vote_ranks: { service: null, pod: 0 }, batch_vote_ranks: { service: [null], pod: [0] } });
-    expect(byId.get(B)).toMatchObject({ cases: 2, ranks: { service: 0, pod: null }, vote_ranks: { service: 0, pod: null }, batch_vote_ranks: { service: [0], pod: [null] } });
+    expect(byId.get(A)).toMatchObject({
+      cases: 3,
+      ranks: { service: 1, pod: 0 },
+      vote_ranks: { service: null, pod: 0 },
+      batch_vote_ranks: { service: [null], pod: [0] },
+    });
+    expect(byId.get(B)).toMatchObject({
+      cases: 2,
+      ranks: { service: 0, pod: null },
+      vote_ranks: { service: 0, pod: null },
+      batch_vote_ranks: { service: [0], pod: [null] },
+    });
 
     // Per request, service ranks 1, 2, -, 0, -: Recall@1 1/5, @2 2/5, @3 3/5;
     // MRR (1/2 + 1/3 + 0 + 1 + 0) / 5 = (11/6) / 5 = 11/30.
@@ -115,7 +133,9 @@ describe('evaluate on the real dataset', () => {
     expect(r.per_fault.service!.n).toBe(new Set(cases.map((c) => c.faultId)).size);
     // A fault counts as found at k when any of its requests is.
     for (const k of [1, 3, 5]) {
-      const found = r.faults.filter((f) => r.requests.some((q) => q.fault_id === f.fault_id && q.ranks.service !== null && q.ranks.service! < k));
+      const found = r.faults.filter((f) =>
+        r.requests.some((q) => q.fault_id === f.fault_id && q.ranks.service !== null && q.ranks.service! < k),
+      );
       expect(r.per_fault.service!.recall[k] * r.per_fault.service!.n).toBeCloseTo(found.length, 9);
     }
     expect(r.faults_without_cases).toEqual(ds.faults.filter((f) => f.caseCount === 0).map((f) => f.id));
@@ -156,7 +176,9 @@ describe('evaluate on the real dataset', () => {
   });
 
   it('plays agent policies through the protocol and keeps the stop reason', async () => {
-    const r = await evaluate(ds, cases.slice(0, 3), solverFor(ds, 'expert', { protocol: 'rot', episode: { d_max: 4 } }), { concurrency: 2 });
+    const r = await evaluate(ds, cases.slice(0, 3), solverFor(ds, 'expert', { protocol: 'rot', episode: { d_max: 4 } }), {
+      concurrency: 2,
+    });
     for (const q of r.requests) {
       expect(q.stop_reason).toBe('answered');
       expect(q.tool_calls).toBeLessThanOrEqual(4);

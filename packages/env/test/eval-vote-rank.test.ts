@@ -18,7 +18,9 @@ describe('vote rank in evaluate', () => {
     const faultId = ds.faults.find((f) => ds.cases.filter((c) => c.faultId === f.id).length >= 3)!.id;
     const cases = ds.cases.filter((c) => c.faultId === faultId).slice(0, 3);
     const wrong = ds.topology.services.find((s) => s !== cases[0].truth.service)!;
-    const r = await evaluate(ds, cases, async (c) => ({ answer: c === cases[1] ? [{ service: c.truth.service }] : [{ service: wrong }, { service: c.truth.service }] }));
+    const r = await evaluate(ds, cases, async (c) => ({
+      answer: c === cases[1] ? [{ service: c.truth.service }] : [{ service: wrong }, { service: c.truth.service }],
+    }));
     expect(r.faults[0].ranks.service).toBe(0);
     // Votes: wrong 2, truth 1.
     expect(r.faults[0].vote_ranks.service).toBe(1);
@@ -31,7 +33,13 @@ describe('vote rank in evaluate', () => {
     const cases = spreadCases(ds.cases, 6);
     const right = await evaluate(ds, cases, async (c) => ({ answer: [{ service: c.truth.service }] }));
     const none = await evaluate(ds, cases, async () => ({ answer: null }));
-    const table = formatComparison([{ policy: 'right', summary: right }, { policy: 'none', summary: none }], right.levels).split('\n');
+    const table = formatComparison(
+      [
+        { policy: 'right', summary: right },
+        { policy: 'none', summary: none },
+      ],
+      right.levels,
+    ).split('\n');
     const rows = (scope: string) => table.filter((l) => l.startsWith(`${scope} `));
     expect(rows('per fault by vote, service').map((l) => l.split(/\s+/)[5])).toEqual(['right', 'none']);
     expect(rows('per request, service')[0]).toMatch(/right\s+6\s+100\.00\s+100\.00\s+100\.00\s+100\.00\s+100\.00\s+1\.0000\s+1\.0000$/);

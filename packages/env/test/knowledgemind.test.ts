@@ -65,7 +65,16 @@ describe('MCTS arithmetic (Alg. 2)', () => {
     const b = node('b', root);
     const a1 = node('a1', a);
     const a2 = node('a2', a);
-    for (const [n, r] of [[a1, 0.1], [a1, 0.1], [a2, 0.9], [a2, 0.9], [b, 1], [b, 1], [b, 1]] as const) backpropagate(n, r);
+    for (const [n, r] of [
+      [a1, 0.1],
+      [a1, 0.1],
+      [a2, 0.9],
+      [a2, 0.9],
+      [b, 1],
+      [b, 1],
+      [b, 1],
+    ] as const)
+      backpropagate(n, r);
     // a: N 4, b: N 3 -> a; a1 and a2 both N 2, a2 has Q 1.8 -> a2
     expect(mostVisitedPath(root).map((n) => n.service)).toEqual(['a', 'a2']);
   });
@@ -117,8 +126,17 @@ describe('knowledgemind protocol with a replayed policy', () => {
       'not a call',
       call('print_results', { root_causes: [{ pod: kase.truth.pod, type: 'exception' }] }),
     ]);
-    const policy = { name: 'spy', next: async (ctx: Parameters<ReplayPolicy['next']>[0]) => (seen.push(ctx.environment), replay.next(ctx)) };
-    const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol: 'knowledgemind', settings: { knowledgemind: { simulations: 1 } } });
+    const policy = {
+      name: 'spy',
+      next: async (ctx: Parameters<ReplayPolicy['next']>[0]) => (seen.push(ctx.environment), replay.next(ctx)),
+    };
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      policy,
+      protocol: 'knowledgemind',
+      settings: { knowledgemind: { simulations: 1 } },
+    });
     expect(ep.stopReason).toBe('answered');
     expect(ep.answer).toEqual([{ pod: kase.truth.pod, type: 'exception' }]);
     expect((seen[0] as { kind: string }).kind).toBe('expand');

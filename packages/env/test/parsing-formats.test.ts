@@ -15,7 +15,9 @@ const err = (m: AssistantMessage | string) => {
 
 describe('Hermes', () => {
   it('reads a closed <tool_call> with reasoning around it', () => {
-    const [c] = ok('The gateway is slow.\n<tool_call>\n{"name": "search_traces", "arguments": {"parent_span_id": "a4424f20bffee416"}}\n</tool_call>');
+    const [c] = ok(
+      'The gateway is slow.\n<tool_call>\n{"name": "search_traces", "arguments": {"parent_span_id": "a4424f20bffee416"}}\n</tool_call>',
+    );
     expect(c).toMatchObject({ name: 'search_traces', format: 'hermes', arguments: { parent_span_id: 'a4424f20bffee416' } });
   });
   it('reads the unclosed <tool_call>{json}<tool_call> form of the published ThinkFL models', () => {
@@ -31,7 +33,9 @@ describe('Hermes', () => {
     expect(ok('<tool_call>{"name": "a", "arguments": "{\\"k\\": 2}"}</tool_call>')[0].arguments).toEqual({ k: 2 });
   });
   it('reads several calls in order and skips empty tags', () => {
-    const calls = ok('<tool_call><tool_call>{"name": "a", "arguments": {}}</tool_call>\n<tool_call>{"name": "b", "arguments": {}}</tool_call>');
+    const calls = ok(
+      '<tool_call><tool_call>{"name": "a", "arguments": {}}</tool_call>\n<tool_call>{"name": "b", "arguments": {}}</tool_call>',
+    );
     expect(calls.map((c) => c.name)).toEqual(['a', 'b']);
   });
   it('reports truncated JSON, an empty tag and a call without name', () => {
@@ -48,7 +52,10 @@ describe('Hermes', () => {
 describe('OpenAI tool_calls', () => {
   const tc = (name: unknown, args: unknown) => ({ id: 'call_1', type: 'function' as const, function: { name, arguments: args } as never });
   it('reads tool_calls and takes them before any text format', () => {
-    const calls = ok({ content: '<tool_call>{"name": "other", "arguments": {}}</tool_call>', tool_calls: [tc('search_traces', '{"parent_span_id": "s"}')] });
+    const calls = ok({
+      content: '<tool_call>{"name": "other", "arguments": {}}</tool_call>',
+      tool_calls: [tc('search_traces', '{"parent_span_id": "s"}')],
+    });
     expect(calls).toEqual([expect.objectContaining({ name: 'search_traces', format: 'openai', arguments: { parent_span_id: 's' } })]);
   });
   it('treats empty arguments as {} and reports bad JSON or a missing function', () => {

@@ -46,7 +46,10 @@ describe('span arithmetic on real traces', () => {
       expect(self).toBeLessThanOrEqual(s.durationUs);
       if (kids.length === 0) expect(self).toBe(s.durationUs);
       // Counting each child alone can only subtract more than the union does.
-      const sum = kids.reduce((a, k) => a + Math.max(0, Math.min(k.startUs + k.durationUs, s.startUs + s.durationUs) - Math.max(k.startUs, s.startUs)), 0);
+      const sum = kids.reduce(
+        (a, k) => a + Math.max(0, Math.min(k.startUs + k.durationUs, s.startUs + s.durationUs) - Math.max(k.startUs, s.startUs)),
+        0,
+      );
       expect(self).toBeGreaterThanOrEqual(s.durationUs - sum - 1e-6);
     }
   });

@@ -19,15 +19,39 @@ beforeAll(async () => {
   ds = await loadDataset(await ensureNezhaDataset());
 });
 
-const S: SuspectSettings = { slowZ: 3, fastRatio: 0.5, logRatio: 3, callerErrorWeight: 0.6, risenLogWeight: 0.5, silentLogWeight: 1.5, fastLeadWeight: 0.6, calmFastLeadBonus: 0.7 };
-const call = (name: string, args: Record<string, unknown>, turn = 0): ToolCallRecord => ({ turn, name, arguments: args, observation: new Toolbox(ds).call(name, args) });
+const S: SuspectSettings = {
+  slowZ: 3,
+  fastRatio: 0.5,
+  logRatio: 3,
+  callerErrorWeight: 0.6,
+  risenLogWeight: 0.5,
+  silentLogWeight: 1.5,
+  fastLeadWeight: 0.6,
+  calmFastLeadBonus: 0.7,
+};
+const call = (name: string, args: Record<string, unknown>, turn = 0): ToolCallRecord => ({
+  turn,
+  name,
+  arguments: args,
+  observation: new Toolbox(ds).call(name, args),
+});
 const open = (ids: string[]): ToolCallRecord[] => ids.map((id, turn) => call('search_traces', { parent_span_id: id }, turn));
 
 const ROUTE = 'ts-route-service-b6c59fb57-zv8dt';
 // Route exception fault (10:56:45), a request whose delay runs 8 spans down to route (x18 there):
 // gateway /*, its HTTP POST, travel trips/left, queryInfo, its HTTP POST to basic, basic travels,
 // queryForTravels, its HTTP POST to route, route's byIds.
-const ROUTE_PATH = ['7c96495c053bce87', 'b075464ba2c1abe8', '0a3b3c74255077e6', '73ee85caca2b1eea', 'ad9e74414fa1a9c6', '903dae36a4c2e94d', 'e668e43a926415de', '32dd4b98d814c6c2', 'bbc9579d7d4db844'];
+const ROUTE_PATH = [
+  '7c96495c053bce87',
+  'b075464ba2c1abe8',
+  '0a3b3c74255077e6',
+  '73ee85caca2b1eea',
+  'ad9e74414fa1a9c6',
+  '903dae36a4c2e94d',
+  'e668e43a926415de',
+  '32dd4b98d814c6c2',
+  'bbc9579d7d4db844',
+];
 
 describe('kinds of evidence', () => {
   it('are registered once each, resources last (it confirms what the others blamed)', () => {
@@ -67,7 +91,7 @@ describe('latency', () => {
 });
 
 describe('errors', () => {
-  it("blames the service whose error handler ran, more when nothing below it failed", () => {
+  it('blames the service whose error handler ran, more when nothing below it failed', () => {
     // Same fault, another request: travel's trips/left ran BasicErrorController.error.
     const ev = gatherEvidence(open(['79f2edb39099253e', '10229a6ced31462e', '5083e44ea2054e54']));
     const f = errors.findings(ev, S, new Map());
@@ -93,7 +117,8 @@ describe('errors', () => {
 
 describe('silence', () => {
   // search_logs on node 33.33.33.80 during the route exception fault: route's queryByIds line stopped.
-  const survey = () => gatherEvidence([call('search_logs', { service_name: '33.33.33.80', timestamp: Date.UTC(2023, 0, 29, 10, 57, 40) / 1000 })]);
+  const survey = () =>
+    gatherEvidence([call('search_logs', { service_name: '33.33.33.80', timestamp: Date.UTC(2023, 0, 29, 10, 57, 40) / 1000 })]);
 
   it('blames each pod whose usual statements went silent, with its weight', () => {
     const f = silence.findings(survey(), S, new Map());
@@ -112,7 +137,7 @@ describe('resources', () => {
   const FOOD = 'ts-food-service-f5756978c-k8vqf';
   const checked = () => gatherEvidence([call('search_fluctuating_metrics', { service_name: FOOD, timestamp: 1675003805 })]);
 
-  it("confirms a suspect whose own series left their band, up to a cap", () => {
+  it('confirms a suspect whose own series left their band, up to a cap', () => {
     const f = resources.findings(checked(), S, new Map([[FOOD, 'ts-food-service']]));
     expect(f).toHaveLength(1);
     expect(f[0].score).toBeCloseTo(0.6, 9);

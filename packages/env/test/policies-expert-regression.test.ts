@@ -24,7 +24,10 @@ let ds: LoadedDataset;
 let result: EvalResult;
 let rows: FaultRow[];
 
-async function play(settings: Record<string, unknown> = {}, kinds: readonly EvidenceKind[] = evidenceKinds()): Promise<{ r: EvalResult; rows: FaultRow[] }> {
+async function play(
+  settings: Record<string, unknown> = {},
+  kinds: readonly EvidenceKind[] = evidenceKinds(),
+): Promise<{ r: EvalResult; rows: FaultRow[] }> {
   const expert = createExpert(ds, ExpertSettingsSchema.parse(settings), kinds);
   const r = await evaluate(ds, ds.cases, async (c) => {
     const ep = await runEpisode({ dataset: ds, case: c, policy: expert, protocol: 'rot', settings: { d_max: 10 } });
@@ -63,7 +66,10 @@ describe("the expert's regression table on Nezha 2023-01-29", () => {
 
   it('fails on a deliberate one-line regression: the silence kind left out of the registry', async () => {
     // The one line: evidenceKinds() -> evidenceKinds().filter((k) => k.name !== 'silence').
-    const broken = await play({}, evidenceKinds().filter((k) => k.name !== 'silence'));
+    const broken = await play(
+      {},
+      evidenceKinds().filter((k) => k.name !== 'silence'),
+    );
     const { lowered } = compareRows(TABLE, broken.rows);
     expect(lowered.length).toBeGreaterThan(0);
   });

@@ -61,7 +61,11 @@ describe('scripted expert on real cases', () => {
     expect(names.some((n) => n === 'search_logs' || n === 'search_fluctuating_metrics')).toBe(true);
     const checked = ep.toolCalls.filter((t) => t.name === 'search_logs' || t.name === 'search_fluctuating_metrics');
     // What it checked is a node the request ran on (the log survey) or something it suspects.
-    const nodes = new Set(ep.toolCalls.filter((t) => t.name === 'search_traces').flatMap((t) => t.observation.components.filter((c) => ds.topology.nodes.includes(c))));
+    const nodes = new Set(
+      ep.toolCalls
+        .filter((t) => t.name === 'search_traces')
+        .flatMap((t) => t.observation.components.filter((c) => ds.topology.nodes.includes(c))),
+    );
     for (const c of checked) {
       const target = (c.arguments as { service_name: string }).service_name;
       expect(nodes.has(target) || ep.answer!.some((r) => r.service === target || r.pod === target)).toBe(true);
@@ -88,7 +92,9 @@ describe('scripted expert on real cases', () => {
   it('uses the span aliases the prompt shows when aliases are on', async () => {
     const ep = await play(cases[3], { tool_settings: { span_aliases: true } });
     expect(ep.stopReason).toBe('answered');
-    const ids = ep.toolCalls.filter((t) => t.name === 'search_traces').map((t) => (t.arguments as { parent_span_id: string }).parent_span_id);
+    const ids = ep.toolCalls
+      .filter((t) => t.name === 'search_traces')
+      .map((t) => (t.arguments as { parent_span_id: string }).parent_span_id);
     expect(ids[0]).toBe('s1');
     for (const id of ids) expect(id).toMatch(/^s\d+$/);
   });
@@ -99,7 +105,15 @@ describe('scripted expert on real cases', () => {
     const args = { service_name: '33.33.33.80', timestamp: tUs };
     const call: ToolCallRecord = { turn: 0, name: 'search_logs', arguments: args, observation: new Toolbox(ds).call('search_logs', args) };
     const ev = gatherEvidence([call]);
-    const base = { slowZ: 3, fastRatio: 0.5, logRatio: 3, callerErrorWeight: 0.6, risenLogWeight: 0.5, fastLeadWeight: 0.6, calmFastLeadBonus: 0 };
+    const base = {
+      slowZ: 3,
+      fastRatio: 0.5,
+      logRatio: 3,
+      callerErrorWeight: 0.6,
+      risenLogWeight: 0.5,
+      fastLeadWeight: 0.6,
+      calmFastLeadBonus: 0,
+    };
     const silentPods = new Set(ev.logs.get('33.33.33.80')!.silent.flatMap((x) => x.pods));
     expect(silentPods.has('ts-route-service-b6c59fb57-zv8dt')).toBe(true);
     const ranked = rankSuspects(ev, { ...base, silentLogWeight: 1.5 });

@@ -42,17 +42,27 @@ describe('rot', () => {
     expect(ep.toolCalls.map((c) => c.name)).toEqual(['search_traces', 'print_results']);
     const entry = ds.traces.span(kase.entrySpanId)!;
     expect(ep.path).toEqual([
-      { tool: 'search_traces', args: JSON.stringify({ parent_span_id: kase.entrySpanId }), components: expect.arrayContaining([entry.service, entry.pod]) },
+      {
+        tool: 'search_traces',
+        args: JSON.stringify({ parent_span_id: kase.entrySpanId }),
+        components: expect.arrayContaining([entry.service, entry.pod]),
+      },
     ]);
     expect(ep.messages[3].content).toBe(ep.toolCalls[0].observation.text);
   });
 
-  it('ends each exploration turn\'s result or error with the tool turns left when turns_left_note is on, and only then', async () => {
+  it("ends each exploration turn's result or error with the tool turns left when turns_left_note is on, and only then", async () => {
     const msgs = [traces(kase.entrySpanId), 'no call here', traces(kase.entrySpanId), answer('ts-order-service')];
-    const noted = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { d_max: 3, turns_left_note: true } });
+    const noted = await runEpisode({
+      dataset: ds,
+      case: kase,
+      policy: new ReplayPolicy(msgs),
+      settings: { d_max: 3, turns_left_note: true },
+    });
     const plain = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { d_max: 3 } });
     expect(noted.stopReason).toBe('forced_answer');
-    const after = (ep: typeof noted) => ep.messages.filter((_, i) => i > 1 && ep.messages[i - 1].role === 'assistant').map((m) => m.content);
+    const after = (ep: typeof noted) =>
+      ep.messages.filter((_, i) => i > 1 && ep.messages[i - 1].role === 'assistant').map((m) => m.content);
     const [n, p] = [after(noted), after(plain)];
     expect(n[0]).toBe(`${p[0]}\n[2 tool turns left]`);
     expect(n[1]).toBe(`${p[1]}\n[1 tool turn left]`);
@@ -77,7 +87,12 @@ describe('rot', () => {
   });
 
   it('ends with no answer when the forced turn is not a valid print_results', async () => {
-    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]), settings: { d_max: 1 } });
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]),
+      settings: { d_max: 1 },
+    });
     expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
     expect(ep.turns[1]).toMatchObject({ parsed: true, offeredTool: false, argsValid: false, error: expect.stringMatching(/not offered/) });
     expect(ep.path).toEqual([]);
@@ -105,7 +120,12 @@ describe('rot', () => {
     const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId)]) });
     expect(ep).toMatchObject({ stopReason: 'policy_error', answer: null });
     expect(ep.toolCalls).toHaveLength(1);
-    const broken: Policy = { name: 'broken', next: async () => { throw new TypeError('boom'); } };
+    const broken: Policy = {
+      name: 'broken',
+      next: async () => {
+        throw new TypeError('boom');
+      },
+    };
     expect(await runEpisode({ dataset: ds, case: kase, policy: broken })).toMatchObject({ stopReason: 'policy_error', error: 'boom' });
     expect(ep.error).toBe('replay exhausted after 1 messages');
     const weird: Policy = { name: 'weird', next: async () => null as never };
@@ -114,7 +134,11 @@ describe('rot', () => {
   });
 
   it('answers OpenAI tool calls by id and ignores extra calls in one turn', async () => {
-    const tc = (id: string, name: string, args: unknown) => ({ id, type: 'function' as const, function: { name, arguments: JSON.stringify(args) } });
+    const tc = (id: string, name: string, args: unknown) => ({
+      id,
+      type: 'function' as const,
+      function: { name, arguments: JSON.stringify(args) },
+    });
     const msg: AssistantMessage = {
       content: '',
       tool_calls: [tc('call_a', 'search_traces', { parent_span_id: kase.entrySpanId }), tc('call_b', 'search_logs', {})],
@@ -136,7 +160,10 @@ describe('rot', () => {
       { id: 'call_0_1', type: 'function', function: { name: 'search_logs', arguments: '{"a":1}' } },
     ]);
     expect(ep.turns[0]).toMatchObject({ parsed: false });
-    expect(ep.messages.filter((m) => m.role === 'tool' && m.content.startsWith('Error:')).map((m) => m.tool_call_id)).toEqual(['call_0_0', 'call_0_1']);
+    expect(ep.messages.filter((m) => m.role === 'tool' && m.content.startsWith('Error:')).map((m) => m.tool_call_id)).toEqual([
+      'call_0_0',
+      'call_0_1',
+    ]);
   });
 
   it('runs with span aliases: the prompt names s1 and the tools accept it', async () => {
@@ -160,16 +187,19 @@ describe('rot', () => {
     expect(ep.turns).toHaveLength(21);
     expect(ep.stopReason).toBe('no_answer');
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 21 } })).rejects.toThrow(/episode\.d_max/);
-    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_traces'] } })).rejects.toThrow(/print_results/);
-    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_tracez', 'print_results'] } })).rejects.toThrow(
-      /episode\.tools: unknown tool; known tools: search_traces/,
+    await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_traces'] } })).rejects.toThrow(
+      /print_results/,
     );
+    await expect(
+      runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_tracez', 'print_results'] } }),
+    ).rejects.toThrow(/episode\.tools: unknown tool; known tools: search_traces/);
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'nope' })).rejects.toThrow(/unknown protocol "nope"/);
   });
 });
 
 describe('rclagent', () => {
-  const metrics = (name: string) => hermes('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
+  const metrics = (name: string) =>
+    hermes('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
   const answerAll = (pods: string[]) => hermes('print_results', { root_causes: pods.map((pod) => ({ pod })) });
 
   it('runs initial reasoning with trace and format only, reflection that must go below R0, and a final review given R0 and R1', async () => {
@@ -195,11 +225,18 @@ describe('rclagent', () => {
     expect(offered[6]).toEqual(['print_results']);
     expect(p.seen.map((s) => s.final)).toEqual([false, false, false, false, false, false, true]);
     // The downstream hint follows the deeper call; the final review restates R0 and R1.
-    expect(ep.messages.find((m) => m.role === 'tool' && m.content.includes('often originates downstream'))?.name).toBe('search_fluctuating_metrics');
+    expect(ep.messages.find((m) => m.role === 'tool' && m.content.includes('often originates downstream'))?.name).toBe(
+      'search_fluctuating_metrics',
+    );
     const review = ep.messages.filter((m) => m.role === 'user').at(-1)!.content;
     expect(review).toContain(`initial answer was ${pod}`);
     expect(review).toContain('you answered second-guess');
-    expect(ep.path.map((s) => s.tool)).toEqual(['search_traces', 'search_traces', 'search_fluctuating_metrics', 'search_fluctuating_metrics']);
+    expect(ep.path.map((s) => s.tool)).toEqual([
+      'search_traces',
+      'search_traces',
+      'search_fluctuating_metrics',
+      'search_fluctuating_metrics',
+    ]);
     expect(ep.parseErrors).toEqual([]);
   });
 

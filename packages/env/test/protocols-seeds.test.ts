@@ -44,13 +44,19 @@ describe('oracl sketch and <root> parsing', () => {
     const svc = kase.truth.service!;
     expect(parseRootTag(`x <root>\n1. ${pod} | exception\n${svc}: return\n</root>`, ds.topology)).toEqual({
       ok: true,
-      answer: [{ service: svc, pod, type: 'exception' }, { service: svc, type: 'return' }],
+      answer: [
+        { service: svc, pod, type: 'exception' },
+        { service: svc, type: 'return' },
+      ],
     });
     expect(parseRootTag(`<root>${svc} (cpu_contention); nowhere-service</root>`, ds.topology)).toEqual({
       ok: true,
       answer: [{ service: svc, type: 'cpu_contention' }, { service: 'nowhere-service' }],
     });
-    expect(parseRootTag(`<root>[{"pod": "${pod}", "type": "return"}]</root>`, ds.topology)).toEqual({ ok: true, answer: [{ service: svc, pod, type: 'return' }] });
+    expect(parseRootTag(`<root>[{"pod": "${pod}", "type": "return"}]</root>`, ds.topology)).toEqual({
+      ok: true,
+      answer: [{ service: svc, pod, type: 'return' }],
+    });
     expect(parseRootTag('<root> </root>', ds.topology)).toEqual({ ok: false, error: 'the <root> tag is empty' });
   });
 
@@ -61,7 +67,9 @@ describe('oracl sketch and <root> parsing', () => {
     expect(ep.stopReason).toBe('answered');
     expect(ep.answer!.length).toBeGreaterThan(0);
     expect(ep.answer!.every((r) => r.pod && r.type)).toBe(true);
-    expect(ep.messages[2].content).toMatch(/^<think>\(templated\)[\s\S]*<\/think>\n<Fault>[\s\S]*<\/Fault>\n<Counterfactual>[\s\S]*<\/Counterfactual>\n<root>[\s\S]+<\/root>$/);
+    expect(ep.messages[2].content).toMatch(
+      /^<think>\(templated\)[\s\S]*<\/think>\n<Fault>[\s\S]*<\/Fault>\n<Counterfactual>[\s\S]*<\/Counterfactual>\n<root>[\s\S]+<\/root>$/,
+    );
   });
 });
 

@@ -45,13 +45,24 @@ describe('behaviour-tree semantics', () => {
   });
 
   it('Parallel runs every child and needs min_success of them (default all)', async () => {
-    const par = (min?: number): BtNode => ({ type: 'parallel', children: [leaf('a'), leaf('b'), leaf('c')], ...(min ? { min_success: min } : {}) });
+    const par = (min?: number): BtNode => ({
+      type: 'parallel',
+      children: [leaf('a'), leaf('b'), leaf('c')],
+      ...(min ? { min_success: min } : {}),
+    });
     expect(await run(par(), { a: true, b: false, c: true })).toMatchObject({ ok: false, ran: ['a', 'b', 'c'] });
     expect(await run(par(2), { a: true, b: false, c: true })).toMatchObject({ ok: true, ran: ['a', 'b', 'c'] });
   });
 
   it('re-plans after a Selector when the confidence is at most 0.90, not above', async () => {
-    const sel: BtNode = { type: 'sequence', children: [{ type: 'selector', children: [leaf('a')] }, { type: 'selector', children: [leaf('b')] }, { type: 'selector', children: [leaf('c')] }] };
+    const sel: BtNode = {
+      type: 'sequence',
+      children: [
+        { type: 'selector', children: [leaf('a')] },
+        { type: 'selector', children: [leaf('b')] },
+        { type: 'selector', children: [leaf('c')] },
+      ],
+    };
     const r = await run(sel, { a: true, b: true, c: true }, [0.9, 0.91, 0.2]);
     expect(r.ran).toEqual(['a', 'replan', 'b', 'c', 'replan']);
     expect(r.bt.checkpoints).toEqual([
@@ -66,21 +77,30 @@ describe('behaviour-tree semantics', () => {
     const r = runtime({ a: true, b: true });
     const rt: BtRuntime = { ...r.rt, leaf: async (_n, stack) => (seen.push(stack.map((b) => b.name)), true) };
     const bt = new BtInterpreter(
-      parseWorkflow({ name: 'main', root: { type: 'sequence', children: [leaf('a'), { type: 'workflow', workflow: 'sub' }] }, workflows: { sub: leaf('b') } }),
+      parseWorkflow({
+        name: 'main',
+        root: { type: 'sequence', children: [leaf('a'), { type: 'workflow', workflow: 'sub' }] },
+        workflows: { sub: leaf('b') },
+      }),
       rt,
       { theta: 0.9 },
     );
     expect(await bt.run()).toBe(true);
     expect(seen).toEqual([['main'], ['main', 'sub']]);
     expect(bt.stack.map((b) => b.name)).toEqual(['main']);
-    expect(bt.stack[0].workspace).toEqual([{ tool: 'a', success: true }, { tool: 'b', success: true }]);
+    expect(bt.stack[0].workspace).toEqual([
+      { tool: 'a', success: true },
+      { tool: 'b', success: true },
+    ]);
     expect(bt.checkpoints).toEqual([{ after: 'branch', confidence: 1, replanned: false }]);
   });
 
   it('validates workflows against the schema, naming the path', () => {
     expect(() => parseWorkflow({ name: 'w', root: { type: 'sequence', children: [] } })).toThrow(/workflow\.root\.children/);
     expect(() => parseWorkflow({ name: 'w', root: { type: 'workflow', workflow: 'x' } })).toThrow(/unknown workflow "x"/);
-    expect(() => parseWorkflow({ name: 'w', root: { type: 'workflow', workflow: 'x' }, workflows: { x: { type: 'workflow', workflow: 'x' } } })).toThrow(/nests itself/);
+    expect(() =>
+      parseWorkflow({ name: 'w', root: { type: 'workflow', workflow: 'x' }, workflows: { x: { type: 'workflow', workflow: 'x' } } }),
+    ).toThrow(/nests itself/);
     expect(() => parseWorkflow({ name: 'w', root: { type: 'parallel', min_success: 3, children: [leaf('a')] } })).toThrow(/min_success/);
   });
 });
@@ -89,7 +109,10 @@ describe('OpenRCA record.csv / query.csv', () => {
   it('reads records by column name and queries with their failures and window', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'openrca-'));
     // Column order as in one system; another order must read the same.
-    writeFileSync(join(dir, 'record.csv'), 'timestamp,level,component,datetime,reason\n1614841020,pod,Tomcat01,2021-03-04 14:57:00,high memory usage\n');
+    writeFileSync(
+      join(dir, 'record.csv'),
+      'timestamp,level,component,datetime,reason\n1614841020,pod,Tomcat01,2021-03-04 14:57:00,high memory usage\n',
+    );
     writeFileSync(
       join(dir, 'query.csv'),
       'task_index,instruction,scoring_points\n' +
@@ -97,7 +120,9 @@ describe('OpenRCA record.csv / query.csv', () => {
         'task_7,"Within March 4, 2021, 18:00 to 19:30, there were two failures.","The 1-th root cause occurrence time is within 1 minutes (i.e., <=1min) of 2021-03-04 18:10:00\nThe 1-th predicted root cause component is A\nThe 1-th predicted root cause reason is x\nThe 2-th root cause occurrence time is within 1 minutes (i.e., <=1min) of 2021-03-04 19:00:00\nThe 2-th predicted root cause component is B\nThe 2-th predicted root cause reason is y"\n',
     );
     const { records, queries } = await readOpenRca(dir);
-    expect(records).toEqual([{ level: 'pod', component: 'Tomcat01', timestampS: 1614841020, datetime: '2021-03-04 14:57:00', reason: 'high memory usage' }]);
+    expect(records).toEqual([
+      { level: 'pod', component: 'Tomcat01', timestampS: 1614841020, datetime: '2021-03-04 14:57:00', reason: 'high memory usage' },
+    ]);
     expect(queries.map((q) => [q.task, q.failures, q.window])).toEqual([
       ['task_3', 1, { from: '2021-03-04 14:30', to: '2021-03-04 15:00' }],
       ['task_7', 2, { from: '2021-03-04 18:00', to: '2021-03-04 19:30' }],
@@ -130,7 +155,10 @@ describe('rcaflow protocol with a replayed policy', () => {
       call('report_confidence', { confidence: 0.95 }), // after the branch: go on
       call('print_results', { root_causes: [{ pod, type: 'exception', time: '2023-01-29 08:43:00' }] }),
     ]);
-    const policy = { name: 'spy', next: async (ctx: Parameters<ReplayPolicy['next']>[0]) => (offered.push(ctx.tools.map((t) => t.name)), replay.next(ctx)) };
+    const policy = {
+      name: 'spy',
+      next: async (ctx: Parameters<ReplayPolicy['next']>[0]) => (offered.push(ctx.tools.map((t) => t.name)), replay.next(ctx)),
+    };
     const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol: 'rcaflow' });
     expect(ep.stopReason).toBe('answered');
     expect(ep.answer).toEqual([{ pod, type: 'exception', time: '2023-01-29 08:43:00' }]);

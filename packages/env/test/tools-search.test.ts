@@ -5,7 +5,13 @@ import { ensureNezhaDataset, NEZHA_RAW } from '../../../testkit/nezha';
 import { loadDataset, signature } from '../src/datasets/index';
 import { spreadCases } from '../src/eval/index';
 import {
-  getTool, Toolbox, toolSpec, type PrintResultsData, type SearchLogsData, type SearchMetricsData, type SearchTracesData,
+  getTool,
+  Toolbox,
+  toolSpec,
+  type PrintResultsData,
+  type SearchLogsData,
+  type SearchMetricsData,
+  type SearchTracesData,
 } from '../src/tools/index';
 import type { Case, Dataset, Span } from '../src/types';
 
@@ -84,7 +90,12 @@ describe('search_traces', () => {
     for (const c of ds.cases) {
       for (const span of ds.traces.trace(c.traceId)) {
         const usual = ds.baseline.childPattern(span);
-        const added = usual && ds.traces.children(span.spanId).map(signature).find((s) => !usual.has(s));
+        const added =
+          usual &&
+          ds.traces
+            .children(span.spanId)
+            .map(signature)
+            .find((s) => !usual.has(s));
         if (added) found = { span, added };
         if (found) break;
       }
@@ -118,7 +129,7 @@ describe('search_traces', () => {
     expect(viaAlias.parent.spanId).toBe(d.children[0].spanId);
   });
 
-  it('states each span\'s verdict after its alias and lists openable, then most abnormal children first when verdicts are on', () => {
+  it("states each span's verdict after its alias and lists openable, then most abnormal children first when verdicts are on", () => {
     const order = ['error', 'missing', 'slow', 'short', 'usual'];
     const seen = new Set<string>();
     for (const c of spreadCases(ds.cases, 40)) {
@@ -131,7 +142,11 @@ describe('search_traces', () => {
         const o = told.call('search_traces', { parent_span_id: id });
         const d = traces(o);
         // Same children as without verdicts, only the order and the words differ.
-        expect(d.children.map((x) => x.spanId).sort()).toEqual(traces(before).children.map((x) => x.spanId).sort());
+        expect(d.children.map((x) => x.spanId).sort()).toEqual(
+          traces(before)
+            .children.map((x) => x.spanId)
+            .sort(),
+        );
         const lines = o.text.split('\n').filter((l) => l.startsWith('- '));
         expect(lines).toHaveLength(d.children.length);
         const verdicts = lines.map((l, i) => {
@@ -144,10 +159,16 @@ describe('search_traces', () => {
           const usual = ds.baseline.duration(span);
           const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
           const ownHandler = k.calls.added.some((a) => a === `${span.service} BasicErrorController.error`);
-          const want = span.status === 'error' || ownHandler ? 'error'
-            : k.calls.missing.length ? 'missing'
-            : ratio !== undefined && ratio >= 2 ? 'slow'
-            : ratio !== undefined && ratio <= 0.5 && usual!.meanUs - span.durationUs > 1000 ? 'short' : 'usual';
+          const want =
+            span.status === 'error' || ownHandler
+              ? 'error'
+              : k.calls.missing.length
+                ? 'missing'
+                : ratio !== undefined && ratio >= 2
+                  ? 'slow'
+                  : ratio !== undefined && ratio <= 0.5 && usual!.meanUs - span.durationUs > 1000
+                    ? 'short'
+                    : 'usual';
           expect(m![2], l).toBe(want);
           seen.add(want);
           // Spans that can be opened first, then by verdict.
@@ -248,7 +269,9 @@ describe('search_fluctuating_metrics', () => {
 
 describe('search_logs', () => {
   it('groups error and warning lines into templates whose counts add up, with their usual rate', () => {
-    const c = ds.cases.find((x) => ds.logs.query(x.truth.service as string, x.timestampUs - 3e8, x.timestampUs + 3e8, ['error', 'warn']).length > 0)!;
+    const c = ds.cases.find(
+      (x) => ds.logs.query(x.truth.service as string, x.timestampUs - 3e8, x.timestampUs + 3e8, ['error', 'warn']).length > 0,
+    )!;
     const service = c.truth.service as string;
     const o = new Toolbox(ds, unbounded).call('search_logs', { service_name: service, timestamp: c.timestampUs });
     const d = o.data as SearchLogsData;
@@ -278,10 +301,17 @@ describe('search_logs silent statements', () => {
   /** Raw lines of one pod whose text holds `marker`, from the shared log archive, with their Unix µs. */
   function rawLines(files: string[], pod: string, marker: string): number[] {
     // No files named: the whole archive.
-    const csv = execFileSync('tar', ['-xzOf', join(NEZHA_RAW, 'trainticket-2023-01-29-logs.tgz'), ...files.map((f) => `rca_data/2023-01-29/log/${f}`)], {
-      maxBuffer: 1 << 30,
-    }).toString('utf8');
-    return csv.split('\n').filter((l) => l.includes(pod) && l.includes(marker)).map((l) => Number(BigInt(l.split(',')[1]) / 1000n));
+    const csv = execFileSync(
+      'tar',
+      ['-xzOf', join(NEZHA_RAW, 'trainticket-2023-01-29-logs.tgz'), ...files.map((f) => `rca_data/2023-01-29/log/${f}`)],
+      {
+        maxBuffer: 1 << 30,
+      },
+    ).toString('utf8');
+    return csv
+      .split('\n')
+      .filter((l) => l.includes(pod) && l.includes(marker))
+      .map((l) => Number(BigInt(l.split(',')[1]) / 1000n));
   }
 
   const pod = 'ts-route-service-b6c59fb57-zv8dt';
@@ -308,7 +338,9 @@ describe('search_logs silent statements', () => {
   it('lists nothing as silent where the usual lines keep coming', () => {
     const tUs = Date.UTC(2023, 0, 29, 10, 51, 0) * 1000;
     const d = new Toolbox(ds, unbounded).call('search_logs', { service_name: pod, timestamp: tUs }).data as SearchLogsData;
-    expect(rawLines(['10_50_log.csv', '10_51_log.csv', '10_52_log.csv'], pod, marker).filter((t) => Math.abs(t - tUs) <= 60e6).length).toBeGreaterThan(20);
+    expect(
+      rawLines(['10_50_log.csv', '10_51_log.csv', '10_52_log.csv'], pod, marker).filter((t) => Math.abs(t - tUs) <= 60e6).length,
+    ).toBeGreaterThan(20);
     expect(d.silent).toEqual([]);
   });
 });

@@ -6,7 +6,15 @@ const us = 1674981768697000; // 2023-01-29T08:42:48.697Z, a real Nezha span star
 
 describe('parseTimestamp', () => {
   it('reads one instant given in s, ms, µs, ns and ISO-8601 the same', () => {
-    const forms: unknown[] = [1674981768.697, 1674981768697, us, us * 1000, '1674981768697', '2023-01-29T08:42:48.697Z', '2023-01-29 08:42:48.697'];
+    const forms: unknown[] = [
+      1674981768.697,
+      1674981768697,
+      us,
+      us * 1000,
+      '1674981768697',
+      '2023-01-29T08:42:48.697Z',
+      '2023-01-29 08:42:48.697',
+    ];
     for (const f of forms) expect(parseTimestamp(f, all)).toMatchObject({ ok: true, us });
     expect(parseTimestamp('2023-01-29T09:42:48.697+01:00', all)).toMatchObject({ ok: true, us });
     expect(parseTimestamp('2023-01-29T08:42:48.697123Z', all)).toMatchObject({ ok: true, us: us + 123 });

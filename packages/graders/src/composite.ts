@@ -28,9 +28,19 @@ export type CompositeSpec = z.output<typeof compositeSpec>;
 
 export const COMPOSITE_PRESETS: Readonly<Record<string, CompositeSpec>> = {
   /** Stage 1, format-aware policy priming: recall and format. */
-  stage1: { terms: [{ grader: 'recall', weight: 1 }, { grader: 'format', weight: 1 }] },
+  stage1: {
+    terms: [
+      { grader: 'recall', weight: 1 },
+      { grader: 'format', weight: 1 },
+    ],
+  },
   /** Stage 2, guided exploration: recall weighted slightly above diversity. */
-  stage2: { terms: [{ grader: 'recall', weight: 1 }, { grader: 'diversity', weight: 0.8 }] },
+  stage2: {
+    terms: [
+      { grader: 'recall', weight: 1 },
+      { grader: 'diversity', weight: 0.8 },
+    ],
+  },
   /** Stage 3, rank-oriented refinement: the multi-factor grader (Eq. 8). */
   stage3: { terms: [{ grader: 'multi_factor', weight: 1 }] },
   /** This project's own: the per-request reciprocal rank of the root cause's service (MRR as the reward), for any stage. */

@@ -56,11 +56,7 @@ function questionOf(episodes: EpisodeRecord[], given?: string): string {
   return episodes[0]?.caseId ?? '';
 }
 
-export async function gradeGroup(
-  episodes: EpisodeRecord[],
-  group: GroupContext,
-  composite: CompositeSpec | string,
-): Promise<GroupGrade> {
+export async function gradeGroup(episodes: EpisodeRecord[], group: GroupContext, composite: CompositeSpec | string): Promise<GroupGrade> {
   const spec = parseComposite(composite);
   const ctx: GradeContext = {
     truth: group.truth,

@@ -65,7 +65,11 @@ describe('Redis diversity cache', () => {
   it('uses a caller-owned connection without closing it, and keeps hashes without TTL by default', async () => {
     const cache = new RedisDiversityCache(client);
     const key = pathKey(PAIRS[5].path);
-    expect([await cache.markSeen('own', key, 'g#0'), await cache.markSeen('own', key, 'g#1'), await cache.markSeen('own2', key, 'g#1')]).toEqual([true, false, true]);
+    expect([
+      await cache.markSeen('own', key, 'g#0'),
+      await cache.markSeen('own', key, 'g#1'),
+      await cache.markSeen('own2', key, 'g#1'),
+    ]).toEqual([true, false, true]);
     await cache.close();
     expect(await client.ttl('thinkfl:diversity:own')).toBe(-1);
     expect(await client.hget('thinkfl:diversity:own', key)).toBe('g#0');
@@ -77,7 +81,11 @@ describe('Redis diversity cache', () => {
     expect([await first.markSeen('q', key, 's-1-0#0'), await first.markSeen('q', key, 's-1-0#1')]).toEqual([true, false]);
     await first.close();
     const again = new RedisDiversityCache(redis.url, { keyPrefix: 'replay:', ttlSeconds: 0 });
-    expect([await again.markSeen('q', key, 's-1-0#0'), await again.markSeen('q', key, 's-1-0#1'), await again.markSeen('q', key, 's-2-0#0')]).toEqual([true, false, false]);
+    expect([
+      await again.markSeen('q', key, 's-1-0#0'),
+      await again.markSeen('q', key, 's-1-0#1'),
+      await again.markSeen('q', key, 's-2-0#0'),
+    ]).toEqual([true, false, false]);
     await again.close();
   });
 });

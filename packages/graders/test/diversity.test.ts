@@ -14,11 +14,21 @@ describe('path key', () => {
 
   const table: { name: string; p: PathStep[]; q: PathStep[]; same: boolean }[] = [
     { name: 'repeats do not make a new path', p: [A, B, M], q: [A, A, B, M, B], same: true },
-    { name: 'argument key order is irrelevant', p: [step('t', { a: 1, b: { c: 2, d: 3 } })], q: [{ tool: 't', args: '{"b":{"d":3,"c":2},"a":1}', components: [] }], same: true },
+    {
+      name: 'argument key order is irrelevant',
+      p: [step('t', { a: 1, b: { c: 2, d: 3 } })],
+      q: [{ tool: 't', args: '{"b":{"d":3,"c":2},"a":1}', components: [] }],
+      same: true,
+    },
     { name: 'order of calls matters', p: [A, B], q: [B, A], same: false },
     { name: 'arguments matter', p: [A], q: [B], same: false },
     { name: 'the tool matters', p: [A], q: [{ ...A, tool: 'search_logs' }], same: false },
-    { name: 'non-JSON arguments are kept verbatim', p: [{ tool: 't', args: 'not json', components: [] }], q: [{ tool: 't', args: 'not json ', components: [] }], same: false },
+    {
+      name: 'non-JSON arguments are kept verbatim',
+      p: [{ tool: 't', args: 'not json', components: [] }],
+      q: [{ tool: 't', args: 'not json ', components: [] }],
+      same: false,
+    },
   ];
   it.each(table)('$name', ({ p, q, same }) => {
     expect(pathKey(p) === pathKey(q)).toBe(same);
@@ -63,7 +73,9 @@ describe('diversity grader (Algorithm 2), in-memory cache', () => {
   });
 
   it('refuses settings that break A > B > C, naming the path', () => {
-    expect(() => parseGraderSettings({ diversity: { b: 2 } }, 'stages.2.graders')).toThrow(/stages\.2\.graders\.diversity: Algorithm 2 needs a > b > c/);
+    expect(() => parseGraderSettings({ diversity: { b: 2 } }, 'stages.2.graders')).toThrow(
+      /stages\.2\.graders\.diversity: Algorithm 2 needs a > b > c/,
+    );
   });
 
   it('needs a cache', async () => {

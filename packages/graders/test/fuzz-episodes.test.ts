@@ -5,7 +5,14 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  loadDataset, protocolNames, runEpisode, type AssistantMessage, type Case, type Dataset, type EpisodeRecord, type Policy,
+  loadDataset,
+  protocolNames,
+  runEpisode,
+  type AssistantMessage,
+  type Case,
+  type Dataset,
+  type EpisodeRecord,
+  type Policy,
 } from '@thinkfl/env';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { COMPOSITE_PRESETS, gradeGroup, MemoryDiversityCache } from '../src/index';
@@ -78,7 +85,8 @@ describe('episode fuzz', () => {
         expect(ep.parseErrors.length).toBe(ep.turns.filter((t) => !t.argsValid).length);
         expect(ep.answer === null).toBe(ep.stopReason === 'no_answer' || ep.stopReason === 'policy_error');
         for (const m of ep.messages) expect(typeof m.content).toBe('string');
-        for (const call of ep.toolCalls) expect(call.observation.text.length).toBeLessThanOrEqual(settings.tool_settings.max_observation_chars + 200);
+        for (const call of ep.toolCalls)
+          expect(call.observation.text.length).toBeLessThanOrEqual(settings.tool_settings.max_observation_chars + 200);
         for (const call of ep.toolCalls) formats.add(call.name);
         group.push(ep);
       }

@@ -11,11 +11,27 @@ const GROUP: EpisodeRecord[] = [
   // rank 0; path of 4 with the truth at step 2; all turns valid
   episode({ answer: [{ pod: POD.contacts }], path: pathWithTruthAt(4, [2]), toolCalls: SHOWN, turns: TURNS }),
   // rank 1; same path as sample 0; one turn not parsed
-  episode({ answer: [{ pod: POD.order }, { pod: POD.contacts }], path: pathWithTruthAt(4, [2]), toolCalls: SHOWN, turns: [turn(0), turn(1, { parsed: false }), turn(2), turn(3)] }),
+  episode({
+    answer: [{ pod: POD.order }, { pod: POD.contacts }],
+    path: pathWithTruthAt(4, [2]),
+    toolCalls: SHOWN,
+    turns: [turn(0), turn(1, { parsed: false }), turn(2), turn(3)],
+  }),
   // no answer; path of 5 without the truth; last turn not parsed
-  episode({ answer: null, path: pathWithTruthAt(5, []), toolCalls: SHOWN.slice(0, 1), turns: [turn(0), turn(1), turn(2), turn(3, { parsed: false })], stopReason: 'no_answer' }),
+  episode({
+    answer: null,
+    path: pathWithTruthAt(5, []),
+    toolCalls: SHOWN.slice(0, 1),
+    turns: [turn(0), turn(1), turn(2), turn(3, { parsed: false })],
+    stopReason: 'no_answer',
+  }),
   // rank 0 with an invented second pod; path of 6 with the truth at step 3
-  episode({ answer: [{ pod: POD.contacts }, { pod: 'ts-invented-service-0-x' }], path: pathWithTruthAt(6, [3]), toolCalls: SHOWN, turns: TURNS }),
+  episode({
+    answer: [{ pod: POD.contacts }, { pod: 'ts-invented-service-0-x' }],
+    path: pathWithTruthAt(6, [3]),
+    toolCalls: SHOWN,
+    turns: TURNS,
+  }),
 ];
 
 describe('gradeGroup', () => {
@@ -75,7 +91,12 @@ describe('gradeGroup', () => {
   });
 
   it('takes an explicit composite with custom settings', async () => {
-    const spec = { terms: [{ grader: 'recall', weight: 2 }, { grader: 'hallucination', weight: -1 }] };
+    const spec = {
+      terms: [
+        { grader: 'recall', weight: 2 },
+        { grader: 'hallucination', weight: -1 },
+      ],
+    };
     const g = await gradeGroup(GROUP, { ...base, settings: { recall: { r_max: 5 } } }, spec);
     // 2*1 - 0; 2*(1 - 1/5) - 0; 2*0 - 0; 2*1 - 0.25
     expect(g.totals.map((t) => +t.toFixed(12))).toEqual([2, 1.6, 0, 1.75]);
@@ -113,12 +134,19 @@ describe('gradeGroup', () => {
 describe('composite and settings parsing', () => {
   it('presets are data over registered graders', () => {
     for (const [name, spec] of Object.entries(COMPOSITE_PRESETS)) expect(parseComposite(spec, name)).toEqual(spec);
-    expect(parseComposite('stage2').terms).toEqual([{ grader: 'recall', weight: 1 }, { grader: 'diversity', weight: 0.8 }]);
+    expect(parseComposite('stage2').terms).toEqual([
+      { grader: 'recall', weight: 1 },
+      { grader: 'diversity', weight: 0.8 },
+    ]);
   });
 
   const bad: { name: string; input: unknown; error: RegExp }[] = [
     { name: 'unknown preset', input: 'stage9', error: /^stages\.0\.reward: unknown composite 'stage9'/ },
-    { name: 'unknown grader', input: { terms: [{ grader: 'recal', weight: 1 }] }, error: /stages\.0\.reward\.terms\.0\.grader: unknown grader 'recal'/ },
+    {
+      name: 'unknown grader',
+      input: { terms: [{ grader: 'recal', weight: 1 }] },
+      error: /stages\.0\.reward\.terms\.0\.grader: unknown grader 'recal'/,
+    },
     { name: 'missing weight', input: { terms: [{ grader: 'recall' }] }, error: /stages\.0\.reward\.terms\.0\.weight/ },
     { name: 'no terms', input: { terms: [] }, error: /stages\.0\.reward\.terms: a composite needs at least one term/ },
     { name: 'stray key', input: { terms: [{ grader: 'recall', weight: 1, wieght: 2 }] }, error: /stages\.0\.reward\.terms\.0: .*wieght/ },

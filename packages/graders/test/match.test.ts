@@ -11,12 +11,27 @@ describe('truthRank', () => {
     { name: 'pod third', truth: POD_TRUTH, answer: [{ pod: POD.order }, { pod: POD.route }, { pod: POD.contacts }], rank: 2 },
     { name: 'case and blanks ignored', truth: POD_TRUTH, answer: [{ pod: `  ${POD.contacts.toUpperCase()} ` }], rank: 0 },
     { name: 'pod level ignores the service field', truth: POD_TRUTH, answer: [{ service: 'ts-contacts-service' }], rank: null },
-    { name: 'service level: service field', truth: SERVICE_TRUTH, answer: [{ service: 'ts-order-service' }, { service: 'TS-Contacts-Service' }], rank: 1 },
+    {
+      name: 'service level: service field',
+      truth: SERVICE_TRUTH,
+      answer: [{ service: 'ts-order-service' }, { service: 'TS-Contacts-Service' }],
+      rank: 1,
+    },
     { name: 'service level: pod of the true service', truth: SERVICE_TRUTH, answer: [{ pod: POD.contacts }], rank: 0 },
     // Two pods of one service are one service guess (env's rankOfTruth counts distinct components).
-    { name: 'service level: repeated service takes one rank', truth: SERVICE_TRUTH, answer: [{ service: 'ts-order-service' }, { pod: POD.order }, { pod: POD.contacts }], rank: 1 },
+    {
+      name: 'service level: repeated service takes one rank',
+      truth: SERVICE_TRUTH,
+      answer: [{ service: 'ts-order-service' }, { pod: POD.order }, { pod: POD.contacts }],
+      rank: 1,
+    },
     { name: 'node level', truth: NODE_TRUTH, answer: [{ node: 'node-1' }, { node: 'Node-3' }], rank: 1 },
-    { name: 'items naming nothing take no rank', truth: POD_TRUTH, answer: [{ reason: 'slow' }, { pod: ' ' }, { pod: POD.contacts }], rank: 0 },
+    {
+      name: 'items naming nothing take no rank',
+      truth: POD_TRUTH,
+      answer: [{ reason: 'slow' }, { pod: ' ' }, { pod: POD.contacts }],
+      rank: 0,
+    },
     { name: 'empty answer', truth: POD_TRUTH, answer: [], rank: null },
     { name: 'no answer', truth: POD_TRUTH, answer: null, rank: null },
   ];

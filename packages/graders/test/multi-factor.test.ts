@@ -7,7 +7,13 @@ const FAKE = 'ts-invented-service-0000000000-aaaaa';
 const SHOWN = [call(0, 'search_traces', [POD.contacts, POD.order, POD.route])];
 
 describe('multi-factor grader (Eq. 8)', () => {
-  const table: { name: string; ep: EpisodeRecord; settings?: GraderSettingsInput; score: number; parts: { R: number; P: number; H: number } }[] = [
+  const table: {
+    name: string;
+    ep: EpisodeRecord;
+    settings?: GraderSettingsInput;
+    score: number;
+    parts: { R: number; P: number; H: number };
+  }[] = [
     {
       // R = 1, P = min(4/(6-2), 1) = 1, H = 0: 1 + 0.2*1 - 0.2*0
       name: 'solved, path reaches the root cause late',
@@ -40,7 +46,11 @@ describe('multi-factor grader (Eq. 8)', () => {
       // alpha 2, beta 1, gamma 1: R = 1 - 2/10 = 0.8, P = 1 (L - mu <= 0), H = 0.5*1/3 (order pod
       // never shown): 1.6 + 1 - 1/6
       name: 'custom weights',
-      ep: episode({ answer: [{ pod: POD.order }, { pod: POD.route }, { pod: POD.contacts }], path: pathWithTruthAt(1, [1]), toolCalls: [call(0, 'x', [POD.contacts, POD.route])] }),
+      ep: episode({
+        answer: [{ pod: POD.order }, { pod: POD.route }, { pod: POD.contacts }],
+        path: pathWithTruthAt(1, [1]),
+        toolCalls: [call(0, 'x', [POD.contacts, POD.route])],
+      }),
       settings: { multi_factor: { alpha: 2, beta: 1, gamma: 1 } },
       score: 1.6 + 1 - 1 / 6,
       parts: { R: 0.8, P: 1, H: 1 / 6 },

@@ -27,15 +27,49 @@ describe('ORACL Eq. 5-8 with the default settings (beta 2, alpha 0.1, delta 0.5,
   // The truth: pod ts-contacts-service, type "exception".
   const table: { name: string; answer: RootCause[] | null; sPod: number; f: number; tp: number; fn: number }[] = [
     // POD 1/0; pairs TP 1 FP 0 FN 0: F = 5/(5+eps)
-    { name: 'true pod, true type', answer: [{ pod: POD.contacts, type: 'exception' }], sPod: 1 / (1 + EPS), f: 5 / (5 + EPS), tp: 1, fn: 0 },
+    {
+      name: 'true pod, true type',
+      answer: [{ pod: POD.contacts, type: 'exception' }],
+      sPod: 1 / (1 + EPS),
+      f: 5 / (5 + EPS),
+      tp: 1,
+      fn: 0,
+    },
     // type compared without case and separators
-    { name: 'true pod, type spelled differently', answer: [{ pod: POD.contacts, type: ' Exception ' }], sPod: 1 / (1 + EPS), f: 5 / (5 + EPS), tp: 1, fn: 0 },
+    {
+      name: 'true pod, type spelled differently',
+      answer: [{ pod: POD.contacts, type: ' Exception ' }],
+      sPod: 1 / (1 + EPS),
+      f: 5 / (5 + EPS),
+      tp: 1,
+      fn: 0,
+    },
     // POD 1/0 (type ignored); pairs TP 0 FP 1 FN 1: F = 0; penalty 0.5*max(0, 1-0)
     { name: 'true pod, wrong type', answer: [{ pod: POD.contacts, type: 'cpu_contention' }], sPod: 1 / (1 + EPS), f: 0, tp: 0, fn: -0.5 },
     // POD 1/1: 1/(2+eps); pairs TP 1 FP 1 FN 0: F = 5/(5+1+eps)
-    { name: 'true pair and one other pod', answer: [{ pod: POD.order, type: 'exception' }, { pod: POD.contacts, type: 'exception' }], sPod: 1 / (2 + EPS), f: 5 / (6 + EPS), tp: 1, fn: 0 },
+    {
+      name: 'true pair and one other pod',
+      answer: [
+        { pod: POD.order, type: 'exception' },
+        { pod: POD.contacts, type: 'exception' },
+      ],
+      sPod: 1 / (2 + EPS),
+      f: 5 / (6 + EPS),
+      tp: 1,
+      fn: 0,
+    },
     // same pod twice with two types: POD 1/0; pairs TP 1, FP 1: F = 5/6
-    { name: 'true pod with two types', answer: [{ pod: POD.contacts, type: 'return' }, { pod: POD.contacts, type: 'exception' }], sPod: 1 / (1 + EPS), f: 5 / (6 + EPS), tp: 1, fn: 0 },
+    {
+      name: 'true pod with two types',
+      answer: [
+        { pod: POD.contacts, type: 'return' },
+        { pod: POD.contacts, type: 'exception' },
+      ],
+      sPod: 1 / (1 + EPS),
+      f: 5 / (6 + EPS),
+      tp: 1,
+      fn: 0,
+    },
     // POD 0/2: 0; pairs TP 0, FP 2, FN 1: 0
     { name: 'only wrong pods', answer: [{ pod: POD.order, type: 'exception' }, { pod: POD.route }], sPod: 0, f: 0, tp: 0, fn: -0.5 },
     { name: 'no answer', answer: null, sPod: 0, f: 0, tp: 0, fn: -0.5 },
@@ -53,7 +87,13 @@ describe('ORACL Eq. 5-8 with the default settings (beta 2, alpha 0.1, delta 0.5,
 
   it('beta > 1 weighs a miss above a false alarm', async () => {
     // beta 3: TP 1, FP 2: 10/(10 + 2 + eps)
-    const ep = episode({ answer: [{ pod: POD.order, type: 'x' }, { pod: POD.route, type: 'x' }, { pod: POD.contacts, type: 'exception' }] });
+    const ep = episode({
+      answer: [
+        { pod: POD.order, type: 'x' },
+        { pod: POD.route, type: 'x' },
+        { pod: POD.contacts, type: 'exception' },
+      ],
+    });
     expect(await score(oraclFBeta, ep, typed('exception', { oracl: { beta: 3 } }))).toBeCloseTo(10 / (12 + EPS), 12);
     expect(() => parseGraderSettings({ oracl: { beta: 1 } })).toThrow(/graders\.oracl\.beta/);
   });
@@ -115,9 +155,13 @@ describe('ORACL Eq. 9 format: -C_invalid/C_total, 4 checks per tag', () => {
 
 describe('ORACL Eq. 10-11 length: correct * s(L) on the final generation', () => {
   it('s(L) is 0 up to L_min, linear to -1 at L_max', () => {
-    expect([lengthScore(100, 100, 300), lengthScore(200, 100, 300), lengthScore(250, 100, 300), lengthScore(300, 100, 300), lengthScore(900, 100, 300)]).toEqual([
-      0, -0.5, -0.75, -1, -1,
-    ]);
+    expect([
+      lengthScore(100, 100, 300),
+      lengthScore(200, 100, 300),
+      lengthScore(250, 100, 300),
+      lengthScore(300, 100, 300),
+      lengthScore(900, 100, 300),
+    ]).toEqual([0, -0.5, -0.75, -1, -1]);
   });
 
   const s = { oracl: { length_min: 100, length_max: 300 } };
@@ -137,7 +181,9 @@ describe('ORACL Eq. 10-11 length: correct * s(L) on the final generation', () =>
   });
 
   it('refuses length_max not above length_min, naming the path', () => {
-    expect(() => parseGraderSettings({ oracl: { length_min: 10, length_max: 10 } })).toThrow(/graders\.oracl\.length_max: length_max must exceed length_min/);
+    expect(() => parseGraderSettings({ oracl: { length_min: 10, length_max: 10 } })).toThrow(
+      /graders\.oracl\.length_max: length_max must exceed length_min/,
+    );
   });
 });
 
@@ -145,7 +191,11 @@ describe('the oracl preset sums Eq. 8, 9 and 11', () => {
   it('grades a well-formed correct answer by hand', async () => {
     const text = '<think>a</think><Fault>b</Fault><Counterfactual>c</Counterfactual><root>d</root>';
     const ep = episode({ answer: [{ pod: POD.contacts, type: 'exception' }], messages: [say(text)] });
-    const g = await gradeGroup([ep], { truth: typed('exception').truth, d_max: 10, podToService: typed('x').podToService, faultType: 'exception' }, parseComposite('oracl'));
+    const g = await gradeGroup(
+      [ep],
+      { truth: typed('exception').truth, d_max: 10, podToService: typed('x').podToService, faultType: 'exception' },
+      parseComposite('oracl'),
+    );
     // 0.1/(1+eps) + 0.9*5/(5+eps) + 0.5 + 0 (format) + 0 (short)
     expect(g.totals[0]).toBeCloseTo(0.1 / (1 + EPS) + (0.9 * 5) / (5 + EPS) + 0.5, 9);
   });

@@ -24,7 +24,12 @@ describe('oracl', () => {
   it('parses the <root> tag of one tagged turn and grades it with the oracl preset', async () => {
     const pod = kase.truth.pod!;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
-    const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy([TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]) });
+    const ep = await runEpisode({
+      dataset: ds,
+      case: kase,
+      protocol: 'oracl',
+      policy: new ReplayPolicy([TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]),
+    });
     expect(ep.stopReason).toBe('answered');
     expect(ep.answer).toEqual([
       { service: ds.topology.serviceOfPod(other), pod: other, type: 'cpu_contention' },
@@ -33,7 +38,11 @@ describe('oracl', () => {
     expect(ep.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
     expect(ep.messages[1].content).toMatch(/Call graph \(caller -> callee: calls\):\n① -> ②/);
     expect(ep.turns).toEqual([expect.objectContaining({ parsed: true, offered: [] })]);
-    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
+    const g = await gradeGroup(
+      [ep],
+      { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType },
+      'oracl',
+    );
     // pods {other, truth}: S_pod = 1/(2+eps); pairs TP 1, FP 1, FN 0: F_2 = 5/(6+eps); bonus 0.5; format 0; length 0
     const eps = 1e-6;
     expect(g.totals[0]).toBeCloseTo(0.1 / (2 + eps) + (0.9 * 5) / (6 + eps) + 0.5, 9);
@@ -43,7 +52,11 @@ describe('oracl', () => {
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy(['<think>no idea</think>']) });
     expect(ep.stopReason).toBe('no_answer');
     expect(ep.parseErrors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
-    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, 'oracl');
+    const g = await gradeGroup(
+      [ep],
+      { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType },
+      'oracl',
+    );
     // result 0 - 0.5 (one miss); format: think passes, Fault/Counterfactual/root absent: 12/16
     expect(g.totals[0]).toBeCloseTo(-0.5 - 0.75, 12);
   });
@@ -79,14 +92,47 @@ describe('fault_type grader (KnowledgeMind FT@k)', () => {
     const pod = kase.truth.pod!;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
     const { faultType: grader } = await import('../src/index');
-    const ctx = { truth: kase.truth, d_max: 10, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType: 'return', settings: (await import('../src/index')).parseGraderSettings({}) };
-    const ep = (answer: unknown) => ({ caseId: 'q', protocol: 'knowledgemind', messages: [], toolCalls: [], turns: [], parseErrors: [], answer, path: [], stopReason: 'answered', timing: { startedAt: 0, wallMs: 0 } }) as never;
+    const ctx = {
+      truth: kase.truth,
+      d_max: 10,
+      questionId: 'q',
+      podToService: (p: string) => ds.topology.serviceOfPod(p),
+      faultType: 'return',
+      settings: (await import('../src/index')).parseGraderSettings({}),
+    };
+    const ep = (answer: unknown) =>
+      ({
+        caseId: 'q',
+        protocol: 'knowledgemind',
+        messages: [],
+        toolCalls: [],
+        turns: [],
+        parseErrors: [],
+        answer,
+        path: [],
+        stopReason: 'answered',
+        timing: { startedAt: 0, wallMs: 0 },
+      }) as never;
     // types for the right pod: exception, cpu, return -> return at place 2 -> 1/3
-    const three = [{ pod, type: 'exception' }, { pod, type: 'CPU contention' }, { pod, type: 'Return' }];
+    const three = [
+      { pod, type: 'exception' },
+      { pod, type: 'CPU contention' },
+      { pod, type: 'Return' },
+    ];
     expect((await grader.grade(ep(three), ctx)).score).toBeCloseTo(1 / 3, 12);
     expect((await grader.grade(ep([{ pod, type: 'return' }]), ctx)).score).toBe(1);
     // wrong top component: 0 even with the right type further down
-    expect((await grader.grade(ep([{ pod: other, type: 'return' }, { pod, type: 'return' }]), ctx)).score).toBe(0);
+    expect(
+      (
+        await grader.grade(
+          ep([
+            { pod: other, type: 'return' },
+            { pod, type: 'return' },
+          ]),
+          ctx,
+        )
+      ).score,
+    ).toBe(0);
     expect((await grader.grade(ep([{ pod, type: 'exception' }]), ctx)).score).toBe(0);
   });
 });
@@ -96,20 +142,58 @@ describe('openrca graders on an rcaflow episode', () => {
     const { openRcaAnswer, scoringPointsOf, parseGraderSettings } = await import('../src/index');
     const pod = kase.truth.pod!;
     const fault = ds.faults.find((f) => f.id === kase.faultId)!;
-    const ctx = { truth: kase.truth, d_max: 10, questionId: 'q', podToService: (p: string) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs, settings: parseGraderSettings({}) };
+    const ctx = {
+      truth: kase.truth,
+      d_max: 10,
+      questionId: 'q',
+      podToService: (p: string) => ds.topology.serviceOfPod(p),
+      faultType,
+      faultStartUs: fault.startUs,
+      settings: parseGraderSettings({}),
+    };
     const t = new Date(Math.floor(fault.startUs / 1000) + 45_000).toISOString().slice(0, 19).replace('T', ' ');
     const sp = scoringPointsOf(ctx);
     expect(sp.failures).toBe(1);
     expect(sp.points.split('\n')).toHaveLength(3);
-    const ep = (answer: unknown) => ({ caseId: 'q', protocol: 'rcaflow', messages: [], toolCalls: [], turns: [], parseErrors: [], answer, path: [], stopReason: 'answered', timing: { startedAt: 0, wallMs: 0 } }) as never;
+    const ep = (answer: unknown) =>
+      ({
+        caseId: 'q',
+        protocol: 'rcaflow',
+        messages: [],
+        toolCalls: [],
+        turns: [],
+        parseErrors: [],
+        answer,
+        path: [],
+        stopReason: 'answered',
+        timing: { startedAt: 0, wallMs: 0 },
+      }) as never;
     expect(openRcaAnswer([{ pod, type: faultType, time: t }], 1, ctx)).toBe(
       JSON.stringify({ '1': { 'root cause occurrence datetime': t, 'root cause component': pod, 'root cause reason': faultType } }),
     );
     // All three points (45 s off is within 60 s): 1, Correct.
-    let g = await gradeGroup([ep([{ pod, type: faultType, time: t }])], { ...ctx, questionId: 'q' }, { terms: [{ grader: 'openrca_score', weight: 1 }, { grader: 'openrca_correct', weight: 10 }] });
+    let g = await gradeGroup(
+      [ep([{ pod, type: faultType, time: t }])],
+      { ...ctx, questionId: 'q' },
+      {
+        terms: [
+          { grader: 'openrca_score', weight: 1 },
+          { grader: 'openrca_correct', weight: 10 },
+        ],
+      },
+    );
     expect(g.totals[0]).toBe(11);
     // Right pod, wrong type, no time: 1 of 3 -> 0.33, not Correct.
-    g = await gradeGroup([ep([{ pod, type: 'cpu_contention' }])], { ...ctx, questionId: 'q' }, { terms: [{ grader: 'openrca_score', weight: 1 }, { grader: 'openrca_correct', weight: 10 }] });
+    g = await gradeGroup(
+      [ep([{ pod, type: 'cpu_contention' }])],
+      { ...ctx, questionId: 'q' },
+      {
+        terms: [
+          { grader: 'openrca_score', weight: 1 },
+          { grader: 'openrca_correct', weight: 10 },
+        ],
+      },
+    );
     expect(g.totals[0]).toBe(0.33);
   });
 });
@@ -127,11 +211,25 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
       policy: new ReplayPolicy([
         call('score_services', { scores: { [kase.truth.service!]: 8 } }),
         call('score_simulation', { score: 7 }),
-        call('print_results', { root_causes: [{ pod, type: 'cpu_contention' }, { pod, type: faultType }] }),
+        call('print_results', {
+          root_causes: [
+            { pod, type: 'cpu_contention' },
+            { pod, type: faultType },
+          ],
+        }),
       ]),
     });
     expect(ep.stopReason).toBe('answered');
-    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType }, { terms: [{ grader: 'recall', weight: 1 }, { grader: 'fault_type', weight: 1 }] });
+    const g = await gradeGroup(
+      [ep],
+      { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType },
+      {
+        terms: [
+          { grader: 'recall', weight: 1 },
+          { grader: 'fault_type', weight: 1 },
+        ],
+      },
+    );
     // recall 1 (rank 0); the true type second -> 1/2
     expect(g.totals[0]).toBe(1.5);
   });
@@ -146,7 +244,8 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
       override async next(ctx: Parameters<ReplayPolicy['next']>[0]) {
         const tool = ctx.tools[0].name;
         if (tool === 'search_traces') return { content: call(tool, { parent_span_id: kase.entrySpanId }) };
-        if (tool === 'search_fluctuating_metrics' || tool === 'search_logs') return { content: call(tool, { service_name: pod, timestamp: ts }) };
+        if (tool === 'search_fluctuating_metrics' || tool === 'search_logs')
+          return { content: call(tool, { service_name: pod, timestamp: ts }) };
         if (tool === 'report_confidence') return { content: call(tool, { confidence: 1 }) };
         return { content: call('print_results', { root_causes: [{ pod, type: faultType, time: t }] }) };
       }
@@ -154,7 +253,11 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'rcaflow', policy: new Stepper([]) });
     expect(ep.stopReason).toBe('answered');
     expect(ep.parseErrors).toEqual([]);
-    const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs }, { terms: [{ grader: 'openrca_correct', weight: 1 }] });
+    const g = await gradeGroup(
+      [ep],
+      { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs },
+      { terms: [{ grader: 'openrca_correct', weight: 1 }] },
+    );
     expect(g.totals[0]).toBe(1);
   });
 });

@@ -19,7 +19,13 @@ describe('recall grader (Eq. 9)', () => {
     { name: 'r_max 4, rank 1', answer: truthAtRank(1), settings: { recall: { r_max: 4 } }, score: 0.75, rank: 1 }, // 1 - 1/4
     { name: 'r_max 4, rank 5', answer: truthAtRank(5), settings: { recall: { r_max: 4 } }, score: 0.25, rank: 5 }, // 1/4
     { name: 'absent', answer: [{ pod: POD.order }], score: 0, rank: -1 }, // missing_score
-    { name: 'absent, missing_score -0.5', answer: [{ pod: POD.order }], settings: { recall: { missing_score: -0.5 } }, score: -0.5, rank: -1 },
+    {
+      name: 'absent, missing_score -0.5',
+      answer: [{ pod: POD.order }],
+      settings: { recall: { missing_score: -0.5 } },
+      score: -0.5,
+      rank: -1,
+    },
     { name: 'empty answer', answer: [], score: 0, rank: -1 },
     { name: 'no answer', answer: null, score: 0, rank: -1 },
     // The repeated wrong pod takes one rank: truth at rank 1 -> 1 - 1/10.

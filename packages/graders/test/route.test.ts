@@ -43,7 +43,12 @@ describe('route grader (Eq. 10)', () => {
       lastStep: 0,
     },
     // Mixed case in a component: L = 4, r' = 2: 2/2.
-    { name: 'case-insensitive', path: [step('a', {}), step('b', {}, [POD.contacts.toUpperCase()]), step('c', {}), step('d', {})], score: 1, lastStep: 2 },
+    {
+      name: 'case-insensitive',
+      path: [step('a', {}), step('b', {}, [POD.contacts.toUpperCase()]), step('c', {}), step('d', {})],
+      score: 1,
+      lastStep: 2,
+    },
   ];
   it.each(table)('$name', async ({ path, truth, settings, d_max, score, lastStep }) => {
     const r = await route.grade(episode({ path }), ctxFor(truth ?? POD_TRUTH, settings, d_max));
@@ -54,6 +59,8 @@ describe('route grader (Eq. 10)', () => {
   it('routeScore is the formula on its own', () => {
     const s = { mu: 2 };
     // D_max 10: 3/(10-2), min(9/8, 1), 2 <= mu, 6/10
-    expect([routeScore(10, 3, s, 10), routeScore(10, 9, s, 10), routeScore(2, 2, s, 10), routeScore(6, null, s, 10)]).toEqual([0.375, 1, 1, 0.6]);
+    expect([routeScore(10, 3, s, 10), routeScore(10, 9, s, 10), routeScore(2, 2, s, 10), routeScore(6, null, s, 10)]).toEqual([
+      0.375, 1, 1, 0.6,
+    ]);
   });
 });

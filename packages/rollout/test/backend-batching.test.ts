@@ -67,7 +67,10 @@ function recordDecodeSteps(): DecodeStep[] {
 }
 const rowsOf = (steps: DecodeStep[]) => steps.map((s) => s.rows);
 
-const greedy = (i: number, maxTokens: number): GenerationRequest => ({ promptIds: prompts[i], sampling: { temperature: 0, max_tokens: maxTokens } });
+const greedy = (i: number, maxTokens: number): GenerationRequest => ({
+  promptIds: prompts[i],
+  sampling: { temperature: 0, max_tokens: maxTokens },
+});
 
 let backend: OnnxBackend;
 
@@ -136,7 +139,10 @@ describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend cont
 
   it('decodes a group of 8 samples of one prompt, leaving at different steps, as each one decodes alone', async () => {
     // Sampled at temperature 1 with per-row seeds, past the suffix's first 32 positions.
-    const reqs = Array.from({ length: 8 }, (_, i): GenerationRequest => ({ promptIds: prompts[7], sampling: { temperature: 1, seed: 100 + i, max_tokens: 30 + 3 * i } }));
+    const reqs = Array.from(
+      { length: 8 },
+      (_, i): GenerationRequest => ({ promptIds: prompts[7], sampling: { temperature: 1, seed: 100 + i, max_tokens: 30 + 3 * i } }),
+    );
     const single = await alone(reqs);
     expect(Math.max(...single.map((g) => g.tokenIds.length))).toBeGreaterThan(33);
     const steps = recordDecodeSteps();
@@ -208,7 +214,9 @@ describe('onnx backend, a decode.onnx that is not a decode graph', () => {
       () => undefined,
       (e: Error) => e.message,
     );
-    expect(refused).toContain(`${join(bad, 'onnx', 'decode.onnx')}: not a decode-step graph for 2 layers (missing prefix_mask, suffix_mask, prefix.0.key`);
+    expect(refused).toContain(
+      `${join(bad, 'onnx', 'decode.onnx')}: not a decode-step graph for 2 layers (missing prefix_mask, suffix_mask, prefix.0.key`,
+    );
     // The model graph alone still serves it.
     const plain = await openOnnxBackend({ model_dir: bad, threads: 1, kv_cache: 'off' });
     try {

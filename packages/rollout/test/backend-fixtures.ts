@@ -23,8 +23,29 @@ export function scratchDir(prefix: string): string {
  * onnx/model.onnx), made by scripts/create-tiny-model.ts at a small size with grouped KV heads.
  */
 export async function createTinyModel(outDir: string, seed: number): Promise<string> {
-  const args = ['--dataset', NEZHA_DATASET, '--out', outDir, '--seed', String(seed), '--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128'];
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], { cwd: REPO_ROOT });
+  const args = [
+    '--dataset',
+    NEZHA_DATASET,
+    '--out',
+    outDir,
+    '--seed',
+    String(seed),
+    '--hidden-size',
+    '64',
+    '--layers',
+    '2',
+    '--heads',
+    '4',
+    '--kv-heads',
+    '2',
+    '--head-dim',
+    '16',
+    '--intermediate-size',
+    '128',
+  ];
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], {
+    cwd: REPO_ROOT,
+  });
   return outDir;
 }
 
@@ -34,7 +55,8 @@ export async function memorize(modelDir: string, ids: number[], mask: number[], 
   try {
     await engine.request('load', { model_dir: modelDir, seed: 0, optimizer: { lr: 1e-2 } });
     let loss = Infinity;
-    for (let step = 0; step < 300 && loss > 0.01; step++) loss = (await engine.request('sft_step', { input_ids: [ids], mask: [mask] })).loss;
+    for (let step = 0; step < 300 && loss > 0.01; step++)
+      loss = (await engine.request('sft_step', { input_ids: [ids], mask: [mask] })).loss;
     await engine.request('save', { dir: outDir });
     await engine.request('export', { dir: outDir, format: 'onnx' });
     return loss;
@@ -68,7 +90,9 @@ export async function toolCallerModel(base: string, outDir: string): Promise<Too
   const answer: ChatMessage = {
     role: 'assistant',
     content: '',
-    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: c.entrySpanId }) } }],
+    tool_calls: [
+      { id: 'call_1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: c.entrySpanId }) } },
+    ],
   };
   const chat = loadChatModel(base);
   const episode = tokenizeEpisode([...messages, answer], chat.template, chat.tokenizer, { tools });
@@ -83,10 +107,24 @@ export interface ServeProcess {
 
 /** `trainer-ctl serve` as its own process on a free loopback port. */
 export async function startServeProcess(modelDir: string, args: string[] = []): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', '0', '--threads', '1', ...args], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'),
+      'serve',
+      '--model',
+      modelDir,
+      '--port',
+      '0',
+      '--threads',
+      '1',
+      ...args,
+    ],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const url = await new Promise<string>((resolve, reject) => {

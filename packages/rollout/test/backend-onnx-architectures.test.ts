@@ -61,7 +61,9 @@ describe.each(ARCHITECTURES)('onnx backend on a tiny random $architecture', ({ a
       ],
       { addGenerationPrompt: true },
     );
-    const prompts = [conversation, conversation, 'ts-order-service returned 500 after 3021 ms', 'ok, done'].map((text) => chat.tokenizer.encode(text));
+    const prompts = [conversation, conversation, 'ts-order-service returned 500 after 3021 ms', 'ok, done'].map((text) =>
+      chat.tokenizer.encode(text),
+    );
     const reference = await engine.request('generate', { input_ids: prompts, max_new_tokens: NEW_TOKENS });
 
     const backend = await openOnnxBackend({ model_dir: join(dir, 'export') });

@@ -6,7 +6,14 @@
 import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GenerationInputError, type OnnxBackend, modelDetokenizer, openBackend, openOnnxBackend, type Generation } from '../src/backends/index';
+import {
+  GenerationInputError,
+  type OnnxBackend,
+  modelDetokenizer,
+  openBackend,
+  openOnnxBackend,
+  type Generation,
+} from '../src/backends/index';
 import { loadTokenizer } from '../src/chat/tokenizer';
 import { TrainEngine } from '../../trainer-ctl/src/engine';
 import { createTinyModel, scratchDir } from './backend-fixtures';
@@ -66,9 +73,11 @@ describe('onnx backend', () => {
     expectSame(batch, alone);
   });
 
-  it('reports logprobs of the temperature-scaled distribution that sampled, equal to the engine\'s at the same temperature; a first update on them has ratio 1 (issue 8 acceptance 1)', async () => {
+  it("reports logprobs of the temperature-scaled distribution that sampled, equal to the engine's at the same temperature; a first update on them has ratio 1 (issue 8 acceptance 1)", async () => {
     const temps = [0.7, 1.3];
-    const gens = await backend.generate(temps.map((temperature, i) => ({ promptIds: prompts[i], sampling: { seed: 3 + i, max_tokens: 12, temperature } })));
+    const gens = await backend.generate(
+      temps.map((temperature, i) => ({ promptIds: prompts[i], sampling: { seed: 3 + i, max_tokens: 12, temperature } })),
+    );
     const seqs = gens.map((g, i) => [...prompts[i], ...g.tokenIds]);
     // Aligned with the ids: 0 on prompt tokens, the rollout's logprob on generated ones.
     const old = gens.map((g, i) => [...prompts[i].map(() => 0), ...g.logprobs]);
@@ -81,7 +90,9 @@ describe('onnx backend', () => {
       expect(Math.max(...diffs)).toBeLessThan(1e-4);
       // The old definition (raw distribution, T = 1) is far off at these temperatures.
       const raw = (await engine.request('logprobs', { input_ids: seqs, temperature: 1 })).logprobs;
-      expect(Math.max(...gens.flatMap((g, i) => g.logprobs.map((lp, t) => Math.abs(lp - raw[i][prompts[i].length + t]))))).toBeGreaterThan(1e-2);
+      expect(Math.max(...gens.flatMap((g, i) => g.logprobs.map((lp, t) => Math.abs(lp - raw[i][prompts[i].length + t]))))).toBeGreaterThan(
+        1e-2,
+      );
       for (let step = 0; step < 2; step++) {
         const r = await engine.request('grpo_step', { input_ids: seqs, mask, old, advantages: [1, -1], temperature: temps });
         if (step === 0) {
@@ -121,7 +132,7 @@ describe('onnx backend', () => {
     expect(cut.tokenIds.length).toBeLessThanOrEqual(8);
   });
 
-  it("stops at an end-of-sequence id from generation_config.json and keeps it in the ids but not the text", async () => {
+  it('stops at an end-of-sequence id from generation_config.json and keeps it in the ids but not the text', async () => {
     const [free] = await backend.generate([{ promptIds: prompts[0], sampling: { temperature: 0, max_tokens: 20 } }]);
     const eos = free.tokenIds[4];
     const copy = join(dir, 'eos');
@@ -167,8 +178,12 @@ describe('onnx backend', () => {
     await expect(bad([1, vocab])).rejects.toThrow(`token id ${vocab} is outside the vocabulary [0, ${vocab})`);
     await expect(bad([1], { top_p: 0 })).rejects.toThrow(GenerationInputError);
     await expect(bad([1], { top_p: 0 })).rejects.toThrow(/requests\[0\]\.sampling\.top_p/);
-    await expect(openBackend({ kind: 'onnx', model_dir: modelA, threds: 2 }, 'rollout.backend')).rejects.toThrow(/rollout\.backend: .*threds/);
-    await expect(openBackend({ kind: 'sglang' }, 'rollout.backend')).rejects.toThrow(/rollout\.backend\.kind: unknown backend "sglang" \(known: onnx, openai, vllm\)/);
+    await expect(openBackend({ kind: 'onnx', model_dir: modelA, threds: 2 }, 'rollout.backend')).rejects.toThrow(
+      /rollout\.backend: .*threds/,
+    );
+    await expect(openBackend({ kind: 'sglang' }, 'rollout.backend')).rejects.toThrow(
+      /rollout\.backend\.kind: unknown backend "sglang" \(known: onnx, openai, vllm\)/,
+    );
     await expect(openOnnxBackend({ model_dir: join(dir, 'missing') })).rejects.toThrow(/missing/);
   });
 });

@@ -103,7 +103,9 @@ describe('openai backend against trainer-ctl serve', () => {
   it('keeps at most `concurrency` requests in flight', async () => {
     const proxy = await startProxy(serve.url, () => undefined);
     const backend = new OpenAIBackend({ base_url: proxy.url, concurrency: 2 });
-    const out = await backend.generate(Array.from({ length: 6 }, (_, i) => ({ promptIds: [5, 6, 7 + i], sampling: { seed: i, max_tokens: 8 } })));
+    const out = await backend.generate(
+      Array.from({ length: 6 }, (_, i) => ({ promptIds: [5, 6, 7 + i], sampling: { seed: i, max_tokens: 8 } })),
+    );
     expect(out).toHaveLength(6);
     expect(proxy.maxInFlight).toBeGreaterThan(0);
     expect(proxy.maxInFlight).toBeLessThanOrEqual(2);
@@ -117,10 +119,14 @@ describe('semaphore', () => {
     const gate = new Semaphore(2);
     const started: number[] = [];
     const finish: (() => void)[] = [];
-    const task = (i: number) => gate.run(() => new Promise<number>((done) => {
-      started.push(i);
-      finish[i] = () => done(i);
-    }));
+    const task = (i: number) =>
+      gate.run(
+        () =>
+          new Promise<number>((done) => {
+            started.push(i);
+            finish[i] = () => done(i);
+          }),
+      );
     const all = [task(0), task(1), task(2)];
     await Promise.resolve();
     expect(started).toEqual([0, 1]);
@@ -161,7 +167,11 @@ async function startProxy(target: string, fail: (n: number) => number | undefine
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const body = chunks.length ? Buffer.concat(chunks) : undefined;
-      const r = await fetch(target + req.url!.replace(/^\/v1/, ''), { method: req.method, body, headers: { 'content-type': 'application/json' } });
+      const r = await fetch(target + req.url!.replace(/^\/v1/, ''), {
+        method: req.method,
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
       const text = await r.text();
       inFlight--;
       res.writeHead(r.status, { 'content-type': 'application/json' }).end(text);

@@ -15,7 +15,14 @@ function draws(logits: Float32Array, sampling: object, n: number, seed = 1): num
 
 describe('Rng', () => {
   it('repeats a sequence for a seed, differs across seeds, stays in [0, 1)', () => {
-    const seq = (seed: number) => Array.from({ length: 1000 }, ((r) => () => r.next())(new Rng(seed)));
+    const seq = (seed: number) =>
+      Array.from(
+        { length: 1000 },
+        (
+          (r) => () =>
+            r.next()
+        )(new Rng(seed)),
+      );
     const a = seq(42);
     expect(seq(42)).toEqual(a);
     expect(seq(43)).not.toEqual(a);

@@ -53,7 +53,9 @@ describe('vllm backend', () => {
     await expect(verifyManifest(v, 8)).rejects.toThrow(/manifest.json: version 9, expected 8/);
     writeFileSync(join(v, 'tokenizer.json'), '{}');
     const backend = new VllmBackend({ replicas: [serve.url], lora_prefix: 'run', ...fast });
-    await expect(backend.reload(v, 9)).rejects.toThrow(new RegExp(`${join(v, 'tokenizer.json').replace(/[/.]/g, '\\$&')}: \\d+ bytes, the manifest says \\d+`));
+    await expect(backend.reload(v, 9)).rejects.toThrow(
+      new RegExp(`${join(v, 'tokenizer.json').replace(/[/.]/g, '\\$&')}: \\d+ bytes, the manifest says \\d+`),
+    );
     mkdirSync(join(v, 'extra'));
     writeFileSync(join(v, 'extra', 'x.bin'), 'x');
     await expect(verifyManifest(v, 9)).rejects.toThrow(/extra\/x\.bin is not in manifest.json/);
@@ -65,13 +67,19 @@ describe('vllm backend', () => {
     await backend.reload(await policyVersion(0), 0);
     const [dead, live] = backend.replicas;
     expect(dead.ready).toBe(false);
-    expect(dead.reason).toMatch(new RegExp(`loading policy version 0 \\(run-a-v0-[0-9a-f]{12} from .*v0\\) failed after 2 attempt\\(s\\): .*${deadUrl.replace(/[/.]/g, '\\$&')}`));
+    expect(dead.reason).toMatch(
+      new RegExp(
+        `loading policy version 0 \\(run-a-v0-[0-9a-f]{12} from .*v0\\) failed after 2 attempt\\(s\\): .*${deadUrl.replace(/[/.]/g, '\\$&')}`,
+      ),
+    );
     expect([live.ready, [...live.loaded]]).toEqual([true, [0]]);
     const models = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
     expect(models).toEqual(['base', backend.modelName(0)]);
     expect(backend.modelName(0)).toMatch(/^run-a-v0-[0-9a-f]{12}$/);
     const chat = loadChatModel(modelDir);
-    const gens = await backend.generate([0, 1, 2].map((s) => ({ promptIds: chat.tokenizer.encode('search_traces'), sampling: { seed: s, max_tokens: 5 } })));
+    const gens = await backend.generate(
+      [0, 1, 2].map((s) => ({ promptIds: chat.tokenizer.encode('search_traces'), sampling: { seed: s, max_tokens: 5 } })),
+    );
     for (const g of gens) {
       expect(g.tokenIds.length).toBeGreaterThan(0);
       expect(g.logprobs).toHaveLength(g.tokenIds.length);
@@ -86,14 +94,18 @@ describe('vllm backend', () => {
     const after = ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
     expect(after).toContain(b0.modelName(2));
     expect(after.some((m) => m.startsWith('run-b-v1-'))).toBe(false);
-    await expect(b0.generate([{ promptIds: [5, 6], policyVersion: 1, sampling: { max_tokens: 2 } }])).rejects.toThrow(/policy version 1 is not loaded \(newest 2, staleness window 0\)/);
+    await expect(b0.generate([{ promptIds: [5, 6], policyVersion: 1, sampling: { max_tokens: 2 } }])).rejects.toThrow(
+      /policy version 1 is not loaded \(newest 2, staleness window 0\)/,
+    );
     await Promise.all([backend.close(), b0.close()]);
   });
 
   it('fails when no replica can load a version, naming each replica and the version', async () => {
     const backend = new VllmBackend({ replicas: [deadUrl], lora_prefix: 'run-c', ...fast });
     await expect(backend.reload(await policyVersion(3), 3)).rejects.toThrow(
-      new RegExp(`policy version 3 \\(run-c-v3-[0-9a-f]{12} from .*\\) could not be loaded on any replica: ${deadUrl.replace(/[/.]/g, '\\$&')} out of rotation \\(loading policy version 3`),
+      new RegExp(
+        `policy version 3 \\(run-c-v3-[0-9a-f]{12} from .*\\) could not be loaded on any replica: ${deadUrl.replace(/[/.]/g, '\\$&')} out of rotation \\(loading policy version 3`,
+      ),
     );
     await expect(backend.generate([{ promptIds: [1], sampling: { max_tokens: 1 } }])).rejects.toThrow(/no policy version is loaded yet/);
     await backend.close();
@@ -112,7 +124,11 @@ describe('vllm backend', () => {
 
 describe('vllm backend against a replica that outlives runs', () => {
   const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${serve.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${serve.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: r.status, text: await r.text() };
   };
   const cards = async () => ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
@@ -153,7 +169,9 @@ describe('vllm backend against a replica that outlives runs', () => {
       }
     };
     const [want, old] = [await reference(other), await reference(modelDir)];
-    console.log(`[figure] resumed v1: replica ${got.tokenIds.join(' ')}; new weights in process ${want.tokenIds.join(' ')}; old weights ${old.tokenIds.join(' ')}`);
+    console.log(
+      `[figure] resumed v1: replica ${got.tokenIds.join(' ')}; new weights in process ${want.tokenIds.join(' ')}; old weights ${old.tokenIds.join(' ')}`,
+    );
     expect(got.tokenIds).toEqual(want.tokenIds);
     got.logprobs.forEach((lp, i) => expect(Math.abs(lp - want.logprobs[i])).toBeLessThan(1e-5));
     expect(old.logprobs.some((lp, i) => Math.abs(lp - got.logprobs[i]) > 1e-3) || old.tokenIds.join() !== got.tokenIds.join()).toBe(true);
@@ -166,18 +184,25 @@ describe('vllm backend against a replica that outlives runs', () => {
     // As vLLM 0.33: a held name is refused without load_inplace, and a base model's name is never an adapter's.
     expect(await post('/load_lora_adapter', { lora_name: fresh, lora_path: moved })).toEqual({
       status: 400,
-      text: expect.stringContaining(`The lora adapter '${fresh}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`),
+      text: expect.stringContaining(
+        `The lora adapter '${fresh}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`,
+      ),
     });
     expect((await post('/load_lora_adapter', { lora_name: 'base', lora_path: moved, load_inplace: true })).status).toBe(400);
     await Promise.all([first.close(), resumed.close(), again.close()]);
   }, 300_000);
 
-  it('without --enable-lora, serve answers a load with vLLM\'s 500', async () => {
+  it("without --enable-lora, serve answers a load with vLLM's 500", async () => {
     const plain = await startServeProcess(modelDir, ['--name', 'base']);
     try {
-      const r = await fetch(`${plain.url}/load_lora_adapter`, { method: 'POST', body: JSON.stringify({ lora_name: 'x', lora_path: modelDir }) });
+      const r = await fetch(`${plain.url}/load_lora_adapter`, {
+        method: 'POST',
+        body: JSON.stringify({ lora_name: 'x', lora_path: modelDir }),
+      });
       expect(r.status).toBe(500);
-      expect(((await r.json()) as { error: { message: string } }).error.message).toBe('LoRA is not enabled. Use --enable-lora to enable LoRA.');
+      expect(((await r.json()) as { error: { message: string } }).error.message).toBe(
+        'LoRA is not enabled. Use --enable-lora to enable LoRA.',
+      );
     } finally {
       expect(await plain.stop()).toBe(0);
     }

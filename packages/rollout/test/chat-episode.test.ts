@@ -10,14 +10,7 @@ import {
 } from '@thinkfl/env';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { fixtureModelDir, npmQwen3Dir, type FixtureModel } from '../fixtures/chat-models/assemble';
-import {
-  allToolSpecs,
-  EpisodeTokens,
-  loadChatModel,
-  TemplatePrefixError,
-  tokenizeEpisode,
-  type ChatModel,
-} from '../src/chat/index';
+import { allToolSpecs, EpisodeTokens, loadChatModel, TemplatePrefixError, tokenizeEpisode, type ChatModel } from '../src/chat/index';
 import { generatedRuns } from '../../../testkit/masks';
 
 const tools: ToolSpec[] = [
@@ -66,7 +59,6 @@ const expectedTurns: Record<FixtureModel, string[]> = {
   'llama-3.2-instruct': [],
 };
 expectedTurns['llama-3.2-instruct'] = expectedTurns['llama-3.1-instruct'];
-
 
 const models: FixtureModel[] = ['qwen2.5-instruct', 'llama-3.1-instruct', 'llama-3.2-instruct'];
 const loaded = new Map<FixtureModel, ChatModel>();

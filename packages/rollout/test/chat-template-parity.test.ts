@@ -47,9 +47,17 @@ const args1 = { parent_span_id: 's1' };
 const args2 = { parent_span_id: 's4' };
 const answer = { root_causes: [{ service: 'ts-order-service', pod: 'ts-order-service-7d9f' }] };
 const toolTurns: ChatMessage[] = [
-  { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify(args1) } }] },
+  {
+    role: 'assistant',
+    content: '',
+    tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify(args1) } }],
+  },
   { role: 'tool', content: 's2 ts-travel-service 12 ms\ns4 ts-order-service 3021 ms ERROR', tool_call_id: 'c1', name: 'search_traces' },
-  { role: 'assistant', content: '', tool_calls: [{ id: 'c2', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify(args2) } }] },
+  {
+    role: 'assistant',
+    content: '',
+    tool_calls: [{ id: 'c2', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify(args2) } }],
+  },
   { role: 'tool', content: '(no child spans)', tool_call_id: 'c2', name: 'search_traces' },
 ];
 const hfToolTurns = [
@@ -58,8 +66,16 @@ const hfToolTurns = [
   { role: 'assistant', content: '', tool_calls: [{ id: 'c2', type: 'function', function: { name: 'search_traces', arguments: args2 } }] },
   { role: 'tool', content: '(no child spans)', tool_call_id: 'c2', name: 'search_traces' },
 ];
-const finalCall: ChatMessage = { role: 'assistant', content: '', tool_calls: [{ id: 'c3', type: 'function', function: { name: 'print_results', arguments: JSON.stringify(answer) } }] };
-const hfFinalCall = { role: 'assistant', content: '', tool_calls: [{ id: 'c3', type: 'function', function: { name: 'print_results', arguments: answer } }] };
+const finalCall: ChatMessage = {
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ id: 'c3', type: 'function', function: { name: 'print_results', arguments: JSON.stringify(answer) } }],
+};
+const hfFinalCall = {
+  role: 'assistant',
+  content: '',
+  tool_calls: [{ id: 'c3', type: 'function', function: { name: 'print_results', arguments: answer } }],
+};
 
 const CASES: Case[] = [
   {
@@ -107,13 +123,23 @@ describe.each(['qwen2.5-instruct', 'llama-3.2-instruct'] as const)('%s chat temp
     const dir = fixtureModelDir(name);
     const chat = loadChatModel(dir, { dateString: DATE });
     const ours = CASES.map((c) =>
-      chat.tokenizer.encode(chat.template.render(c.messages, { tools: c.tools ? tools : undefined, addGenerationPrompt: c.addGenerationPrompt })),
+      chat.tokenizer.encode(
+        chat.template.render(c.messages, { tools: c.tools ? tools : undefined, addGenerationPrompt: c.addGenerationPrompt }),
+      ),
     );
     const request = {
       dir,
-      cases: CASES.map((c) => ({ messages: c.hf, tools: c.tools ? hfTools : null, add_generation_prompt: c.addGenerationPrompt, date_string: DATE })),
+      cases: CASES.map((c) => ({
+        messages: c.hf,
+        tools: c.tools ? hfTools : null,
+        add_generation_prompt: c.addGenerationPrompt,
+        date_string: DATE,
+      })),
     };
-    const out = execFileSync(ENGINE_PYTHON, [join(import.meta.dirname, 'hf_chat_tokens.py')], { input: JSON.stringify(request), encoding: 'utf8' });
+    const out = execFileSync(ENGINE_PYTHON, [join(import.meta.dirname, 'hf_chat_tokens.py')], {
+      input: JSON.stringify(request),
+      encoding: 'utf8',
+    });
     const theirs = JSON.parse(out) as number[][];
     CASES.forEach((c, i) => expect(ours[i], c.name).toEqual(theirs[i]));
     // The date is pinned on both sides (Llama prints it; Qwen has no date header).

@@ -92,9 +92,7 @@ describe('known encodings', () => {
     expect(t.tokenId('<|eom_id|>')).toBe(128008);
     expect(t.tokenId('<|eot_id|>')).toBe(128009);
     expect(t.tokenId('<|python_tag|>')).toBe(128010);
-    expect(t.encode('<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n')).toEqual([
-      128000, 128006, 9125, 128007, 271,
-    ]);
+    expect(t.encode('<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n')).toEqual([128000, 128006, 9125, 128007, 271]);
     expect(t.encode('<|start_header_id|>assistant<|end_header_id|>\n\n')).toEqual([128006, 78191, 128007, 271]);
     expect(t.encode('Hello world')).toEqual([9906, 1917]);
     // No BOS is added by encode: the template writes it.
@@ -163,7 +161,11 @@ describe('rendering with tools, as the backbone template does', () => {
   it('a malformed tool-call argument string is rendered, not thrown', () => {
     const bad: ChatMessage[] = [
       conversation[1],
-      { role: 'assistant', content: '', tool_calls: [{ id: 'x', type: 'function', function: { name: 'search_traces', arguments: '{"parent' } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'x', type: 'function', function: { name: 'search_traces', arguments: '{"parent' } }],
+      },
     ];
     expect(qwen.template.render(bad, { tools })).toContain('"arguments": "{\\"parent"}');
   });

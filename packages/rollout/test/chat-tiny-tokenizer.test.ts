@@ -43,7 +43,12 @@ describe('tiny tokenizer fitted to the Nezha dataset', () => {
   });
 
   it('names the model copies are single tokens: services, pods, operations, tools', () => {
-    const names = [...ds.topology.services, ...ds.topology.pods.map((p) => p.pod), ...datasetOperations(ds), ...allToolSpecs().map((t) => t.name)];
+    const names = [
+      ...ds.topology.services,
+      ...ds.topology.pods.map((p) => p.pod),
+      ...datasetOperations(ds),
+      ...allToolSpecs().map((t) => t.name),
+    ];
     for (const n of names) expect(tiny.tokenizer.encode(n), n).toHaveLength(1);
     const svc = ds.topology.services[0];
     expect(tiny.tokenizer.encode(` ${svc}=`)).toEqual([

@@ -26,7 +26,6 @@ async function play(settings: ModelPolicySettingsInput, c = kase): Promise<{ rec
   return { record, policy };
 }
 
-
 beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());
   const dir = await createTinyModel(join(scratchDir('policy'), 'model'), 3);
@@ -103,7 +102,12 @@ describe('ModelPolicy', () => {
     const record = await runEpisode({ dataset, case: kase, policy, settings: episodeSettings });
     const t = policy.trajectory();
     const branch = at.turns[2][0];
-    expect(record.messages.filter((m) => m.role === 'assistant').slice(0, 2).map((m) => m.content)).toEqual(texts.slice(0, 2));
+    expect(
+      record.messages
+        .filter((m) => m.role === 'assistant')
+        .slice(0, 2)
+        .map((m) => m.content),
+    ).toEqual(texts.slice(0, 2));
     expect(t.ids.slice(0, branch)).toEqual(at.ids.slice(0, branch));
     expect(t.turns.slice(0, 2)).toEqual(at.turns.slice(0, 2));
     expect(t.turns[2][0]).toBe(branch);
@@ -123,7 +127,9 @@ describe('ModelPolicy', () => {
 
   it('names the offending setting', () => {
     expect(() => new ModelPolicy({ backend, chat, settings: { topP: 0 } })).toThrow(/policy\.topP/);
-    expect(() => new ModelPolicy({ backend, chat, settings: { temperature: 1, bogus: 1 } as never })).toThrow(/invalid model policy settings/);
+    expect(() => new ModelPolicy({ backend, chat, settings: { temperature: 1, bogus: 1 } as never })).toThrow(
+      /invalid model policy settings/,
+    );
   });
 
   it('spreads turn seeds so that no two episodes share one', () => {

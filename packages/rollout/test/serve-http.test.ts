@@ -44,7 +44,14 @@ describe('serve', () => {
 
   it('completes a text prompt with its token ids, logprobs and alternatives', async () => {
     const prompt = 'ts-order-service search_traces';
-    const { status, json } = await post('/completions', { prompt, max_tokens: 7, seed: 2, logprobs: 3, return_token_ids: true, return_tokens_as_token_ids: true });
+    const { status, json } = await post('/completions', {
+      prompt,
+      max_tokens: 7,
+      seed: 2,
+      logprobs: 3,
+      return_token_ids: true,
+      return_tokens_as_token_ids: true,
+    });
     expect(status).toBe(200);
     const c = json.choices[0];
     expect(c.prompt_token_ids).toEqual(chat.tokenizer.encode(prompt));
@@ -54,7 +61,11 @@ describe('serve', () => {
     expect(c.logprobs.tokens).toEqual(c.token_ids.map((id: number) => `token_id:${id}`));
     expect(c.logprobs.token_logprobs).toHaveLength(7);
     for (const top of c.logprobs.top_logprobs) expect(Object.keys(top)).toHaveLength(3);
-    expect(json.usage).toEqual({ prompt_tokens: c.prompt_token_ids.length, completion_tokens: 7, total_tokens: c.prompt_token_ids.length + 7 });
+    expect(json.usage).toEqual({
+      prompt_tokens: c.prompt_token_ids.length,
+      completion_tokens: 7,
+      total_tokens: c.prompt_token_ids.length + 7,
+    });
     const again = await post('/completions', { prompt: [c.prompt_token_ids], max_tokens: 7, seed: 2, logprobs: 0 });
     expect(again.json.choices[0].text).toBe(c.text);
     expect(again.json.choices[0].logprobs.tokens.join('')).toBe(c.text);
@@ -116,14 +127,20 @@ describe('serve', () => {
   it('answers a streamed request refused before its first token with an HTTP 429, not an event', async () => {
     const one = await startServer(served, { port: 0, maxConcurrent: 1, maxQueue: 0 });
     try {
-      const busy = fetch(`${one.url}/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'search_traces', max_tokens: 400, temperature: 0 }) });
+      const busy = fetch(`${one.url}/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ prompt: 'search_traces', max_tokens: 400, temperature: 0 }),
+      });
       // The long request holds the only slot once the metrics say it runs.
       for (;;) {
         const m = await (await fetch(`${new URL(one.url).origin}/metrics`)).text();
         if (/thinkfl_generations_running 1/.test(m)) break;
         await new Promise((r) => setTimeout(r, 10));
       }
-      const r = await fetch(`${one.url}/chat/completions`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], stream: true }) });
+      const r = await fetch(`${one.url}/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], stream: true }),
+      });
       expect(r.status).toBe(429);
       expect(r.headers.get('content-type')).toBe('application/json');
       expect(((await r.json()) as { error: { code: string } }).error.code).toBe('server_busy');
@@ -143,7 +160,8 @@ describe('serve in sleep mode', () => {
       const r = await fetch(origin + path, { method });
       return { status: r.status, json: (await r.json()) as Record<string, unknown> };
     };
-    const gauge = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(`${origin}/metrics`)).text())?.[1]);
+    const gauge = async (name: string) =>
+      Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(`${origin}/metrics`)).text())?.[1]);
     try {
       expect(await call('GET', '/is_sleeping')).toEqual({ status: 200, json: { is_sleeping: false } });
       expect((await call('POST', '/sleep?level=2')).status).toBe(400);
@@ -152,7 +170,10 @@ describe('serve in sleep mode', () => {
       expect(await call('GET', '/is_sleeping')).toEqual({ status: 200, json: { is_sleeping: true } });
       expect((await fetch(`${origin}/health`)).status).toBe(200);
       let answered = false;
-      const pending = fetch(`${sleepy.url}/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'ts-order-service', max_tokens: 4, seed: 1 }) }).then(async (r) => {
+      const pending = fetch(`${sleepy.url}/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ prompt: 'ts-order-service', max_tokens: 4, seed: 1 }),
+      }).then(async (r) => {
         answered = true;
         return { status: r.status, json: (await r.json()) as Record<string, any> };
       });
@@ -163,7 +184,9 @@ describe('serve in sleep mode', () => {
       const done = await pending;
       expect(done.status).toBe(200);
       expect(done.json.usage.completion_tokens).toBeGreaterThan(0);
-      expect([await gauge('thinkfl_sleeps_total'), await gauge('thinkfl_wake_ups_total'), await gauge('thinkfl_sleeping')]).toEqual([1, 1, 0]);
+      expect([await gauge('thinkfl_sleeps_total'), await gauge('thinkfl_wake_ups_total'), await gauge('thinkfl_sleeping')]).toEqual([
+        1, 1, 0,
+      ]);
     } finally {
       await sleepy.close();
     }

@@ -22,7 +22,11 @@ let messages: ChatMessage[];
 let entrySpanId: string;
 
 const post = async (path: string, body: unknown) => {
-  const r = await fetch(`${serve.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(`${serve.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, text: await r.text() };
 };
 const listed = async () => (await client.models.list()).data.map((m) => m.id);
@@ -100,12 +104,21 @@ describe('the openai SDK against trainer-ctl serve', () => {
   });
 
   it('streams completions cut at a stop string: the pieces never show the stop string and join into the whole text', async () => {
-    const free = (await client.completions.create({ model: 'base', prompt: 'print_results', max_tokens: 20, temperature: 0 })).choices[0].text;
+    const free = (await client.completions.create({ model: 'base', prompt: 'print_results', max_tokens: 20, temperature: 0 })).choices[0]
+      .text;
     const stop = free.slice(6, 9);
-    const whole = (await client.completions.create({ model: 'base', prompt: 'print_results', max_tokens: 20, temperature: 0, stop })).choices[0];
+    const whole = (await client.completions.create({ model: 'base', prompt: 'print_results', max_tokens: 20, temperature: 0, stop }))
+      .choices[0];
     expect(whole.text).toBe(free.slice(0, free.indexOf(stop)));
     const pieces: string[] = [];
-    for await (const chunk of await client.completions.create({ model: 'base', prompt: 'print_results', max_tokens: 20, temperature: 0, stop, stream: true })) {
+    for await (const chunk of await client.completions.create({
+      model: 'base',
+      prompt: 'print_results',
+      max_tokens: 20,
+      temperature: 0,
+      stop,
+      stream: true,
+    })) {
       pieces.push(chunk.choices[0].text);
     }
     expect(pieces.filter(Boolean).length).toBeGreaterThan(1);
@@ -128,9 +141,14 @@ describe('the openai SDK against trainer-ctl serve', () => {
   });
 
   it('unloads a policy by name: no longer listed, requests for it are 404, the base model cannot be unloaded', async () => {
-    expect(await post('/unload_lora_adapter', { lora_name: 'tool-caller' })).toEqual({ status: 200, text: "Success: LoRA adapter 'tool-caller' removed successfully." });
+    expect(await post('/unload_lora_adapter', { lora_name: 'tool-caller' })).toEqual({
+      status: 200,
+      text: "Success: LoRA adapter 'tool-caller' removed successfully.",
+    });
     expect(await listed()).toEqual(['base']);
-    await expect(client.chat.completions.create({ model: 'tool-caller', messages: sdkMessages(), max_tokens: 2 })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.chat.completions.create({ model: 'tool-caller', messages: sdkMessages(), max_tokens: 2 })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
     expect((await post('/unload_lora_adapter', { lora_name: 'tool-caller' })).status).toBe(404);
     expect((await post('/unload_lora_adapter', { lora_name: 'base' })).status).toBe(400);
   });

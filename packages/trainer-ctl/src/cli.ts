@@ -9,7 +9,9 @@ import { hideBin } from 'yargs/helpers';
 
 async function loadCommands(): Promise<CommandModule[]> {
   const dir = join(import.meta.dirname, 'commands');
-  const files = readdirSync(dir).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+    .sort();
   const mods = await Promise.all(files.map((f) => import(join(dir, f))));
   return mods.map((m, i) => {
     if (!m.command) throw new Error(`commands/${files[i]} exports no 'command'`);

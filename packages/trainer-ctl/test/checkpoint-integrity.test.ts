@@ -10,7 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE_PYTHON } from '../src/engine/index';
-import { checkpointDir, latestCheckpoint, listCheckpoints, safetensorsProblem, TRAINER_STATE_FILE, writeTrainerState } from '../src/workers/index';
+import {
+  checkpointDir,
+  latestCheckpoint,
+  listCheckpoints,
+  safetensorsProblem,
+  TRAINER_STATE_FILE,
+  writeTrainerState,
+} from '../src/workers/index';
 
 let root: string;
 
@@ -78,7 +85,9 @@ describe('checkpoint integrity', () => {
     truncateSync(join(newer, 'model.safetensors'), statSync(join(newer, 'model.safetensors')).size - 8);
     const lines: string[] = [];
     expect(latestCheckpoint(runDir, (l) => lines.push(l))?.dir).toBe(old);
-    expect(lines[0]).toMatch(/update-000002 is torn \(model\.safetensors is cut \(\d+ bytes, its tensors need \d+\)\); resuming from .*update-000001 instead/);
+    expect(lines[0]).toMatch(
+      /update-000002 is torn \(model\.safetensors is cut \(\d+ bytes, its tensors need \d+\)\); resuming from .*update-000001 instead/,
+    );
   });
 
   it('says a resume starts from the base model when no checkpoint is whole', () => {

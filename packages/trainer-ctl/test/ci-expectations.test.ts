@@ -21,9 +21,15 @@ const check = (e: Record<string, unknown>) => checkExpectation(ExpectationSchema
 describe('run.expect checks', () => {
   it('reduces the series then applies min and max', () => {
     expect(check({ metric: 'priming/reward/mean', min: 0.5 })).toMatchObject({ ok: true, detail: 'last 0.5' });
-    expect(check({ metric: 'priming/reward/mean', of: 'first', min: 0.2 })).toMatchObject({ ok: false, detail: 'first 0.1 is below the minimum 0.2' });
+    expect(check({ metric: 'priming/reward/mean', of: 'first', min: 0.2 })).toMatchObject({
+      ok: false,
+      detail: 'first 0.1 is below the minimum 0.2',
+    });
     // mean of 0.1 0.3 0.2 0.4 0.5 = 0.3
-    expect(check({ metric: 'priming/reward/mean', of: 'mean', max: 0.29 })).toMatchObject({ ok: false, detail: 'mean 0.3 is above the maximum 0.29' });
+    expect(check({ metric: 'priming/reward/mean', of: 'mean', max: 0.29 })).toMatchObject({
+      ok: false,
+      detail: 'mean 0.3 is above the maximum 0.29',
+    });
     expect(check({ metric: 'priming/reward/mean', of: 'max', min: 0.5, max: 0.5 }).ok).toBe(true);
     expect(check({ metric: 'eval/priming/format_valid', min: 0.75, name: 'format validity after stage 1' })).toEqual({
       name: 'format validity after stage 1',
@@ -34,9 +40,18 @@ describe('run.expect checks', () => {
 
   it('compares the halves of the series for a trend, leaving an odd middle value out', () => {
     // first half 0.1 0.3 (mean 0.2), second half 0.4 0.5 (mean 0.45); 0.2 is the middle.
-    expect(check({ metric: 'priming/reward/mean', trend: 'rising' })).toMatchObject({ ok: true, detail: 'first-half mean 0.2, second-half mean 0.45' });
-    expect(check({ metric: 'priming/reward/mean', trend: 'falling' })).toMatchObject({ ok: false, detail: 'not falling: second-half mean 0.45 against first-half mean 0.2' });
-    expect(check({ metric: 'eval/priming/format_valid', trend: 'rising' })).toMatchObject({ ok: false, detail: 'a trend needs 2 or more values, the run wrote 1' });
+    expect(check({ metric: 'priming/reward/mean', trend: 'rising' })).toMatchObject({
+      ok: true,
+      detail: 'first-half mean 0.2, second-half mean 0.45',
+    });
+    expect(check({ metric: 'priming/reward/mean', trend: 'falling' })).toMatchObject({
+      ok: false,
+      detail: 'not falling: second-half mean 0.45 against first-half mean 0.2',
+    });
+    expect(check({ metric: 'eval/priming/format_valid', trend: 'rising' })).toMatchObject({
+      ok: false,
+      detail: 'a trend needs 2 or more values, the run wrote 1',
+    });
   });
 
   it('catches a NaN: finite, and min/max never pass on NaN', () => {
@@ -48,7 +63,11 @@ describe('run.expect checks', () => {
   it('reads an old camelCase metric name as its snake_case one, with a warning naming the new one', () => {
     const old = ['eval/priming/formatValid', 'eval/refinement/perFaultVote/service/R@1', 'priming/reward/mean'];
     const { expectations, warnings } = currentExpectations(old.map((metric) => ExpectationSchema.parse({ metric, min: 0 })));
-    expect(expectations.map((e) => e.metric)).toEqual(['eval/priming/format_valid', 'eval/refinement/per_fault_vote/service/R@1', 'priming/reward/mean']);
+    expect(expectations.map((e) => e.metric)).toEqual([
+      'eval/priming/format_valid',
+      'eval/refinement/per_fault_vote/service/R@1',
+      'priming/reward/mean',
+    ]);
     expect(warnings).toEqual([
       'run.expect: metric eval/priming/formatValid is now named eval/priming/format_valid; write eval/priming/format_valid',
       'run.expect: metric eval/refinement/perFaultVote/service/R@1 is now named eval/refinement/per_fault_vote/service/R@1; write eval/refinement/per_fault_vote/service/R@1',
@@ -62,7 +81,9 @@ describe('run.expect checks', () => {
       ok: false,
       detail: 'the run wrote no values of refinement/train/loss',
     });
-    expect(describeExpectation(ExpectationSchema.parse({ metric: 'm', of: 'mean', min: 1, max: 2, trend: 'rising' }))).toBe('m mean >= 1, mean <= 2, rising');
+    expect(describeExpectation(ExpectationSchema.parse({ metric: 'm', of: 'mean', min: 1, max: 2, trend: 'rising' }))).toBe(
+      'm mean >= 1, mean <= 2, rising',
+    );
   });
 
   it('refuses an expectation that checks nothing, naming its YAML path and line', () => {
@@ -74,7 +95,9 @@ describe('run.expect checks', () => {
 model: { dir: /m }
 dataset: { path: /d }
 `;
-    expect(() => parseRunConfig(yaml, 'run.yaml', { checkPaths: false })).toThrow(/run\.yaml:5.*run\.expect\.1.*at least one of min, max, trend or finite/s);
+    expect(() => parseRunConfig(yaml, 'run.yaml', { checkPaths: false })).toThrow(
+      /run\.yaml:5.*run\.expect\.1.*at least one of min, max, trend or finite/s,
+    );
   });
 });
 
@@ -84,7 +107,11 @@ describe('junit.xml', () => {
       { name: 'SFT loss falls', ok: true, detail: 'first-half mean 2.66, second-half mean 0.40' },
       { name: 'format validity <after> stage 1 & "more"', ok: false, detail: 'last 0 is below the minimum 0.75' },
     ]);
-    const report = (await parse(xml)) as { tests: number; failures: number; testsuite: { name: string; testcase: { name: string; failure?: { message: string }[] }[] }[] };
+    const report = (await parse(xml)) as {
+      tests: number;
+      failures: number;
+      testsuite: { name: string; testcase: { name: string; failure?: { message: string }[] }[] }[];
+    };
     expect(report.tests).toBe(2);
     expect(report.failures).toBe(1);
     const [suite] = report.testsuite;

@@ -54,7 +54,11 @@ interface JunitCase {
   failure?: { message: string }[];
 }
 async function readJunit(): Promise<{ tests: number; failures: number; cases: JunitCase[] }> {
-  const r = (await parseJunit(readFileSync(join(runDir, 'junit.xml'), 'utf8'))) as { tests: number; failures: number; testsuite: { testcase: JunitCase[] }[] };
+  const r = (await parseJunit(readFileSync(join(runDir, 'junit.xml'), 'utf8'))) as {
+    tests: number;
+    failures: number;
+    testsuite: { testcase: JunitCase[] }[];
+  };
   return { tests: r.tests, failures: r.failures, cases: r.testsuite[0].testcase };
 }
 
@@ -185,7 +189,9 @@ describe('configs/ci-smoke.yaml', () => {
       page.on('pageerror', (e) => errors.push(String(e)));
       page.on('request', (q) => requests.push(q.url()));
       await page.goto(`file://${html}`);
-      const ready = await page.waitForFunction(() => (globalThis as unknown as { reportReady?: object }).reportReady).then((h) => h.jsonValue());
+      const ready = await page
+        .waitForFunction(() => (globalThis as unknown as { reportReady?: object }).reportReady)
+        .then((h) => h.jsonValue());
       expect(ready).toMatchObject({ evals: 4 });
 
       // Every chart's canvas has drawn lines: pixels of a series colour, not just the grey frame.
@@ -194,7 +200,8 @@ describe('configs/ci-smoke.yaml', () => {
           const canvas = c as unknown as Canvas2d;
           const d = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
           let coloured = 0;
-          for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured++;
+          for (let i = 0; i < d.length; i += 4)
+            if (d[i + 3] > 0 && Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured++;
           return coloured;
         }),
       );
@@ -202,9 +209,18 @@ describe('configs/ci-smoke.yaml', () => {
       expect(drawn.length).toBeGreaterThanOrEqual(8);
       for (const n of drawn) expect(n).toBeGreaterThan(50);
       const titles = await page.$$eval('.u-title', (ts) => ts.map((t) => t.textContent));
-      expect(titles).toEqual(expect.arrayContaining(['Reward and graders (mean, std)', 'KL, clip fraction, entropy', 'Time per step (s)', 'Held-out per-fault MRR by stage']));
+      expect(titles).toEqual(
+        expect.arrayContaining([
+          'Reward and graders (mean, std)',
+          'KL, clip fraction, entropy',
+          'Time per step (s)',
+          'Held-out per-fault MRR by stage',
+        ]),
+      );
 
-      const tables = await page.$$eval('table.eval', (ts) => ts.map((t) => [...t.querySelectorAll('tbody tr')].map((tr) => tr.querySelector('td')!.textContent)));
+      const tables = await page.$$eval('table.eval', (ts) =>
+        ts.map((t) => [...t.querySelectorAll('tbody tr')].map((tr) => tr.querySelector('td')!.textContent)),
+      );
       expect(tables).toHaveLength(4);
       for (const rows of tables) {
         expect(rows[0]).toMatch(/^policy v\d+$/);

@@ -22,12 +22,17 @@ describe('trainer-ctl config', () => {
     const r = cli('config', 'validate', 'configs/qwen2.5-3b.yaml');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout.split('\n').at(-2)).toBe(`configs/qwen2.5-3b.yaml: ok (run qwen2.5-3b, run directory ${join(REPO_ROOT, 'runs', 'qwen2.5-3b')})`);
+    expect(r.stdout.split('\n').at(-2)).toBe(
+      `configs/qwen2.5-3b.yaml: ok (run qwen2.5-3b, run directory ${join(REPO_ROOT, 'runs', 'qwen2.5-3b')})`,
+    );
   });
 
   it('exits 1 with located errors for a bad config', () => {
     const bad = join(tmp, 'bad.yaml');
-    writeFileSync(bad, 'run: { name: x }\nmodel: { hub_id: Qwen/Qwen2.5-3B-Instruct }\ndataset: { path: nowhere }\ngrpo: { group_size: eight }\n');
+    writeFileSync(
+      bad,
+      'run: { name: x }\nmodel: { hub_id: Qwen/Qwen2.5-3B-Instruct }\ndataset: { path: nowhere }\ngrpo: { group_size: eight }\n',
+    );
     const r = cli('config', 'validate', bad);
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');

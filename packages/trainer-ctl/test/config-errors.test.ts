@@ -53,7 +53,9 @@ describe('a valid config', () => {
   });
 
   it('resolves relative paths against base_dir, relative to the YAML file', () => {
-    const text = ['run: { name: r, base_dir: .. }', 'model: { hub_id: Qwen/Qwen2.5-0.5B-Instruct }', 'dataset: { path: data/x }'].join('\n');
+    const text = ['run: { name: r, base_dir: .. }', 'model: { hub_id: Qwen/Qwen2.5-0.5B-Instruct }', 'dataset: { path: data/x }'].join(
+      '\n',
+    );
     const { config } = parseRunConfig(text, join(tmp, 'configs', 'r.yaml'), { checkPaths: false });
     expect(config.dataset.path).toBe(join(tmp, 'data', 'x'));
     expect(config.model.dir).toBe(join(tmp, '.cache', 'models', 'Qwen--Qwen2.5-0.5B-Instruct'));
@@ -63,9 +65,7 @@ describe('a valid config', () => {
 
 describe('wrong types', () => {
   it('names file, line, YAML path, the expected type and the value found', () => {
-    expect(issuesOf(yaml('grpo:\n  group_size: eight'))).toEqual([
-      'bad.yaml:9: grpo.group_size: expected number, got string "eight"',
-    ]);
+    expect(issuesOf(yaml('grpo:\n  group_size: eight'))).toEqual(['bad.yaml:9: grpo.group_size: expected number, got string "eight"']);
   });
 
   it('names the accepted values of an enum', () => {
@@ -82,7 +82,9 @@ describe('wrong types', () => {
 
   it('refuses the GSPO sequence ratio with a token-level aggregation, naming the key', () => {
     const [msg] = issuesOf(yaml('grpo:\n  loss: { ratio_level: sequence, aggregation: token-mean }'));
-    expect(msg).toMatch(/^bad\.yaml:\d+: grpo\.loss\.ratio_level: ratio_level sequence \(GSPO\) averages per sequence: it needs aggregation seq-mean-token-mean/);
+    expect(msg).toMatch(
+      /^bad\.yaml:\d+: grpo\.loss\.ratio_level: ratio_level sequence \(GSPO\) averages per sequence: it needs aggregation seq-mean-token-mean/,
+    );
   });
 
   it('names the backend kinds when the kind is unknown', () => {
@@ -131,7 +133,10 @@ describe('unknown keys', () => {
       'stages:',
       '  priming: { sft: { teacher: { maxAnswers: 3 } } }',
     ].join('\n');
-    const renamed = (path: string, to: string) => expect.stringMatching(new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(run config keys are snake_case\\)$`));
+    const renamed = (path: string, to: string) =>
+      expect.stringMatching(
+        new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(run config keys are snake_case\\)$`),
+      );
     expect(issuesOf(yaml(text))).toEqual([
       renamed('episode.dMax', 'd_max'),
       renamed('episode.turnsLeftNote', 'turns_left_note'),
@@ -173,8 +178,12 @@ describe('missing and inconsistent settings', () => {
   });
 
   it('takes D_max once, as episode.d_max: the route grader has none of its own', () => {
-    expect(issuesOf(yaml('graders:\n  route: { mu: 1, d_max: 6 }'))).toEqual(['bad.yaml:9: graders.route.d_max: D_max is given once, as episode.d_max; remove this key']);
-    expect(issuesOf(yaml('graders:\n  route: { dMax: 6 }'))).toEqual(['bad.yaml:9: graders.route.dMax: D_max is given once, as episode.d_max; remove this key']);
+    expect(issuesOf(yaml('graders:\n  route: { mu: 1, d_max: 6 }'))).toEqual([
+      'bad.yaml:9: graders.route.d_max: D_max is given once, as episode.d_max; remove this key',
+    ]);
+    expect(issuesOf(yaml('graders:\n  route: { dMax: 6 }'))).toEqual([
+      'bad.yaml:9: graders.route.dMax: D_max is given once, as episode.d_max; remove this key',
+    ]);
   });
 
   it('reports every problem at once, in line order', () => {

@@ -52,7 +52,7 @@ describe('memory estimate', () => {
     ['qwen2.5-3b', 3.09e9],
     ['qwen2.5-0.5b', 0.49e9],
     ['llama-3-8b', 8.03e9],
-  ])('counts %s at its model card\'s parameter total', (name, published) => {
+  ])("counts %s at its model card's parameter total", (name, published) => {
     const n = baseParameters(load(name).model.architecture!);
     expect(Math.abs(n - published) / published).toBeLessThan(0.01);
   });
@@ -100,7 +100,9 @@ describe('trainer-ctl config validate with resources', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/memory estimate/);
-    expect(r.stdout).toMatch(/train rank: weights [\d.]+ GiB \+ gradients [\d.]+ GiB \+ optimizer [\d.]+ GiB \+ reference [\d.]+ GiB \+ activations [\d.]+ GiB = [\d.]+ GiB of [\d.]+ GiB/);
+    expect(r.stdout).toMatch(
+      /train rank: weights [\d.]+ GiB \+ gradients [\d.]+ GiB \+ optimizer [\d.]+ GiB \+ reference [\d.]+ GiB \+ activations [\d.]+ GiB = [\d.]+ GiB of [\d.]+ GiB/,
+    );
     expect(r.stdout).toMatch(/vLLM replica: weights [\d.]+ GiB \+ adapters [\d.]+ GiB \+ KV cache [\d.]+ GiB = [\d.]+ GiB of [\d.]+ GiB/);
     expect(r.stdout).toMatch(new RegExp(`: ok \\(run ${name.replace(/\./g, '\\.')},`));
   });
@@ -122,7 +124,9 @@ describe('trainer-ctl config validate with resources', () => {
     const r = cli('config', 'validate', '--no-paths', file);
     expect(r.status).toBe(1);
     // 8,030,261,248 x 2 bytes = 14.96 GiB of weights alone exceed 80 x 0.15 = 12 GiB.
-    expect(r.stderr).toMatch(/resources: a vLLM replica needs at least 15\.98 GiB \(weights 14\.96 GiB .* KV cache of 8192 tokens 1\.00 GiB\) but has 12\.00 GiB/);
+    expect(r.stderr).toMatch(
+      /resources: a vLLM replica needs at least 15\.98 GiB \(weights 14\.96 GiB .* KV cache of 8192 tokens 1\.00 GiB\) but has 12\.00 GiB/,
+    );
   });
 
   it('fails a preset that declares fewer GPUs than its ranks and replicas', () => {
@@ -132,7 +136,7 @@ describe('trainer-ctl config validate with resources', () => {
     expect(r.stderr).toMatch(/resources: needs 3 GPUs \(1 train ranks plus 2 vLLM replicas\) but resources\.gpus is 2/);
   });
 
-  it('refuses resources without the backbone\'s architecture', () => {
+  it("refuses resources without the backbone's architecture", () => {
     const file = variant('qwen2.5-0.5b', [[/\n {2}# config\.json.*\n {2}architecture: .*\n/, '\n']]);
     const r = cli('config', 'validate', '--no-paths', file);
     expect(r.status).toBe(1);
@@ -156,13 +160,17 @@ describe('trainer-ctl config validate with resources', () => {
     // vLLM at 0.75 of 24 GiB leaves 6.00 GiB: less than the rank keeps.
     const tight = cli('config', 'validate', '--no-paths', sleeping(24, 0.75));
     expect(tight.status).toBe(1);
-    expect(tight.stderr).toMatch(/resources: between updates a train rank keeps at least [\d.]+ GiB \(weights 5\.86 GiB \+ gradients 0\.11 GiB \+ optimizer 0\.67 GiB \+ reference 0\.00 GiB\) but an awake vLLM replica leaves it 6\.00 GiB \(resources\.gpu_memory_gib 24 x \(1 - vllm_gpu_memory_utilization 0\.75\)\)/);
+    expect(tight.stderr).toMatch(
+      /resources: between updates a train rank keeps at least [\d.]+ GiB \(weights 5\.86 GiB \+ gradients 0\.11 GiB \+ optimizer 0\.67 GiB \+ reference 0\.00 GiB\) but an awake vLLM replica leaves it 6\.00 GiB \(resources\.gpu_memory_gib 24 x \(1 - vllm_gpu_memory_utilization 0\.75\)\)/,
+    );
   });
 
   it('refuses top_p below 1 with vLLM, and sleeping replicas with rollouts that may overlap an update', () => {
     const topP = cli('config', 'validate', '--no-paths', variant('qwen2.5-3b', [[/top_p: 1\.0/, 'top_p: 0.9']]));
     expect(topP.status).toBe(1);
-    expect(topP.stderr).toMatch(/:\d+: generation\.sampling\.top_p: 0\.9 with the vllm backend: vLLM's processed_logprobs are renormalized over the top-p nucleus/);
+    expect(topP.stderr).toMatch(
+      /:\d+: generation\.sampling\.top_p: 0\.9 with the vllm backend: vLLM's processed_logprobs are renormalized over the top-p nucleus/,
+    );
     const stale = cli(
       'config',
       'validate',

@@ -37,13 +37,22 @@ describe('presets', () => {
     for (const f of readdirSync(CONFIGS).filter((n) => n.endsWith('.yaml'))) {
       const paths = keyPaths(parse(readFileSync(join(CONFIGS, f), 'utf8')));
       expect(paths.length).toBeGreaterThan(20);
-      expect(paths.filter((p) => !/^[a-z0-9_]+$/.test(p.split('.').at(-1)!)), f).toEqual([]);
-      expect(paths.filter((p) => p.endsWith('d_max')), f).toEqual(['episode.d_max']);
+      expect(
+        paths.filter((p) => !/^[a-z0-9_]+$/.test(p.split('.').at(-1)!)),
+        f,
+      ).toEqual([]);
+      expect(
+        paths.filter((p) => p.endsWith('d_max')),
+        f,
+      ).toEqual(['episode.d_max']);
     }
   });
 
   it('has tiny-cpu, cpu-learn, ci-smoke and one preset per backbone, all valid', () => {
-    const names = readdirSync(CONFIGS).filter((f) => f.endsWith('.yaml')).map((f) => f.replace(/\.yaml$/, '')).sort();
+    const names = readdirSync(CONFIGS)
+      .filter((f) => f.endsWith('.yaml'))
+      .map((f) => f.replace(/\.yaml$/, ''))
+      .sort();
     expect(names).toEqual([...BACKBONES, 'ci-smoke', 'cpu-learn', 'tiny-cpu'].sort());
     for (const n of names) expect(load(n).run.name).toBe(n);
   });

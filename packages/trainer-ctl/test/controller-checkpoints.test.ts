@@ -38,7 +38,7 @@ describe('pruneCheckpoints', () => {
 });
 
 describe('rewindTo', () => {
-  it('returns to the snapshot taken at the trainer\'s checkpoint, or starts over without one', () => {
+  it("returns to the snapshot taken at the trainer's checkpoint, or starts over without one", () => {
     const runDir = runDirWithCheckpoints([]);
     const atFour = initialState('r', '/m');
     atFour.updates = 4;

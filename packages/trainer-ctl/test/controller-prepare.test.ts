@@ -18,7 +18,15 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'prepare-'));
   writeFileSync(
     join(dir, 'config.json'),
-    JSON.stringify({ model_type: 'llama', hidden_size: 128, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 2, head_dim: 64, intermediate_size: 256 }),
+    JSON.stringify({
+      model_type: 'llama',
+      hidden_size: 128,
+      num_hidden_layers: 2,
+      num_attention_heads: 2,
+      num_key_value_heads: 2,
+      head_dim: 64,
+      intermediate_size: 256,
+    }),
   );
   base = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
 });
@@ -44,7 +52,9 @@ describe('prepareInputs', () => {
     writeFileSync(join(old, 'config.json'), JSON.stringify({ model_type: 'thinkfl-tiny', hidden_size: 128 }));
     const c = withTiny({});
     c.model.dir = old;
-    await expect(prepareInputs(c, () => undefined)).rejects.toThrow(`the model in ${old} has model_type thinkfl-tiny: delete that directory`);
+    await expect(prepareInputs(c, () => undefined)).rejects.toThrow(
+      `the model in ${old} has model_type thinkfl-tiny: delete that directory`,
+    );
     rmSync(old, { recursive: true, force: true });
   });
 

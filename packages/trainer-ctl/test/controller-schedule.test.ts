@@ -41,10 +41,13 @@ describe('runCases', () => {
     expect(Math.max(...perFault.values())).toBe(3);
 
     const heldFaults = new Set(held.map((c) => c.faultId));
-    const limited = runCases(dataset, withConfig((c) => {
-      c.dataset.max_cases_per_fault = 3;
-      c.dataset.max_eval_cases = heldFaults.size;
-    }));
+    const limited = runCases(
+      dataset,
+      withConfig((c) => {
+        c.dataset.max_cases_per_fault = 3;
+        c.dataset.max_eval_cases = heldFaults.size;
+      }),
+    );
     expect(limited.train).toEqual(train);
     expect(new Set(limited.eval.map((c) => c.faultId))).toEqual(heldFaults);
     expect(limited.eval).toHaveLength(heldFaults.size);
@@ -53,7 +56,10 @@ describe('runCases', () => {
   it('is the same split for the same seed and a different one for another seed', () => {
     const a = runCases(dataset, base);
     expect(runCases(dataset, base).eval.map((c) => c.id)).toEqual(a.eval.map((c) => c.id));
-    const b = runCases(dataset, withConfig((c) => (c.run.seed = 7)));
+    const b = runCases(
+      dataset,
+      withConfig((c) => (c.run.seed = 7)),
+    );
     expect(b.eval.map((c) => c.id)).not.toEqual(a.eval.map((c) => c.id));
   });
 });
@@ -130,14 +136,18 @@ describe('sftUpdates', () => {
 
   it('is the plan scripts/sft-tiny.ts runs (one SFT schedule, issue 8 item 7)', () => {
     const sft = base.stages.priming.sft;
-    const plan = sftPlan(37, { epochs: sft.epochs, batch_size: sft.batch_size, warmup_steps: sft.warmup_steps, min_lr_ratio: sft.min_lr_ratio }, { lr: sft.optimizer.lr, seed: base.run.seed });
+    const plan = sftPlan(
+      37,
+      { epochs: sft.epochs, batch_size: sft.batch_size, warmup_steps: sft.warmup_steps, min_lr_ratio: sft.min_lr_ratio },
+      { lr: sft.optimizer.lr, seed: base.run.seed },
+    );
     expect(sftUpdates(37, base).flat()).toEqual(plan);
     expect(plan[plan.length - 1].lr).toBeCloseTo(sft.optimizer.lr * sft.min_lr_ratio, 12);
   });
 });
 
 describe('teacherCases', () => {
-  it('plays the run\'s capped training cases, or every case of the training faults and none held out', () => {
+  it("plays the run's capped training cases, or every case of the training faults and none held out", () => {
     const capped = withConfig((c) => {
       c.dataset.max_cases_per_fault = 2;
       c.stages.priming.sft.cases = 'run';

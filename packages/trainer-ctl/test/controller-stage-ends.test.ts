@@ -12,7 +12,16 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { createExpert, evaluate, ExpertSettingsSchema, loadDataset, parseEpisodeSettings, runEpisode, spreadCases, type Dataset } from '@thinkfl/env';
+import {
+  createExpert,
+  evaluate,
+  ExpertSettingsSchema,
+  loadDataset,
+  parseEpisodeSettings,
+  runEpisode,
+  spreadCases,
+  type Dataset,
+} from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -171,7 +180,13 @@ describe('stage ends and tracking', () => {
     const cases = spreadCases(split.train, 2);
     const expert = await evaluate(dataset, cases, async (c) => {
       const settings = parseEpisodeSettings(config.episode);
-      const episode = await runEpisode({ dataset, case: c, policy: createExpert(dataset, ExpertSettingsSchema.parse({})), protocol: 'rot', settings });
+      const episode = await runEpisode({
+        dataset,
+        case: c,
+        policy: createExpert(dataset, ExpertSettingsSchema.parse({})),
+        protocol: 'rot',
+        settings,
+      });
       return { answer: episode.answer, episode };
     });
     for (const m of track) {

@@ -7,7 +7,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createExpert, ExpertSettingsSchema, loadDataset, parseEpisodeSettings, runEpisode, type Case, type Dataset, type EpisodeRecord } from '@thinkfl/env';
+import {
+  createExpert,
+  ExpertSettingsSchema,
+  loadDataset,
+  parseEpisodeSettings,
+  runEpisode,
+  type Case,
+  type Dataset,
+  type EpisodeRecord,
+} from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -172,9 +181,19 @@ describe('runGrpoStep', () => {
     //   sample 0: the true pod first; 4 turns, all well-formed.
     //   sample 1: two other pods, then the true pod (0-based rank 2); 4 turns, the second malformed.
     //   sample 2: no answer; 4 turns, the second and third malformed.
-    const turn = (n: number, ok: boolean) => ({ turn: n, offered: ['search_traces', 'print_results'], parsed: ok, offeredTool: ok, argsValid: ok });
+    const turn = (n: number, ok: boolean) => ({
+      turn: n,
+      offered: ['search_traces', 'print_results'],
+      parsed: ok,
+      offeredTool: ok,
+      argsValid: ok,
+    });
     const turns = (...ok: boolean[]) => ok.map((o, n) => turn(n, o));
-    const others = (c: Case) => dataset.topology.pods.map((p) => p.pod).filter((p) => p !== c.truth.pod).slice(0, 2);
+    const others = (c: Case) =>
+      dataset.topology.pods
+        .map((p) => p.pod)
+        .filter((p) => p !== c.truth.pod)
+        .slice(0, 2);
     const script: Script = (index, c) =>
       [
         { answer: [{ pod: c.truth.pod }], turns: turns(true, true, true, true) },

@@ -21,7 +21,10 @@ import { REPO_ROOT } from '../../../testkit/nezha';
 const DOCKER = join(REPO_ROOT, 'docker');
 type Service = Record<string, any>;
 // Merge keys (<<) resolved, as Compose does.
-const compose = parse(readFileSync(join(DOCKER, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const compose = parse(readFileSync(join(DOCKER, 'compose.yaml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+};
 /**
  * The vendored schema as Ajv takes it: its draft named by the https:// URL Ajv knows, and without
  * the draft-04 `id` annotations it carries (each is the JSON pointer of its own place, which no
@@ -37,16 +40,19 @@ function specSchema(): Record<string, unknown> {
         .map(([k, x]) => [k, strip(x)]),
     );
   };
-  const { $schema: _draft, ...spec } = JSON.parse(readFileSync(join(DOCKER, 'compose-spec.schema.json'), 'utf8')) as Record<string, unknown>;
+  const { $schema: _draft, ...spec } = JSON.parse(readFileSync(join(DOCKER, 'compose-spec.schema.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   return strip(spec) as Record<string, unknown>;
 }
 const validate = new Ajv2019({ strict: false, allErrors: true, validateFormats: false }).compile(specSchema());
 const S = compose.services;
 
 /** The mount path of a named volume in a service ("runs:/runs" -> /runs). */
-const mountOf = (s: Service, volume: string) =>
-  (s.volumes as string[]).map((v) => v.split(':')).find(([src]) => src === volume)?.[1];
-const gpu = (s: Service) => s.deploy?.resources?.reservations?.devices?.find((d: Service) => d.driver === 'nvidia' && d.capabilities?.includes('gpu'));
+const mountOf = (s: Service, volume: string) => (s.volumes as string[]).map((v) => v.split(':')).find(([src]) => src === volume)?.[1];
+const gpu = (s: Service) =>
+  s.deploy?.resources?.reservations?.devices?.find((d: Service) => d.driver === 'nvidia' && d.capabilities?.includes('gpu'));
 const seconds = (d: string) => Number(/^(\d+)s$/.exec(d)?.[1] ?? /^(\d+)m$/.exec(d)?.[1]) * (d.endsWith('m') ? 60 : 1);
 
 describe('docker/compose.yaml', () => {
@@ -68,7 +74,8 @@ describe('docker/compose.yaml', () => {
     expect(cmd).toContain('--appendonly yes');
     expect(cmd).toMatch(/--requirepass \$\{REDIS_PASSWORD:\?[^}]*\}/);
     expect(mountOf(S.redis, 'redis-data')).toBe('/data');
-    for (const name of ['trainer', 'rollout', 'controller']) expect(S[name].environment.REDIS_PASSWORD, name).toBe(S.redis.environment.REDIS_PASSWORD);
+    for (const name of ['trainer', 'rollout', 'controller'])
+      expect(S[name].environment.REDIS_PASSWORD, name).toBe(S.redis.environment.REDIS_PASSWORD);
   });
 
   it('runs vLLM on a GPU with runtime LoRA loading and a patient /health check', () => {
@@ -84,10 +91,12 @@ describe('docker/compose.yaml', () => {
     expect(seconds(v.healthcheck.start_period)).toBeGreaterThanOrEqual(3600);
   });
 
-  it('starts vLLM with processed log-probabilities, vLLM\'s sampling defaults and sleep mode (issue 25)', () => {
+  it("starts vLLM with processed log-probabilities, vLLM's sampling defaults and sleep mode (issue 25)", () => {
     const v = S.vllm;
     expect(v.image).toBe('vllm/vllm-openai:v0.33.0');
-    expect(v.command).toEqual(expect.arrayContaining(['--logprobs-mode=processed_logprobs', '--generation-config=vllm', '--enable-sleep-mode']));
+    expect(v.command).toEqual(
+      expect.arrayContaining(['--logprobs-mode=processed_logprobs', '--generation-config=vllm', '--enable-sleep-mode']),
+    );
     expect(v.environment.VLLM_SERVER_DEV_MODE).toBe('1');
     // vLLM sizes its KV cache from the memory free when it starts: the trainer on the same GPU starts after it.
     expect(S.trainer.depends_on.vllm.condition).toBe('service_healthy');
@@ -123,14 +132,18 @@ describe('docker/compose.yaml', () => {
     expect(new URL(config.queue.redis_url!).hostname).toBe('redis');
   });
 
-  it('builds the trainer on a CUDA base of the pinned torch wheel\'s CUDA major, with the engine\'s pinned Python packages', () => {
+  it("builds the trainer on a CUDA base of the pinned torch wheel's CUDA major, with the engine's pinned Python packages", () => {
     const trainer = readFileSync(join(DOCKER, 'trainer.Dockerfile'), 'utf8');
     // No torch in the base (an NGC PyTorch image has one, which pip would swap for PyPI's): a plain CUDA toolkit
     // whose major version is the one PyPI's wheel of the pinned torch is built for (+cu132: CUDA 13).
     const base = /^ARG BASE=nvidia\/cuda:(\d+)\.(\d+)\.\d+-devel-ubuntu\d+\.\d+$/m.exec(trainer);
     expect(base).not.toBeNull();
     const torch = /^torch==(\S+)$/m.exec(readFileSync(join(REPO_ROOT, 'engine', 'requirements.txt'), 'utf8'))![1];
-    const wheelCuda = execFileSync(ENGINE_PYTHON, ['-c', 'import torch; print(torch.__version__, torch.version.cuda)'], { encoding: 'utf8' }).trim().split(' ');
+    const wheelCuda = execFileSync(ENGINE_PYTHON, ['-c', 'import torch; print(torch.__version__, torch.version.cuda)'], {
+      encoding: 'utf8',
+    })
+      .trim()
+      .split(' ');
     expect(wheelCuda[0].split('+')[0]).toBe(torch);
     expect(wheelCuda[1].split('.')[0]).toBe(base![1]);
     expect(trainer).toContain('pip install --no-cache-dir -r engine/requirements.txt');

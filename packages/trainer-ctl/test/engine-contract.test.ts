@@ -36,7 +36,12 @@ const FIXTURES: Fixture[] = [
   { op: 'load', args: { model_dir: 'm', optimizer: { momentum: 0.9 } }, accept: false, why: 'not an AdamW setting' },
   { op: 'load', args: { model_dir: 'm', optimizer: { betas: [0.9, 1] } }, accept: false, why: 'beta2 = 1' },
   { op: 'grpo_step', args: step, accept: true, why: 'inline batch, default loss' },
-  { op: 'grpo_step', args: { ...step, loss: { aggregation: 'seq-mean-token-sum-norm' } }, accept: false, why: 'Dr.GRPO without norm_length' },
+  {
+    op: 'grpo_step',
+    args: { ...step, loss: { aggregation: 'seq-mean-token-sum-norm' } },
+    accept: false,
+    why: 'Dr.GRPO without norm_length',
+  },
   { op: 'grpo_step', args: { ...step, loss: { aggregation: 'seq-mean-token-sum-norm', norm_length: 8 } }, accept: true, why: 'Dr.GRPO' },
   { op: 'grpo_step', args: { ...step, loss: { ratio_level: 'sequence' } }, accept: false, why: 'GSPO with token-mean (default)' },
   { op: 'grpo_step', args: { ...step, loss: { ratio_level: 'sequence', aggregation: 'seq-mean-token-mean' } }, accept: true, why: 'GSPO' },
@@ -53,14 +58,24 @@ const FIXTURES: Fixture[] = [
   { op: 'sft_step', args: { input_ids: ids, mask: [[0, 1, 1]], lr: 1e-5 }, accept: true, why: 'SFT step' },
   { op: 'sft_step', args: { input_ids: ids, mask: [[0, 1, 1]], advantages: [1] }, accept: false, why: 'advantages are GRPO only' },
   { op: 'batch_stats', args: { batch: { path: 'f', bytes: 10, sha256: 'ab' } }, accept: true, why: 'a batch file' },
-  { op: 'batch_stats', args: { batch: { path: 'f', bytes: 10, sha256: 'ab', row_range: [0] } }, accept: false, why: 'row range of one end' },
+  {
+    op: 'batch_stats',
+    args: { batch: { path: 'f', bytes: 10, sha256: 'ab', row_range: [0] } },
+    accept: false,
+    why: 'row range of one end',
+  },
   { op: 'set_reference', args: { tag: 'stage-2' }, accept: true, why: 'tagged reference' },
   { op: 'set_reference', args: { tag: '' }, accept: false, why: 'empty tag' },
   { op: 'export', args: { dir: 'd' }, accept: true, why: 'default format' },
   { op: 'export', args: { dir: 'd', format: 'gguf' }, accept: false, why: 'unknown format' },
   { op: 'create_tiny', args: { out_dir: 'd', config: { vocab_size: 100 } }, accept: true, why: 'defaults but the vocabulary' },
   { op: 'create_tiny', args: { out_dir: 'd', config: {} }, accept: false, why: 'vocab_size missing' },
-  { op: 'create_tiny', args: { out_dir: 'd', config: { vocab_size: 100, head_dim: 63 } }, accept: false, why: 'odd head width (RoPE pairs)' },
+  {
+    op: 'create_tiny',
+    args: { out_dir: 'd', config: { vocab_size: 100, head_dim: 63 } },
+    accept: false,
+    why: 'odd head width (RoPE pairs)',
+  },
   { op: 'memory', args: { reset: true }, accept: true, why: 'reset the peak' },
   { op: 'memory', args: { reset: 'yes' }, accept: false, why: 'reset not a boolean' },
   { op: 'loss', args: { ...lossBatch, loss: { kl_coef: 0.1 }, ref: [[0, -0.45]] }, accept: true, why: 'loss with KL' },
@@ -123,7 +138,9 @@ print(json.dumps({'ops': sorted(OPS), 'schema_ops': protocol.OP_NAMES,
                   'defaults': {f.name: f.default for f in dataclasses.fields(LossSettings)},
                   'schema_defaults': {k: v['default'] for k, v in loss.items()}}))
 `;
-    const got = JSON.parse(execFileSync(ENGINE_PYTHON, ['-c', script], { env: { ...process.env, PYTHONPATH: ENGINE_DIR }, encoding: 'utf8' }));
+    const got = JSON.parse(
+      execFileSync(ENGINE_PYTHON, ['-c', script], { env: { ...process.env, PYTHONPATH: ENGINE_DIR }, encoding: 'utf8' }),
+    );
     expect(got.ops).toEqual(Object.keys(ENGINE_OPS).sort());
     expect(got.schema_ops).toEqual(Object.keys(ENGINE_OPS).sort());
     expect(got.defaults).toEqual(got.schema_defaults);

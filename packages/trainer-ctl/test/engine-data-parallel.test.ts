@@ -138,7 +138,9 @@ beforeAll(async () => {
   // The steps move the weights and the clip and the KL term act: matching them is not matching a no-op.
   expect(single.grpo.clip_fraction).toBeGreaterThan(0);
   expect(single.grpo.kl).toBeGreaterThan(0);
-  expect(maxDiff(single.weights.get('model.embed_tokens.weight')!, singleNoKl.weights.get('model.embed_tokens.weight')!)).toBeGreaterThan(1e-4);
+  expect(maxDiff(single.weights.get('model.embed_tokens.weight')!, singleNoKl.weights.get('model.embed_tokens.weight')!)).toBeGreaterThan(
+    1e-4,
+  );
 }, 300_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -150,7 +152,7 @@ const CASES: [string, Record<string, unknown> | null, boolean][] = [
 ];
 
 describe.each(CASES)('2 CPU ranks, %s', (name, deepspeed, kl) => {
-  it('trains half the micro-batches on each rank and makes the single process\'s update', async () => {
+  it("trains half the micro-batches on each rank and makes the single process's update", async () => {
     const split = await train(name.replace(/\W+/g, '-'), 2, deepspeed, kl);
     const perRank = shares(split.logs);
     // Three requests split (the log-probabilities, the GRPO step, the SFT step): 2 of the 4 micro-batches each.
@@ -160,6 +162,8 @@ describe.each(CASES)('2 CPU ranks, %s', (name, deepspeed, kl) => {
     }
     perRank.get(0)!.forEach((share, i) => expect([...share, ...perRank.get(1)![i]].sort()).toEqual([0, 1, 2, 3]));
     const worst = compare(kl ? single : singleNoKl, split);
-    console.log(`[figure] ${name}, 2 ranks x 2 of 4 micro-batches: max |difference| from one process ${worst.toExponential(2)} (loss, gradients, weights)`);
+    console.log(
+      `[figure] ${name}, 2 ranks x 2 of 4 micro-batches: max |difference| from one process ${worst.toExponential(2)} (loss, gradients, weights)`,
+    );
   }, 900_000);
 });

@@ -21,7 +21,8 @@ const OPTIMIZER = { lr: 2e-2 };
 /** SFT losses over STEPS steps, in micro-batches of microBatchSize sequences. */
 async function trajectory(engine: TrainEngine, microBatchSize: number): Promise<number[]> {
   const losses: number[] = [];
-  for (let i = 0; i < STEPS; i++) losses.push((await engine.request('sft_step', { input_ids: IDS, mask: MASK, micro_batch_size: microBatchSize })).loss);
+  for (let i = 0; i < STEPS; i++)
+    losses.push((await engine.request('sft_step', { input_ids: IDS, mask: MASK, micro_batch_size: microBatchSize })).loss);
   return losses;
 }
 
@@ -73,7 +74,9 @@ describe.each([2, 3])('ZeRO-%i with 2 ranks on CPU', (stage) => {
       // agree to bf16 rounding accumulated over the layers, not to float32 precision: measured
       // 0.0012-0.0128 (the trained weights vary a little between runs); a wrong or stale weight
       // file moves log-probabilities by far more (the trajectory's loss fell by over 10%).
-      theirs.forEach((row, i) => row.forEach((v, t) => expect(Math.abs(v - ours[i][t])).toBeLessThan(2 ** -5 * Math.max(1, Math.abs(ours[i][t])))));
+      theirs.forEach((row, i) =>
+        row.forEach((v, t) => expect(Math.abs(v - ours[i][t])).toBeLessThan(2 ** -5 * Math.max(1, Math.abs(ours[i][t])))),
+      );
     } finally {
       await plain.shutdown();
     }
@@ -85,7 +88,12 @@ describe('a DeepSpeed config in an engine started without a launcher', () => {
     let logs = '';
     const engine = new TrainEngine({ onStderr: (t) => (logs += t) });
     try {
-      const loaded = await engine.request('load', { model_dir: base, seed: 0, optimizer: OPTIMIZER, deepspeed: { zero_optimization: { stage: 2 } } });
+      const loaded = await engine.request('load', {
+        model_dir: base,
+        seed: 0,
+        optimizer: OPTIMIZER,
+        deepspeed: { zero_optimization: { stage: 2 } },
+      });
       expect(loaded.ranks).toBe(1);
       const step = await engine.request('sft_step', { input_ids: IDS, mask: MASK, micro_batch_size: 2 });
       expect(Number.isFinite(step.loss)).toBe(true);

@@ -55,7 +55,8 @@ describe('LoRA (PEFT)', () => {
     // Taken before any training, the reference (a copy of the adapter weights) is the base with adapters disabled.
     await engine.request('set_reference', { tag: 'grpo_start' });
 
-    for (let i = 0; i < 3; i++) await engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1], loss: { kl_coef: 0.1 } });
+    for (let i = 0; i < 3; i++)
+      await engine.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1], loss: { kl_coef: 0.1 } });
     const trained = (await engine.request('logits', { input_ids: IDS })).logits;
     expect(maxDiff(trained, baseLogits)).toBeGreaterThan(1e-3);
     expect(maxDiff((await engine.request('logits', { input_ids: IDS, model: 'reference' })).logits, baseLogits)).toBeLessThan(1e-6);

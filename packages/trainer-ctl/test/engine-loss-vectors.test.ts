@@ -28,9 +28,18 @@ const KEYS: (keyof LossValues)[] = ['loss', 'pg_loss', 'kl_loss', 'kl', 'clip_fr
  * sum = -2, B = 1 sequence with tokens, loss = -2 / (1 * 4) = -0.5 (counting the empty row: -0.25).
  */
 const DR_GRPO_EMPTY_ROW: LossBatch = {
-  logp: [[0, -0.5, -1], [0, -0.7]],
-  old: [[0, -0.5, -1], [0, -0.7]],
-  mask: [[0, 1, 1], [0, 0]],
+  logp: [
+    [0, -0.5, -1],
+    [0, -0.7],
+  ],
+  old: [
+    [0, -0.5, -1],
+    [0, -0.7],
+  ],
+  mask: [
+    [0, 1, 1],
+    [0, 0],
+  ],
   advantages: [1, 2],
 };
 const DR_GRPO = { aggregation: 'seq-mean-token-sum-norm', norm_length: 4 } as const;

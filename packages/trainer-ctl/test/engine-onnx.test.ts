@@ -28,7 +28,12 @@ function emptyPast(batch: number): Feeds {
   const feeds: Feeds = {};
   for (let i = 0; i < CONFIG.num_hidden_layers; i++) {
     for (const kind of ['key', 'value']) {
-      feeds[`past_key_values.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [batch, CONFIG.num_key_value_heads, 0, CONFIG.head_dim]);
+      feeds[`past_key_values.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [
+        batch,
+        CONFIG.num_key_value_heads,
+        0,
+        CONFIG.head_dim,
+      ]);
     }
   }
   return feeds;
@@ -79,7 +84,8 @@ describe('ONNX export of the tiny model', () => {
   });
 
   it('writes a complete model dir with the optimum input/output names', () => {
-    for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json']) expect(existsSync(join(dir, 'export', f))).toBe(true);
+    for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json'])
+      expect(existsSync(join(dir, 'export', f))).toBe(true);
     const past = Object.keys(emptyPast(1));
     expect(session.inputNames).toEqual(['input_ids', 'attention_mask', 'position_ids', ...past]);
     expect(session.outputNames).toEqual(['logits', ...past.map((n) => n.replace('past_key_values', 'present'))]);

@@ -46,7 +46,10 @@ describe('create-tiny-model script', () => {
 
   it('writes a model dir whose tokenizer and config agree, and a real episode fits its vocabulary', () => {
     const tokenizer = JSON.parse(readFileSync(join(out, 'tokenizer.json'), 'utf8'));
-    const ids = new Set<number>([...Object.values(tokenizer.model.vocab as Record<string, number>), ...tokenizer.added_tokens.map((t: { id: number }) => t.id)]);
+    const ids = new Set<number>([
+      ...Object.values(tokenizer.model.vocab as Record<string, number>),
+      ...tokenizer.added_tokens.map((t: { id: number }) => t.id),
+    ]);
     expect(config.vocab_size).toBe(ids.size);
     expect(Math.max(...ids)).toBe(config.vocab_size - 1);
     expect(Math.max(...episode.ids)).toBeLessThan(config.vocab_size);
@@ -74,7 +77,12 @@ describe('create-tiny-model script', () => {
     };
     for (let i = 0; i < config.num_hidden_layers; i++) {
       for (const kind of ['key', 'value']) {
-        feeds[`past_key_values.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, config.num_key_value_heads, 0, config.head_dim]);
+        feeds[`past_key_values.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [
+          1,
+          config.num_key_value_heads,
+          0,
+          config.head_dim,
+        ]);
       }
     }
     const logits = (await session.run(feeds)).logits.data as Float32Array;

@@ -180,27 +180,46 @@ describe('train engine on a tiny model', () => {
     const probe = { tokens: 32, reps: 1 };
     const auto = (tokens = probe.tokens) => load({ autocast: 'auto', autocast_cache: cache, autocast_probe: { ...probe, tokens } });
     const first = await auto();
-    expect(first.precision).toMatch(/^(float32|bfloat16): auto, the faster training pass on this CPU \(.+\): float32 [\d.]+ ms, bfloat16 [\d.]+ ms \(measured now, cached in /);
+    expect(first.precision).toMatch(
+      /^(float32|bfloat16): auto, the faster training pass on this CPU \(.+\): float32 [\d.]+ ms, bfloat16 [\d.]+ ms \(measured now, cached in /,
+    );
     const files = readdirSync(cache);
     expect(files).toHaveLength(1);
     const file = join(cache, files[0]);
-    const entry = JSON.parse(readFileSync(file, 'utf8')) as { key: Record<string, unknown>; ms: Record<'float32' | 'bfloat16', number>; choice: string };
+    const entry = JSON.parse(readFileSync(file, 'utf8')) as {
+      key: Record<string, unknown>;
+      ms: Record<'float32' | 'bfloat16', number>;
+      choice: string;
+    };
     // The key against lscpu and the engine's own Python, not against the engine's code.
     const lscpu = execFileSync('lscpu', { encoding: 'utf8', env: { ...process.env, LC_ALL: 'C' } });
     expect(entry.key.cpu_model).toBe(lscpu.match(/^Model name:\s*(.*)$/m)?.[1].trim());
     expect(entry.key.cpu_flags).toEqual([...new Set((lscpu.match(/^Flags:\s*(.*)$/m)?.[1] ?? '').trim().split(/\s+/))].sort());
-    expect(entry.key.torch).toBe(execFileSync(ENGINE_PYTHON, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' }).trim());
-    expect(entry.key.shape).toMatchObject({ hidden_size: CONFIG.hidden_size, vocab_size: VOCAB, threads: first.threads, tokens: probe.tokens });
+    expect(entry.key.torch).toBe(
+      execFileSync(ENGINE_PYTHON, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' }).trim(),
+    );
+    expect(entry.key.shape).toMatchObject({
+      hidden_size: CONFIG.hidden_size,
+      vocab_size: VOCAB,
+      threads: first.threads,
+      tokens: probe.tokens,
+    });
     // The choice follows the measurement.
     expect(first.compute_dtype).toBe(entry.ms.bfloat16 < entry.ms.float32 ? 'bfloat16' : 'float32');
     expect(entry.choice).toBe(first.compute_dtype);
 
     // Reused: a load finds its key and times nothing, so the file's times (rewritten here both ways) decide.
-    for (const [float32, bfloat16, want] of [[5, 9, 'float32'], [9, 5, 'bfloat16'], [7, 7, 'float32']] as const) {
+    for (const [float32, bfloat16, want] of [
+      [5, 9, 'float32'],
+      [9, 5, 'bfloat16'],
+      [7, 7, 'float32'],
+    ] as const) {
       writeFileSync(file, JSON.stringify({ ...entry, ms: { float32, bfloat16 } }));
       const again = await auto();
       expect(again.compute_dtype).toBe(want);
-      expect(again.precision).toBe(`${want}: auto, the faster training pass on this CPU (${String(entry.key.cpu_model)}): float32 ${float32.toFixed(1)} ms, bfloat16 ${bfloat16.toFixed(1)} ms (cached in ${file})`);
+      expect(again.precision).toBe(
+        `${want}: auto, the faster training pass on this CPU (${String(entry.key.cpu_model)}): float32 ${float32.toFixed(1)} ms, bfloat16 ${bfloat16.toFixed(1)} ms (cached in ${file})`,
+      );
     }
     // A file of another machine under this name (its key differs) is measured over; another shape is another file.
     writeFileSync(file, JSON.stringify({ ...entry, key: { ...entry.key, cpu_model: 'AMD EPYC 7B13' }, ms: { float32: 1, bfloat16: 1e9 } }));

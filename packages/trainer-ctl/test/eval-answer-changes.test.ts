@@ -57,7 +57,10 @@ describe('answerChanges', () => {
     writeFileSync(join(dir, 'metrics.jsonl'), '');
     writeFileSync(join(dir, 'eval-sft.json'), JSON.stringify({ format_valid: 1, summary, requests: sft }));
     writeFileSync(join(dir, 'eval-refinement.json'), JSON.stringify({ format_valid: 1, summary, requests: stage }));
-    const out = execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'stage-changes.ts'), dir], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'stage-changes.ts'), dir], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
     const row = out.split('\n').find((l) => l.startsWith('| refinement |'));
     expect(row).toBe('| refinement | 1.00 | 0.500 | - | 0.500 | 1 of 6 | 2 | 1 | 2 |');
   });

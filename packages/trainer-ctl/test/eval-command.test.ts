@@ -63,7 +63,9 @@ describe('trainer-ctl eval', () => {
 
   it('refuses an unknown policy and a bad limit with a clear message', async () => {
     await expect(evalCli(['--policy', 'oracle'])).rejects.toMatchObject({ stderr: expect.stringMatching(/Choices: .*"expert"/) });
-    await expect(evalCli(['--policy', 'selftime', '--limit', '0'])).rejects.toMatchObject({ stderr: expect.stringMatching(/--limit must be a positive integer/) });
+    await expect(evalCli(['--policy', 'selftime', '--limit', '0'])).rejects.toMatchObject({
+      stderr: expect.stringMatching(/--limit must be a positive integer/),
+    });
   });
 
   it('names the dataset directory when it is not a dataset', async () => {

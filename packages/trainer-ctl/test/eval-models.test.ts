@@ -10,7 +10,16 @@ import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset, type EpisodeRecord, type Policy, type ToolSpec } from '@thinkfl/env';
+import {
+  createExpert,
+  ExpertSettingsSchema,
+  loadDataset,
+  runEpisode,
+  type Dataset,
+  type EpisodeRecord,
+  type Policy,
+  type ToolSpec,
+} from '@thinkfl/env';
 import { loadChatModel } from '@thinkfl/rollout';
 import { callsOnly, sftSample } from '../src/sft/index';
 import { createTinyModel, memorize, scratchDir, startServeProcess, type ServeProcess } from '../../rollout/test/backend-fixtures';
@@ -41,7 +50,11 @@ interface Line {
   ranks: Record<string, number | null>;
   episode: EpisodeRecord;
 }
-const readLines = (f: string): Line[] => readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Line);
+const readLines = (f: string): Line[] =>
+  readFileSync(f, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Line);
 
 beforeAll(async () => {
   datasetDir = await ensureNezhaDataset();
@@ -80,7 +93,22 @@ describe('trainer-ctl eval on models', () => {
     expect(existsSync(join(checkpointDir, 'onnx'))).toBe(false);
     const out = join(dir, 'onnx.json');
     const episodes = join(dir, 'onnx-episodes.jsonl');
-    const { stdout } = await evalCli(['--model', modelDir, '--model', checkpointDir, '--policy', 'expert', '--limit', '1', '--threads', '1', '--out', out, '--episodes', episodes]);
+    const { stdout } = await evalCli([
+      '--model',
+      modelDir,
+      '--model',
+      checkpointDir,
+      '--policy',
+      'expert',
+      '--limit',
+      '1',
+      '--threads',
+      '1',
+      '--out',
+      out,
+      '--episodes',
+      episodes,
+    ]);
     const json = JSON.parse(readFileSync(out, 'utf8'));
     // Scripted policies first, then models, each in the order given.
     expect(json.policies.map((p: { policy: string }) => p.policy)).toEqual(['expert', modelDir, checkpointDir]);
@@ -101,7 +129,8 @@ describe('trainer-ctl eval on models', () => {
     expect(lines[1].episode.stopReason).toBe(expertRecord.stopReason);
 
     for (const scope of ['per request, service', 'per fault, service', 'per fault by vote, service', 'per fault by vote, pod']) {
-      for (const p of [modelDir, checkpointDir, 'expert']) expect(stdout).toMatch(new RegExp(`${scope}\\s+${p.replace(/[/.]/g, '\\$&')}\\s+1(\\s+\\d+\\.\\d\\d){5}\\s+\\d\\.\\d{4}`));
+      for (const p of [modelDir, checkpointDir, 'expert'])
+        expect(stdout).toMatch(new RegExp(`${scope}\\s+${p.replace(/[/.]/g, '\\$&')}\\s+1(\\s+\\d+\\.\\d\\d){5}\\s+\\d\\.\\d{4}`));
     }
   });
 
@@ -109,7 +138,20 @@ describe('trainer-ctl eval on models', () => {
     serve = await startServeProcess(modelDir);
     const out = join(dir, 'openai.json');
     const episodes = join(dir, 'openai-episodes.jsonl');
-    const { stdout, stderr } = await evalCli(['--openai', serve.url, '--model', 'replayer', '--limit', '2', '--concurrency', '2', '--out', out, '--episodes', episodes]);
+    const { stdout, stderr } = await evalCli([
+      '--openai',
+      serve.url,
+      '--model',
+      'replayer',
+      '--limit',
+      '2',
+      '--concurrency',
+      '2',
+      '--out',
+      out,
+      '--episodes',
+      episodes,
+    ]);
     const label = `replayer@${serve.url}`;
     expect(stderr).toContain(`eval ${label} 2/2 100%`);
     const json = JSON.parse(readFileSync(out, 'utf8'));
@@ -123,7 +165,9 @@ describe('trainer-ctl eval on models', () => {
     const [first] = readLines(episodes);
     expect(first.case_id).toBe(dataset.cases[0].id);
     const reply = first.episode.messages.find((m) => m.role === 'assistant')!;
-    const expertCall = JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(expertRecord.messages.find((m) => m.role === 'assistant')!.content)![1]);
+    const expertCall = JSON.parse(
+      /<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(expertRecord.messages.find((m) => m.role === 'assistant')!.content)![1],
+    );
     expect(reply.tool_calls).toHaveLength(1);
     expect(reply.tool_calls![0].function.name).toBe(expertCall.name);
     expect(JSON.parse(reply.tool_calls![0].function.arguments)).toEqual(expertCall.arguments);
@@ -131,7 +175,9 @@ describe('trainer-ctl eval on models', () => {
   });
 
   it('refuses --openai without a model name and an eval without a policy', async () => {
-    await expect(evalCli(['--openai', 'http://127.0.0.1:9/v1'])).rejects.toMatchObject({ stderr: expect.stringMatching(/--openai needs --model NAME/) });
+    await expect(evalCli(['--openai', 'http://127.0.0.1:9/v1'])).rejects.toMatchObject({
+      stderr: expect.stringMatching(/--openai needs --model NAME/),
+    });
     await expect(evalCli(['--limit', '1'])).rejects.toMatchObject({ stderr: expect.stringMatching(/name a policy to evaluate/) });
   });
 });

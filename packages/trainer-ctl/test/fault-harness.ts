@@ -107,7 +107,16 @@ export function shortPreset(
         workers: { rollout: { count: 2, concurrency: 1 } },
         dataset: { path: NEZHA_DATASET, max_cases_per_fault: 1, max_eval_cases: 1 },
         stages: {
-          priming: { sft: { conversations: lengths.sftConversations, variants: 1, epochs: 1, steps_per_update: lengths.sftStepsPerUpdate, warmup_steps: 1 }, steps: priming },
+          priming: {
+            sft: {
+              conversations: lengths.sftConversations,
+              variants: 1,
+              epochs: 1,
+              steps_per_update: lengths.sftStepsPerUpdate,
+              warmup_steps: 1,
+            },
+            steps: priming,
+          },
           exploration: { steps: exploration, repeats: 1 },
           refinement: { steps: refinement },
         },
@@ -192,8 +201,16 @@ export async function runWithFaults(
       redisConns.push(redis);
       let ended: Exit | undefined;
       void run.exited.then((e) => (ended = e));
-      await until(`${f.point} of update ${f.update}`, async () => ended !== undefined || (await atPoint(f, runDir, redis, runId)), 900_000, 10);
-      if (ended) throw new Error(`the run exited (code ${ended.code}) before ${f.kind} at ${f.point} of update ${f.update}:\n${ended.output.slice(-3000)}`);
+      await until(
+        `${f.point} of update ${f.update}`,
+        async () => ended !== undefined || (await atPoint(f, runDir, redis, runId)),
+        900_000,
+        10,
+      );
+      if (ended)
+        throw new Error(
+          `the run exited (code ${ended.code}) before ${f.kind} at ${f.point} of update ${f.update}:\n${ended.output.slice(-3000)}`,
+        );
       log(`fault: ${f.kind} at ${f.point} of update ${f.update}`);
       const tree = [...recordedProcesses(runDir).map((p) => p.pid), enginePid(runDir)].filter((p): p is number => p !== undefined);
       const t0 = Date.now();
@@ -226,7 +243,12 @@ export async function runWithFaults(
 export function grpoFigures(runDir: string) {
   return readMetrics(runDir)
     .filter((m) => m.kind === 'grpo')
-    .map((m) => ({ step: `${m.stage}:${m.step}`, rewards: m.rewards, advantages: m.advantages, loss: (m.train as Record<string, number> | undefined)?.loss }));
+    .map((m) => ({
+      step: `${m.stage}:${m.step}`,
+      rewards: m.rewards,
+      advantages: m.advantages,
+      loss: (m.train as Record<string, number> | undefined)?.loss,
+    }));
 }
 
 /** How a finished run differs from an unbroken one: an empty `problems` means it ended the same. */
@@ -237,15 +259,18 @@ export function compareWithUnbroken(runDir: string, unbrokenDir: string): { weig
   if (!a?.done) problems.push('the run did not finish');
   if (a && a.updates !== b.updates) problems.push(`${a.updates} updates, the unbroken run made ${b.updates}`);
   const keys = (d: string) => readMetrics(d).map((m) => (m.kind === 'sft' ? `sft:${m.update}` : `${m.stage}:${m.step}`));
-  if (JSON.stringify(keys(runDir)) !== JSON.stringify(keys(unbrokenDir))) problems.push(`metrics lines ${keys(runDir).join(',')} vs ${keys(unbrokenDir).join(',')}`);
+  if (JSON.stringify(keys(runDir)) !== JSON.stringify(keys(unbrokenDir)))
+    problems.push(`metrics lines ${keys(runDir).join(',')} vs ${keys(unbrokenDir).join(',')}`);
   const mine = grpoFigures(runDir);
   const want = grpoFigures(unbrokenDir);
   want.forEach((w, i) => {
     const m = mine[i];
     if (!m) return;
-    if (JSON.stringify(m.rewards) !== JSON.stringify(w.rewards)) problems.push(`${w.step}: rewards ${JSON.stringify(m.rewards)} vs ${JSON.stringify(w.rewards)}`);
+    if (JSON.stringify(m.rewards) !== JSON.stringify(w.rewards))
+      problems.push(`${w.step}: rewards ${JSON.stringify(m.rewards)} vs ${JSON.stringify(w.rewards)}`);
     if (JSON.stringify(m.advantages) !== JSON.stringify(w.advantages)) problems.push(`${w.step}: advantages differ`);
-    if (typeof w.loss === 'number' && !(Math.abs((m.loss ?? NaN) - w.loss) <= 1e-6 * Math.max(1, Math.abs(w.loss)))) problems.push(`${w.step}: loss ${m.loss} vs ${w.loss}`);
+    if (typeof w.loss === 'number' && !(Math.abs((m.loss ?? NaN) - w.loss) <= 1e-6 * Math.max(1, Math.abs(w.loss))))
+      problems.push(`${w.step}: loss ${m.loss} vs ${w.loss}`);
   });
   let weightDiff = NaN;
   if (a?.done) {
@@ -257,5 +282,7 @@ export function compareWithUnbroken(runDir: string, unbrokenDir: string): { weig
 
 /** Processes the run directory still records as running (none once a run has ended). */
 export function leftovers(runDir: string): number[] {
-  return recordedProcesses(runDir).map((p) => p.pid).filter(alive);
+  return recordedProcesses(runDir)
+    .map((p) => p.pid)
+    .filter(alive);
 }

@@ -23,7 +23,17 @@ import { latestCheckpoint } from '../src/workers/run-files';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readTensorboardScalars } from '../../../testkit/tensorboard';
 import { ensureWarmModel } from '../../../testkit/warm-model';
-import { compareWithUnbroken, FAULT_KINDS, leftovers, runWithFaults, shortPreset, writeConfig, type Fault, type FaultKind, type FaultOutcome } from './fault-harness';
+import {
+  compareWithUnbroken,
+  FAULT_KINDS,
+  leftovers,
+  runWithFaults,
+  shortPreset,
+  writeConfig,
+  type Fault,
+  type FaultKind,
+  type FaultOutcome,
+} from './fault-harness';
 import { spawnTrain, unhandledErrors } from './train-fixtures';
 
 const RUN = 'fault-matrix';
@@ -71,70 +81,80 @@ function describeOutcome(o: FaultOutcome): string {
 }
 
 describe('fault matrix on configs/tiny-cpu.yaml (shortened)', () => {
-  it('unbroken run: SFT and GRPO updates enough to fault mid-stage and go on keep_last + 2 updates', async () => {
-    const r = await spawnTrain(configFile, unbrokenDir()).exited;
-    expect(r.code, r.output).toBe(0);
-    const metrics = readMetrics(unbrokenDir());
-    sftUpdates = metrics.filter((m) => m.kind === 'sft').map((m) => m.update as number);
-    grpoUpdates = metrics.filter((m) => m.kind === 'grpo' && typeof m.update === 'number').map((m) => m.update as number);
-    const total = readState(unbrokenDir())!.updates;
-    console.log(`unbroken: SFT updates ${sftUpdates.join(',')}; GRPO updates ${grpoUpdates.join(',')}; ${total} in all`);
-    expect(sftUpdates.length).toBeGreaterThanOrEqual(3);
-    expect(total - (grpoUpdates[1] + 1)).toBeGreaterThanOrEqual(keepLast + 2);
-  }, TIMEOUT);
+  it(
+    'unbroken run: SFT and GRPO updates enough to fault mid-stage and go on keep_last + 2 updates',
+    async () => {
+      const r = await spawnTrain(configFile, unbrokenDir()).exited;
+      expect(r.code, r.output).toBe(0);
+      const metrics = readMetrics(unbrokenDir());
+      sftUpdates = metrics.filter((m) => m.kind === 'sft').map((m) => m.update as number);
+      grpoUpdates = metrics.filter((m) => m.kind === 'grpo' && typeof m.update === 'number').map((m) => m.update as number);
+      const total = readState(unbrokenDir())!.updates;
+      console.log(`unbroken: SFT updates ${sftUpdates.join(',')}; GRPO updates ${grpoUpdates.join(',')}; ${total} in all`);
+      expect(sftUpdates.length).toBeGreaterThanOrEqual(3);
+      expect(total - (grpoUpdates[1] + 1)).toBeGreaterThanOrEqual(keepLast + 2);
+    },
+    TIMEOUT,
+  );
 
   for (const kind of FAULT_KINDS) {
-    it(`${kind}: at an SFT update, a graded GRPO step and a policy export, the run ends as the unbroken one`, async () => {
-      expect(grpoUpdates.length, 'the unbroken run').toBeGreaterThanOrEqual(2);
-      const runDir = join(scratch, kind);
-      const torn: string[] = [];
-      const run = await runWithFaults(configFile, runDir, RUN, row(kind), {
-        beforeResume: (f) => {
-          if (kind !== 'sigint-tree' || f.point !== 'export') return;
-          // A checkpoint cut as a crash of the machine can leave it: the resume must skip it.
-          const newest = latestCheckpoint(runDir)!;
-          const weights = join(newest.dir, 'model.safetensors');
-          truncateSync(weights, Math.floor(statSync(weights).size / 2));
-          torn.push(newest.dir);
-        },
-      });
-      expect(run.exit.code, run.output.slice(-4000)).toBe(0);
-      const { weightDiff, problems } = compareWithUnbroken(runDir, unbrokenDir());
-      table.push(`${kind}: ${run.outcomes.map(describeOutcome).join('; ')}; ${problems.length ? problems.join(' | ') : `same as unbroken (max weight diff ${weightDiff})`}`);
-      expect(problems).toEqual([]);
-      for (const o of run.outcomes) expect(o.updatesAfter).toBeGreaterThanOrEqual(0);
-      expect(run.outcomes.at(-1)!.updatesAfter).toBeGreaterThanOrEqual(keepLast + 2);
-      const stops = ['rollout-worker', 'train-worker', 'controller', 'sigint-tree'].includes(kind);
-      expect(run.outcomes.every((o) => o.recovery === (stops ? 'stopped, resumed' : 'went on by itself'))).toBe(true);
-      if (stops && kind !== 'controller') expect(run.output).toMatch(/continue it with: trainer-ctl train .* --resume/);
-      if (kind === 'engine') {
-        const log = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
-        expect(log.match(/engine died during update \d+ .*restarting it from the latest checkpoint/g)).toHaveLength(3);
-      }
-      if (kind === 'redis') expect(run.output.match(/redis-server is back/g)!.length).toBeGreaterThanOrEqual(3);
-      if (torn.length) expect(run.output).toContain(`checkpoint ${torn[0]} is torn (model.safetensors has`);
-      if (kind === 'sigint-tree') {
-        // Ctrl-C takes the whole tree down within seconds (the bound of the stop issue), each time.
-        for (const o of run.outcomes) expect(o.stopMs).toBeLessThanOrEqual(10_000);
-      }
-      if (kind === 'controller') {
-        // The resume after the export fault loaded a GRPO checkpoint: its KL reference came with it.
-        const log = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
-        expect(log).toMatch(/engine loaded checkpoint \S+ \(\d+ updates\).*, KL reference grpo_start/);
-        // TensorBoard, reading every controller's event files, sees each step once with the kept line's value.
-        const tb = readTensorboardScalars(join(runDir, 'tensorboard'));
-        readMetrics(runDir).forEach((m, i) => {
-          const points = tb[m.kind === 'sft' ? 'sft/train/loss' : `${m.stage}/train/loss`].filter(([step]) => step === i + 1);
-          expect(points).toHaveLength(1);
-          expect(points[0][1]).toBeCloseTo((m.train as Record<string, number>).loss, 5);
+    it(
+      `${kind}: at an SFT update, a graded GRPO step and a policy export, the run ends as the unbroken one`,
+      async () => {
+        expect(grpoUpdates.length, 'the unbroken run').toBeGreaterThanOrEqual(2);
+        const runDir = join(scratch, kind);
+        const torn: string[] = [];
+        const run = await runWithFaults(configFile, runDir, RUN, row(kind), {
+          beforeResume: (f) => {
+            if (kind !== 'sigint-tree' || f.point !== 'export') return;
+            // A checkpoint cut as a crash of the machine can leave it: the resume must skip it.
+            const newest = latestCheckpoint(runDir)!;
+            const weights = join(newest.dir, 'model.safetensors');
+            truncateSync(weights, Math.floor(statSync(weights).size / 2));
+            torn.push(newest.dir);
+          },
         });
-        const again = await spawnTrain(configFile, runDir, ['--resume']).exited;
-        expect(again.code).toBe(0);
-        expect(again.stdout).toContain(`already complete (${readState(runDir)!.updates} updates)`);
-      }
-      const logs = readdirSync(join(runDir, 'logs')).map((n) => readFileSync(join(runDir, 'logs', n), 'utf8'));
-      expect(unhandledErrors([run.output, ...logs].join('\n'))).toEqual([]);
-      expect(leftovers(runDir)).toEqual([]);
-    }, TIMEOUT);
+        expect(run.exit.code, run.output.slice(-4000)).toBe(0);
+        const { weightDiff, problems } = compareWithUnbroken(runDir, unbrokenDir());
+        table.push(
+          `${kind}: ${run.outcomes.map(describeOutcome).join('; ')}; ${problems.length ? problems.join(' | ') : `same as unbroken (max weight diff ${weightDiff})`}`,
+        );
+        expect(problems).toEqual([]);
+        for (const o of run.outcomes) expect(o.updatesAfter).toBeGreaterThanOrEqual(0);
+        expect(run.outcomes.at(-1)!.updatesAfter).toBeGreaterThanOrEqual(keepLast + 2);
+        const stops = ['rollout-worker', 'train-worker', 'controller', 'sigint-tree'].includes(kind);
+        expect(run.outcomes.every((o) => o.recovery === (stops ? 'stopped, resumed' : 'went on by itself'))).toBe(true);
+        if (stops && kind !== 'controller') expect(run.output).toMatch(/continue it with: trainer-ctl train .* --resume/);
+        if (kind === 'engine') {
+          const log = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
+          expect(log.match(/engine died during update \d+ .*restarting it from the latest checkpoint/g)).toHaveLength(3);
+        }
+        if (kind === 'redis') expect(run.output.match(/redis-server is back/g)!.length).toBeGreaterThanOrEqual(3);
+        if (torn.length) expect(run.output).toContain(`checkpoint ${torn[0]} is torn (model.safetensors has`);
+        if (kind === 'sigint-tree') {
+          // Ctrl-C takes the whole tree down within seconds (the bound of the stop issue), each time.
+          for (const o of run.outcomes) expect(o.stopMs).toBeLessThanOrEqual(10_000);
+        }
+        if (kind === 'controller') {
+          // The resume after the export fault loaded a GRPO checkpoint: its KL reference came with it.
+          const log = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
+          expect(log).toMatch(/engine loaded checkpoint \S+ \(\d+ updates\).*, KL reference grpo_start/);
+          // TensorBoard, reading every controller's event files, sees each step once with the kept line's value.
+          const tb = readTensorboardScalars(join(runDir, 'tensorboard'));
+          readMetrics(runDir).forEach((m, i) => {
+            const points = tb[m.kind === 'sft' ? 'sft/train/loss' : `${m.stage}/train/loss`].filter(([step]) => step === i + 1);
+            expect(points).toHaveLength(1);
+            expect(points[0][1]).toBeCloseTo((m.train as Record<string, number>).loss, 5);
+          });
+          const again = await spawnTrain(configFile, runDir, ['--resume']).exited;
+          expect(again.code).toBe(0);
+          expect(again.stdout).toContain(`already complete (${readState(runDir)!.updates} updates)`);
+        }
+        const logs = readdirSync(join(runDir, 'logs')).map((n) => readFileSync(join(runDir, 'logs', n), 'utf8'));
+        expect(unhandledErrors([run.output, ...logs].join('\n'))).toEqual([]);
+        expect(leftovers(runDir)).toEqual([]);
+      },
+      TIMEOUT,
+    );
   }
 });

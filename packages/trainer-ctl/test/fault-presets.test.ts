@@ -40,7 +40,9 @@ const CASES: { name: string; preset: string; steps: [number, number, number]; ex
 
 /** Updates of the unbroken run that had a checkpoint (their controller state snapshots), and those that ended a stage. */
 function checkpointed(runDir: string): { all: number[]; stageEnds: Set<number> } {
-  const all = readdirSync(join(runDir, 'states')).map((f) => Number(/^update-(\d+)\.json$/.exec(f)![1])).sort((a, b) => a - b);
+  const all = readdirSync(join(runDir, 'states'))
+    .map((f) => Number(/^update-(\d+)\.json$/.exec(f)![1]))
+    .sort((a, b) => a - b);
   const ends = Object.values(readState(runDir)!.stage_checkpoints ?? {}).map((d) => Number(/update-(\d+)$/.exec(d)![1]));
   return { all, stageEnds: new Set(ends) };
 }
@@ -52,47 +54,59 @@ describe.each(CASES)('faults on $name', ({ name, preset, steps, extra }) => {
   let keepLast: number;
   let faults: Fault[] = [];
 
-  it('unbroken run', async () => {
-    const config = shortPreset(preset, model, id, { sftConversations: 12, sftStepsPerUpdate: 4, steps }, extra);
-    keepLast = (config.checkpoints as { keep_last: number }).keep_last;
-    configFile = writeConfig(join(scratch, `${id}.yaml`), config);
-    const r = await spawnTrain(configFile, join(dir(), 'unbroken')).exited;
-    expect(r.code, r.output.slice(-3000)).toBe(0);
-    const metrics = readMetrics(join(dir(), 'unbroken'));
-    const sft = metrics.filter((m) => m.kind === 'sft').map((m) => m.update as number);
-    const grpo = metrics.filter((m) => m.kind === 'grpo' && typeof m.update === 'number').map((m) => m.update as number);
-    const { all, stageEnds } = checkpointed(join(dir(), 'unbroken'));
-    // The engine restarts from the newest checkpoint before the last SFT update: it must not be a stage end.
-    const sftFault = sft.at(-1)!;
-    expect(all.filter((c) => c <= sftFault).at(-1)).toBeGreaterThan(0);
-    // Ctrl-C in the first GRPO update whose newest checkpoint is inside a GRPO stage.
-    const grpoFault = grpo.find((u) => {
-      const from = all.filter((c) => c <= u).at(-1)!;
-      return from > sft.length && !stageEnds.has(from);
-    });
-    expect(grpoFault, `GRPO updates ${grpo}, checkpoints ${all}, stage ends ${[...stageEnds]}`).toBeDefined();
-    faults = [
-      { kind: 'engine', point: 'sft', update: sftFault },
-      { kind: 'sigint-tree', point: 'grpo-graded', update: grpoFault! },
-    ];
-    const total = readState(join(dir(), 'unbroken'))!.updates;
-    console.log(`${name}: SFT updates ${sft}; GRPO updates ${grpo}; checkpoints after ${all}; faults at ${faults.map((f) => `${f.kind}@${f.update}`)}; ${total} updates`);
-    expect(total - (grpoFault! + 1)).toBeGreaterThanOrEqual(keepLast + 2);
-  }, TIMEOUT);
+  it(
+    'unbroken run',
+    async () => {
+      const config = shortPreset(preset, model, id, { sftConversations: 12, sftStepsPerUpdate: 4, steps }, extra);
+      keepLast = (config.checkpoints as { keep_last: number }).keep_last;
+      configFile = writeConfig(join(scratch, `${id}.yaml`), config);
+      const r = await spawnTrain(configFile, join(dir(), 'unbroken')).exited;
+      expect(r.code, r.output.slice(-3000)).toBe(0);
+      const metrics = readMetrics(join(dir(), 'unbroken'));
+      const sft = metrics.filter((m) => m.kind === 'sft').map((m) => m.update as number);
+      const grpo = metrics.filter((m) => m.kind === 'grpo' && typeof m.update === 'number').map((m) => m.update as number);
+      const { all, stageEnds } = checkpointed(join(dir(), 'unbroken'));
+      // The engine restarts from the newest checkpoint before the last SFT update: it must not be a stage end.
+      const sftFault = sft.at(-1)!;
+      expect(all.filter((c) => c <= sftFault).at(-1)).toBeGreaterThan(0);
+      // Ctrl-C in the first GRPO update whose newest checkpoint is inside a GRPO stage.
+      const grpoFault = grpo.find((u) => {
+        const from = all.filter((c) => c <= u).at(-1)!;
+        return from > sft.length && !stageEnds.has(from);
+      });
+      expect(grpoFault, `GRPO updates ${grpo}, checkpoints ${all}, stage ends ${[...stageEnds]}`).toBeDefined();
+      faults = [
+        { kind: 'engine', point: 'sft', update: sftFault },
+        { kind: 'sigint-tree', point: 'grpo-graded', update: grpoFault! },
+      ];
+      const total = readState(join(dir(), 'unbroken'))!.updates;
+      console.log(
+        `${name}: SFT updates ${sft}; GRPO updates ${grpo}; checkpoints after ${all}; faults at ${faults.map((f) => `${f.kind}@${f.update}`)}; ${total} updates`,
+      );
+      expect(total - (grpoFault! + 1)).toBeGreaterThanOrEqual(keepLast + 2);
+    },
+    TIMEOUT,
+  );
 
-  it('engine SIGKILL mid-SFT and Ctrl-C mid-stage end as the unbroken run', async () => {
-    expect(faults, 'the unbroken run').toHaveLength(2);
-    const runDir = join(dir(), 'faulted');
-    const run = await runWithFaults(configFile, runDir, id, faults);
-    expect(run.exit.code, run.output.slice(-4000)).toBe(0);
-    expect(run.outcomes.map((o) => o.recovery)).toEqual(['went on by itself', 'stopped, resumed']);
-    const { weightDiff, problems } = compareWithUnbroken(runDir, join(dir(), 'unbroken'));
-    console.log(`${name}: ${problems.length ? problems.join(' | ') : 'same as unbroken'}; max abs weight difference ${weightDiff}; updates after the last fault ${run.outcomes[1].updatesAfter}`);
-    expect(problems).toEqual([]);
-    expect(run.outcomes[1].updatesAfter).toBeGreaterThanOrEqual(keepLast + 2);
-    // Retention went on deleting: what is left is keep_last, the stage ends (SFT and three stages) and the engine's origin.
-    const left = readdirSync(join(runDir, 'checkpoints')).filter((n) => /^update-\d+$/.test(n));
-    expect(left.length).toBeLessThanOrEqual(keepLast + 4 + 1);
-    expect(leftovers(runDir)).toEqual([]);
-  }, TIMEOUT);
+  it(
+    'engine SIGKILL mid-SFT and Ctrl-C mid-stage end as the unbroken run',
+    async () => {
+      expect(faults, 'the unbroken run').toHaveLength(2);
+      const runDir = join(dir(), 'faulted');
+      const run = await runWithFaults(configFile, runDir, id, faults);
+      expect(run.exit.code, run.output.slice(-4000)).toBe(0);
+      expect(run.outcomes.map((o) => o.recovery)).toEqual(['went on by itself', 'stopped, resumed']);
+      const { weightDiff, problems } = compareWithUnbroken(runDir, join(dir(), 'unbroken'));
+      console.log(
+        `${name}: ${problems.length ? problems.join(' | ') : 'same as unbroken'}; max abs weight difference ${weightDiff}; updates after the last fault ${run.outcomes[1].updatesAfter}`,
+      );
+      expect(problems).toEqual([]);
+      expect(run.outcomes[1].updatesAfter).toBeGreaterThanOrEqual(keepLast + 2);
+      // Retention went on deleting: what is left is keep_last, the stage ends (SFT and three stages) and the engine's origin.
+      const left = readdirSync(join(runDir, 'checkpoints')).filter((n) => /^update-\d+$/.test(n));
+      expect(left.length).toBeLessThanOrEqual(keepLast + 4 + 1);
+      expect(leftovers(runDir)).toEqual([]);
+    },
+    TIMEOUT,
+  );
 });

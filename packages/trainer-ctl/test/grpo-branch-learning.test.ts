@@ -52,7 +52,12 @@ beforeAll(async () => {
   const chat: ChatModel = loadChatModel(model);
   kase = dataset.cases[0];
   const episode = { d_max: 2, tool_settings: { span_aliases: true } };
-  const walk = await runEpisode({ dataset, case: kase, policy: createExpert(dataset, ExpertSettingsSchema.parse({ max_answers: 1 })), settings: episode });
+  const walk = await runEpisode({
+    dataset,
+    case: kase,
+    policy: createExpert(dataset, ExpertSettingsSchema.parse({ max_answers: 1 })),
+    settings: episode,
+  });
   // Four answers, one of them the truth (a pod-level fault), each a pod name: one token of the tiny tokenizer, so
   // the choice the reward decides is one sampled token.
   const truth = kase.truth.pod!;
@@ -92,16 +97,33 @@ async function run(seed: number): Promise<number[]> {
   const seeded: RunConfig = { ...config, run: { ...config.run, name: runId, seed } };
   const conn = connectRedis(redis.url);
   const rollConn = connectRedis(redis.url);
-  const trainer = await startTrainWorker({ connection: conn, runId, workerId: `train-${seed}`, settings, config: seeded, runDir: join(dir, runId) });
+  const trainer = await startTrainWorker({
+    connection: conn,
+    runId,
+    workerId: `train-${seed}`,
+    settings,
+    config: seeded,
+    runDir: join(dir, runId),
+  });
   const player = await createEpisodePlayer({ config: seeded, registry: new PolicyRegistry(rollConn, runId), dataset });
-  const roller = await startRolloutWorker({ connection: rollConn, runId, workerId: `roll-${seed}`, settings, concurrency: 1, play: player.play });
+  const roller = await startRolloutWorker({
+    connection: rollConn,
+    runId,
+    workerId: `roll-${seed}`,
+    settings,
+    concurrency: 1,
+    play: player.play,
+  });
   const transport = new RedisTransport(redis.url, runId, settings);
   const store = new GroupStore(transport.redis, runId);
   const means: number[] = [];
   let version = 0;
   try {
     for (let step = 0; step <= STEPS; step++) {
-      const out = await runGrpoStep({ config: seeded, dataset, runId, train: [kase], transport }, { stage: 'priming', step, update: version, policyVersion: version, checkpoint: false });
+      const out = await runGrpoStep(
+        { config: seeded, dataset, runId, train: [kase], transport },
+        { stage: 'priming', step, update: version, policyVersion: version, checkpoint: false },
+      );
       means.push(out.record.reward.mean);
       const [anchor] = await store.read(anchorGroupId(groupIdOf('priming', step, 0)));
       // The samples branch at the anchor's answer turn, its last (turn 1 while it walks as taught).

@@ -73,7 +73,12 @@ beforeAll(async () => {
   config.grpo.group_size = G;
   config.grpo.optimizer.lr = 1e-2;
   // The trajectory record carries an episode; this token-level reward does not read it.
-  episode = await runEpisode({ dataset, case: dataset.cases[0], policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: {} });
+  episode = await runEpisode({
+    dataset,
+    case: dataset.cases[0],
+    policy: createExpert(dataset, ExpertSettingsSchema.parse({})),
+    settings: {},
+  });
 }, 300_000);
 afterAll(async () => {
   await redis?.stop();
@@ -94,7 +99,9 @@ async function run(seed: number): Promise<number[]> {
       backend = await openOnnxBackend({ model_dir: ref.dir });
       version = ref.version;
     }
-    const [g] = await backend!.generate([{ promptIds: prompt, sampling: { temperature: job.temperature, max_tokens: TOKENS, seed: job.seed } }]);
+    const [g] = await backend!.generate([
+      { promptIds: prompt, sampling: { temperature: job.temperature, max_tokens: TOKENS, seed: job.seed } },
+    ]);
     return {
       groupId: job.groupId,
       caseId: job.caseId,
@@ -108,7 +115,14 @@ async function run(seed: number): Promise<number[]> {
       timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
     };
   };
-  const trainer = await startTrainWorker({ connection: conn, runId, workerId: `train-${seed}`, settings, config, runDir: join(dir, runId) });
+  const trainer = await startTrainWorker({
+    connection: conn,
+    runId,
+    workerId: `train-${seed}`,
+    settings,
+    config,
+    runDir: join(dir, runId),
+  });
   const rollConn = connectRedis(redis.url);
   const roller = await startRolloutWorker({ connection: rollConn, runId, workerId: `roll-${seed}`, settings, concurrency: 1, play });
   const transport = new RedisTransport(redis.url, runId, settings);
@@ -117,7 +131,15 @@ async function run(seed: number): Promise<number[]> {
     for (let step = 0; step <= STEPS; step++) {
       const groupId = `${runId}-step${step}`;
       const jobs: RolloutJob[] = Array.from({ length: G }, (_, i) => ({
-        runId, stage: 'priming', step, groupId, caseId: episode.caseId, sampleIndex: i, policyVersion: step, temperature: 1, seed: seed * 1000 + step * G + i,
+        runId,
+        stage: 'priming',
+        step,
+        groupId,
+        caseId: episode.caseId,
+        sampleIndex: i,
+        policyVersion: step,
+        temperature: 1,
+        seed: seed * 1000 + step * G + i,
       }));
       await transport.enqueueRollouts(jobs);
       const group = await transport.waitGroup(groupId, G, 60_000);
@@ -125,7 +147,13 @@ async function run(seed: number): Promise<number[]> {
       means.push(mean(rewards));
       if (step === STEPS) break;
       const advantages = computeAdvantages(rewards, config.grpo.advantage);
-      const samples: TrainSample[] = group.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: advantages[i], oldLogprobs: t.logprobs, temperature: t.temperature }));
+      const samples: TrainSample[] = group.map((t, i) => ({
+        ids: t.ids,
+        mask: t.mask,
+        advantage: advantages[i],
+        oldLogprobs: t.logprobs,
+        temperature: t.temperature,
+      }));
       await transport.train({ runId, stage: 'priming', update: step, kind: 'grpo', samples, checkpoint: false }, 120_000);
     }
   } finally {

@@ -94,7 +94,9 @@ describe('hub download', () => {
     const out = join(dir, 'cache', 'c');
     hub.corrupt('model.safetensors', true);
     await expect(downloadModel({ ...access(), hubId: REPO, revision: 'main', dir: out })).rejects.toThrow(
-      new RegExp(`model\\.safetensors: checksum mismatch: got \\d+ bytes with sha256 [0-9a-f]{64}, the hub lists \\d+ bytes with ${sha256(join(modelDir, 'model.safetensors'))}`),
+      new RegExp(
+        `model\\.safetensors: checksum mismatch: got \\d+ bytes with sha256 [0-9a-f]{64}, the hub lists \\d+ bytes with ${sha256(join(modelDir, 'model.safetensors'))}`,
+      ),
     );
     expect(existsSync(join(out, 'model.safetensors'))).toBe(false);
     expect(existsSync(join(out, 'model.safetensors.part'))).toBe(false);
@@ -104,19 +106,25 @@ describe('hub download', () => {
   });
 
   it('names a gated repository (token missing or without access) and a missing one', async () => {
-    const gated = (env: Record<string, string>) => downloadModel({ ...access(env), hubId: 'thinkfl-test/gated', revision: 'main', dir: join(dir, 'cache', 'g') });
-    await expect(gated({})).rejects.toThrow(/model.hub_id thinkfl-test\/gated at revision main on http:\/\/127.0.0.1:\d+: access refused \(HTTP 401\); the repository is gated or private: accept its terms on the hub and set HF_TOKEN/);
+    const gated = (env: Record<string, string>) =>
+      downloadModel({ ...access(env), hubId: 'thinkfl-test/gated', revision: 'main', dir: join(dir, 'cache', 'g') });
+    await expect(gated({})).rejects.toThrow(
+      /model.hub_id thinkfl-test\/gated at revision main on http:\/\/127.0.0.1:\d+: access refused \(HTTP 401\); the repository is gated or private: accept its terms on the hub and set HF_TOKEN/,
+    );
     await expect(gated({ HF_TOKEN: 'hf_other' })).rejects.toThrow(/access refused \(HTTP 403\).*the HF_TOKEN given has none/);
     await expect(gated({ HF_TOKEN: TOKEN })).resolves.toEqual(['config.json']);
-    await expect(downloadModel({ ...access(), hubId: 'thinkfl-test/nope', revision: 'main', dir: join(dir, 'cache', 'n') })).rejects.toThrow(
-      /model.hub_id thinkfl-test\/nope at revision main on .*: no such repository or revision \(HTTP 404\)/,
-    );
+    await expect(
+      downloadModel({ ...access(), hubId: 'thinkfl-test/nope', revision: 'main', dir: join(dir, 'cache', 'n') }),
+    ).rejects.toThrow(/model.hub_id thinkfl-test\/nope at revision main on .*: no such repository or revision \(HTTP 404\)/);
   });
 
   it('prepares a run from hub_id, and uses a complete local directory offline', async () => {
     const yaml = (cache: string) => {
       const file = join(dir, `run-${cache}.yaml`);
-      writeFileSync(file, `run: { name: hub, output_dir: ${join(dir, 'runs')} }\nmodel: { hub_id: ${REPO}, cache_dir: ${join(dir, cache)} }\ndataset: { path: ${NEZHA_DATASET} }\n`);
+      writeFileSync(
+        file,
+        `run: { name: hub, output_dir: ${join(dir, 'runs')} }\nmodel: { hub_id: ${REPO}, cache_dir: ${join(dir, cache)} }\ndataset: { path: ${NEZHA_DATASET} }\n`,
+      );
       return loadRunConfig(file, { checkPaths: false }).config;
     };
     const env = { ...process.env };
@@ -136,11 +144,19 @@ describe('hub download', () => {
 });
 
 /** `trainer-ctl push` as a child process; asynchronous, since the hub server answers from this process. */
-function push(run: string, env: Record<string, string>, repo = 'thinkfl-test/pushed'): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'push', run, '--repo', repo], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-  });
+function push(
+  run: string,
+  env: Record<string, string>,
+  repo = 'thinkfl-test/pushed',
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'push', run, '--repo', repo],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (b) => (stdout += b));
@@ -177,7 +193,9 @@ describe('trainer-ctl push', () => {
     expect(card).toContain('checkpoints/update-000002');
     expect(card).toMatch(/^---\nlibrary_name: transformers\n/);
     // Hand-computed: 0.875 -> 87.5 %, recall@1 0.25 -> 25.0 %, recall@3 0.5 -> 50.0 %.
-    expect(card).toContain('| evaluation | policy version | cases | format valid % | answered % | service AC@1 % | service AC@3 % | service MRR |');
+    expect(card).toContain(
+      '| evaluation | policy version | cases | format valid % | answered % | service AC@1 % | service AC@3 % | service MRR |',
+    );
     expect(card).toContain('| final | 2 | 8 | 87.5 | 75.0 | 25.0 | 50.0 | 0.406 |');
     const again = await push(run, { HF_ENDPOINT: hub.endpoint, HF_TOKEN: '' });
     expect(again.status).not.toBe(0);
@@ -191,7 +209,12 @@ describe('trainer-ctl push of a LoRA run', () => {
     const ckpt = join(run, 'checkpoints', 'update-000002');
     const engine = new TrainEngine();
     try {
-      await engine.request('load', { model_dir: modelDir, seed: 0, lora: { r: 4, alpha: 8, target_modules: ['q_proj', 'v_proj'] }, optimizer: { lr: 1e-2 } });
+      await engine.request('load', {
+        model_dir: modelDir,
+        seed: 0,
+        lora: { r: 4, alpha: 8, target_modules: ['q_proj', 'v_proj'] },
+        optimizer: { lr: 1e-2 },
+      });
       await engine.request('set_reference', { tag: 'grpo_start' });
       const ids = [[1, 5, 9, 13, 17, 21]];
       await engine.request('grpo_step', { input_ids: ids, mask: [[0, 0, 1, 1, 1, 1]], advantages: [1], loss: { kl_coef: 0.1 } });
@@ -201,7 +224,15 @@ describe('trainer-ctl push of a LoRA run', () => {
     }
     // What the engine put in the checkpoint beside the adapter, none of which is the policy.
     const written = filesOf(ckpt);
-    expect(written).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.pt', 'reference/reference.pt', 'tokenizer.json']));
+    expect(written).toEqual(
+      expect.arrayContaining([
+        'adapter_config.json',
+        'adapter_model.safetensors',
+        'optimizer.pt',
+        'reference/reference.pt',
+        'tokenizer.json',
+      ]),
+    );
     expect(JSON.parse(readFileSync(join(ckpt, 'adapter_config.json'), 'utf8')).base_model_name_or_path).toBe(modelDir);
     // Without a hub id for the base the adapter would name a local path: refused.
     const refused = await push(run, { HF_ENDPOINT: hub.endpoint, HF_TOKEN: TOKEN }, 'thinkfl-test/lora');
@@ -213,18 +244,26 @@ describe('trainer-ctl push of a LoRA run', () => {
     expect(r.stderr).toContain('push: created thinkfl-test/lora');
     expect(r.status).toBe(0);
     const pushed = hub.repos.get('thinkfl-test/lora')!.files;
-    console.log(`[figure] LoRA checkpoint: ${written.length} files written by the engine (${written.join(', ')}); pushed ${[...pushed.keys()].sort().join(', ')}`);
+    console.log(
+      `[figure] LoRA checkpoint: ${written.length} files written by the engine (${written.join(', ')}); pushed ${[...pushed.keys()].sort().join(', ')}`,
+    );
     expect([...pushed.keys()].sort()).toEqual(['README.md', 'adapter_config.json', 'adapter_model.safetensors']);
-    expect(createHash('sha256').update(pushed.get('adapter_model.safetensors')!).digest('hex')).toBe(sha256(join(ckpt, 'adapter_model.safetensors')));
+    expect(createHash('sha256').update(pushed.get('adapter_model.safetensors')!).digest('hex')).toBe(
+      sha256(join(ckpt, 'adapter_model.safetensors')),
+    );
     const config = JSON.parse(pushed.get('adapter_config.json')!.toString());
     const original = JSON.parse(readFileSync(join(ckpt, 'adapter_config.json'), 'utf8'));
     expect(config).toEqual({ ...original, base_model_name_or_path: REPO });
     const card = pushed.get('README.md')!.toString();
-    expect(card).toMatch(new RegExp(`^---\\nlibrary_name: peft\\ntags: \\[thinkfl, grpo, root-cause-analysis, lora\\]\\nbase_model: ${REPO.replace('/', '\\/')}\\n---\\n`));
+    expect(card).toMatch(
+      new RegExp(
+        `^---\\nlibrary_name: peft\\ntags: \\[thinkfl, grpo, root-cause-analysis, lora\\]\\nbase_model: ${REPO.replace('/', '\\/')}\\n---\\n`,
+      ),
+    );
     expect(card).toContain('checkpoints/update-000002');
   }, 300_000);
 
-  it('streams a 3 GiB weights file in the hub\'s multipart parts without reading it whole', async () => {
+  it("streams a 3 GiB weights file in the hub's multipart parts without reading it whole", async () => {
     const GIB = 1024 ** 3;
     const big = await startLocalHub({ partBytes: 700 * 1024 * 1024 });
     try {
@@ -234,17 +273,28 @@ describe('trainer-ctl push of a LoRA run', () => {
       writeFileSync(join(ckpt, 'config.json'), readFileSync(join(modelDir, 'config.json')));
       // A sparse file: 3 GiB of zeros that take no disk.
       execFileSync('truncate', ['-s', String(3 * GIB), join(ckpt, 'model.safetensors')]);
-      const reference = execFileSync('sha256sum', [join(ckpt, 'model.safetensors')]).toString().split(' ')[0];
+      const reference = execFileSync('sha256sum', [join(ckpt, 'model.safetensors')])
+        .toString()
+        .split(' ')[0];
       // The push process records its peak resident memory as it exits.
       const rssFile = join(dir, 'push-rss.txt');
       const preload = join(dir, 'rss.cjs');
-      writeFileSync(preload, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS * 1024)));\n`);
-      const r = await push(run, { HF_ENDPOINT: big.endpoint, HF_TOKEN: TOKEN, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${preload}` }, 'thinkfl-test/big');
+      writeFileSync(
+        preload,
+        `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS * 1024)));\n`,
+      );
+      const r = await push(
+        run,
+        { HF_ENDPOINT: big.endpoint, HF_TOKEN: TOKEN, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${preload}` },
+        'thinkfl-test/big',
+      );
       expect(r.stderr).toContain('push: created thinkfl-test/big');
       expect(r.status).toBe(0);
       const stored = big.repos.get('thinkfl-test/big')!.lfs!.get('model.safetensors');
       const rss = Number(readFileSync(rssFile, 'utf8'));
-      console.log(`[figure] 3 GiB push: stored ${stored?.size} bytes, sha256 ${stored?.oid} (sha256sum ${reference}), in ${Math.ceil((3 * GIB) / (700 * 1024 * 1024))} parts of 700 MiB; push peak RSS ${(rss / 1024 ** 2).toFixed(0)} MiB`);
+      console.log(
+        `[figure] 3 GiB push: stored ${stored?.size} bytes, sha256 ${stored?.oid} (sha256sum ${reference}), in ${Math.ceil((3 * GIB) / (700 * 1024 * 1024))} parts of 700 MiB; push peak RSS ${(rss / 1024 ** 2).toFixed(0)} MiB`,
+      );
       expect(stored).toEqual({ oid: reference, size: 3 * GIB });
       expect(rss).toBeLessThan(GIB / 2);
     } finally {

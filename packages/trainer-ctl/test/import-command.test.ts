@@ -42,9 +42,15 @@ describe('trainer-ctl import', () => {
   it('imports around a missing minute, warning on stderr and keeping the gap in meta.json', async () => {
     const r = await cli(['import', '--format', 'nezha', '--src', src, '--out', 'ds', '--settings', 'settings.yaml']);
     expect(r.code).toBe(0);
-    const requests = readFileSync(join(cut, R, 'traceid', '09_00_traceid.csv'), 'utf8').split('\n').filter((l) => l.trim()).length;
-    expect(r.stderr).toContain(`warning: traces missing for 2023-01-29 08:59-09:00 UTC: ${join(src, R, 'trace', '09_00_trace.csv')} (${requests} requests listed)\n`);
-    expect(r.stderr).toMatch(/warning: fault nezha-20230129-085816: 60 s of its window without traces \(44 s recorded\); \d+ cases kept, about \d+ lost\n/);
+    const requests = readFileSync(join(cut, R, 'traceid', '09_00_traceid.csv'), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim()).length;
+    expect(r.stderr).toContain(
+      `warning: traces missing for 2023-01-29 08:59-09:00 UTC: ${join(src, R, 'trace', '09_00_trace.csv')} (${requests} requests listed)\n`,
+    );
+    expect(r.stderr).toMatch(
+      /warning: fault nezha-20230129-085816: 60 s of its window without traces \(44 s recorded\); \d+ cases kept, about \d+ lost\n/,
+    );
     expect(r.stdout).toContain('written to ds');
     const meta = JSON.parse(readFileSync(join(dir, 'ds', 'meta.json'), 'utf8'));
     expect(meta.gaps.traces).toHaveLength(1);
@@ -64,7 +70,9 @@ describe('trainer-ctl import', () => {
   it('--strict fails on the same source, exit 2, and leaves no directory', async () => {
     const r = await cli(['import', '--format', 'nezha', '--src', src, '--out', 'strict', '--settings', 'settings.yaml', '--strict']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('trainer-ctl: the source has gaps (an import without --strict goes around them):\n  traces missing for 2023-01-29 08:59-09:00 UTC');
+    expect(r.stderr).toContain(
+      'trainer-ctl: the source has gaps (an import without --strict goes around them):\n  traces missing for 2023-01-29 08:59-09:00 UTC',
+    );
     expect(existsSync(join(dir, 'strict'))).toBe(false);
   });
 

@@ -33,9 +33,18 @@ describe('TensorBoard event files', () => {
     w.scalars(3, { 'priming/reward/mean': -0.75 });
     expect(readdirSync(logDir)).toEqual([expect.stringMatching(/^events\.out\.tfevents\.\d+\..+\.\d+$/)]);
     const got = readTensorboardScalars(logDir);
-    expect(Object.keys(got).sort()).toEqual(['eval/priming/per_fault/service/R@1', 'priming/reward/mean', 'priming/train/loss', 'sft/lr', 'sft/train/loss']);
+    expect(Object.keys(got).sort()).toEqual([
+      'eval/priming/per_fault/service/R@1',
+      'priming/reward/mean',
+      'priming/train/loss',
+      'sft/lr',
+      'sft/train/loss',
+    ]);
     expect(got['sft/train/loss']).toEqual([[1, 2.5]]);
-    expect(got['priming/reward/mean']).toEqual([[2, 0.125], [3, -0.75]]);
+    expect(got['priming/reward/mean']).toEqual([
+      [2, 0.125],
+      [3, -0.75],
+    ]);
     expect(got['priming/train/loss']).toEqual([[2, null]]);
     expect(got['sft/lr'][0][1]).toBeCloseTo(0.005, 7); // float32
     expect(got['eval/priming/per_fault/service/R@1'][0][1]).toBeCloseTo(1 / 3, 7);
@@ -50,6 +59,11 @@ describe('TensorBoard event files', () => {
     second.restart(3);
     second.scalars(3, { 'priming/reward/mean': 30 });
     second.scalars(4, { 'priming/reward/mean': 40 });
-    expect(readTensorboardScalars(logDir)['priming/reward/mean']).toEqual([[1, 1], [2, 2], [3, 30], [4, 40]]);
+    expect(readTensorboardScalars(logDir)['priming/reward/mean']).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 30],
+      [4, 40],
+    ]);
   });
 });

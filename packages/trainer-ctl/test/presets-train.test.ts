@@ -90,12 +90,19 @@ function loraDelta(a: Tensor, b: Tensor, scale: number): Float64Array {
   const av = tensorValues(a);
   const bv = tensorValues(b);
   const out = new Float64Array(rows * cols);
-  for (let i = 0; i < rows; i++) for (let k = 0; k < r; k++) for (let j = 0; j < cols; j++) out[i * cols + j] += scale * bv[i * r + k] * av[k * cols + j];
+  for (let i = 0; i < rows; i++)
+    for (let k = 0; k < r; k++) for (let j = 0; j < cols; j++) out[i * cols + j] += scale * bv[i * r + k] * av[k * cols + j];
   return out;
 }
 
 /** Input and output width of each adaptable projection of a config.json (the tiny model's). */
-function projectionShapes(c: { hidden_size: number; intermediate_size: number; num_attention_heads: number; num_key_value_heads: number; head_dim: number }): Record<string, [number, number]> {
+function projectionShapes(c: {
+  hidden_size: number;
+  intermediate_size: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  head_dim: number;
+}): Record<string, [number, number]> {
   const q = c.num_attention_heads * c.head_dim;
   const kv = c.num_key_value_heads * c.head_dim;
   return {
@@ -144,7 +151,15 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
 
     const logs: string[] = [];
     const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
-    const worker = await startTrainWorker({ connection: conn, runId: preset, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
+    const worker = await startTrainWorker({
+      connection: conn,
+      runId: preset,
+      workerId: 'trainer',
+      settings,
+      config,
+      runDir,
+      log: (l) => logs.push(l),
+    });
     const queue = new TrainQueue(conn, preset, settings);
     let result: TrainResult;
     try {
@@ -210,7 +225,8 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
         bitwise++;
         continue;
       }
-      const key = (ab: string) => [...adapter.keys()].find((k) => k.endsWith(`.layers.${target[1]}.${target[2]}.${target[3]}.lora_${ab}.weight`))!;
+      const key = (ab: string) =>
+        [...adapter.keys()].find((k) => k.endsWith(`.layers.${target[1]}.${target[2]}.${target[3]}.lora_${ab}.weight`))!;
       const delta = loraDelta(adapter.get(key('A'))!, adapter.get(key('B'))!, scale);
       const wv = tensorValues(w);
       const mv = tensorValues(m);

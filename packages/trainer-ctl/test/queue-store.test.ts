@@ -38,7 +38,19 @@ const RUN = 'queue-test';
 /** A trajectory around a real expert episode (token ids are the worker's business, not the store's). */
 function trajectory(groupId: string, sampleIndex: number, workerId: string): Trajectory {
   const episode = episodes[sampleIndex % episodes.length];
-  return { groupId, caseId: episode.caseId, sampleIndex, policyVersion: 0, ids: [1, 2, 3], mask: [0, 1, 1], logprobs: [0, -0.5, -0.25], temperature: 1, episode, workerId, timing: { generateMs: 0, toolsMs: 1, wallMs: 1 } };
+  return {
+    groupId,
+    caseId: episode.caseId,
+    sampleIndex,
+    policyVersion: 0,
+    ids: [1, 2, 3],
+    mask: [0, 1, 1],
+    logprobs: [0, -0.5, -0.25],
+    temperature: 1,
+    episode,
+    workerId,
+    timing: { generateMs: 0, toolsMs: 1, wallMs: 1 },
+  };
 }
 
 beforeAll(async () => {
@@ -61,7 +73,10 @@ describe('GroupStore', () => {
     await store.put(trajectory('g-replace', 1, 'w2'));
     expect(await store.count('g-replace')).toBe(2);
     const read = await store.read('g-replace');
-    expect(read.map((t) => [t.sampleIndex, t.workerId])).toEqual([[0, 'w1'], [1, 'w2']]);
+    expect(read.map((t) => [t.sampleIndex, t.workerId])).toEqual([
+      [0, 'w1'],
+      [1, 'w2'],
+    ]);
     expect(read[0].episode.caseId).toBe(dataset.cases[0].id);
     await store.delete(['g-replace']);
     expect(await conn.exists(keys.group(RUN, 'g-replace'))).toBe(0);
@@ -97,7 +112,17 @@ describe('GroupStore', () => {
 describe('RolloutQueue', () => {
   const settings = parseQueueSettings({});
   const jobs = (groupId: string): RolloutJob[] =>
-    [0, 1, 2].map((sampleIndex) => ({ runId: RUN, stage: 'priming', step: 0, groupId, caseId: dataset.cases[0].id, sampleIndex, policyVersion: 0, temperature: 1, seed: sampleIndex }));
+    [0, 1, 2].map((sampleIndex) => ({
+      runId: RUN,
+      stage: 'priming',
+      step: 0,
+      groupId,
+      caseId: dataset.cases[0].id,
+      sampleIndex,
+      policyVersion: 0,
+      temperature: 1,
+      seed: sampleIndex,
+    }));
 
   it('adds nothing when the same (group, sample) jobs are enqueued again', async () => {
     const q = new RolloutQueue(conn, RUN, settings);

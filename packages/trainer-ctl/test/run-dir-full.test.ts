@@ -29,7 +29,17 @@ import { startRolloutWorker, type RolloutPlayer } from '../src/workers/index';
 import { latestCheckpoint, writeAtomically } from '../src/workers/run-files';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { startRedis } from '../../../testkit/redis';
-import { activeTrainJob, expectedKeys, runRedis, spawnTrain, stateOf, stepKeys, tinyRunYaml, until, type TrainProcess } from './train-fixtures';
+import {
+  activeTrainJob,
+  expectedKeys,
+  runRedis,
+  spawnTrain,
+  stateOf,
+  stepKeys,
+  tinyRunYaml,
+  until,
+  type TrainProcess,
+} from './train-fixtures';
 
 const TIMEOUT = 600_000;
 /** The run directory's file system: a whole tiny run takes about 34 MB. */
@@ -47,7 +57,9 @@ function mount(args: string[], target: string): void {
     execFileSync('mount', [...args, target], { stdio: 'pipe' });
   } catch (e) {
     const why = ((e as { stderr?: Buffer }).stderr?.toString() ?? (e as Error).message).trim();
-    throw new Error(`run-dir-full.test.ts needs to mount file systems (root with CAP_SYS_ADMIN): mount ${args.join(' ')} ${target} failed: ${why}`);
+    throw new Error(
+      `run-dir-full.test.ts needs to mount file systems (root with CAP_SYS_ADMIN): mount ${args.join(' ')} ${target} failed: ${why}`,
+    );
   }
   if (!args.some((a) => a.startsWith('remount'))) mounted.push(target);
 }
@@ -96,7 +108,8 @@ function temporaries(dir: string): string[] {
 }
 
 /** The output's lines that report the disk problem; the test wants exactly one. */
-const diskLines = (output: string) => output.split('\n').filter((l) => /no space left on device|read-only file system|disk quota exceeded/i.test(l));
+const diskLines = (output: string) =>
+  output.split('\n').filter((l) => /no space left on device|read-only file system|disk quota exceeded/i.test(l));
 
 beforeAll(async () => {
   await ensureNezhaDataset();
@@ -127,7 +140,9 @@ describe('writes of the run directory on a full or read-only file system', () =>
 
     const full = await writeAtomically(dir, big).catch((e: unknown) => e);
     expect(full).toBeInstanceOf(DiskError);
-    expect((full as DiskError).message).toMatch(new RegExp(`^no space left on device writing ${dir} \\(\\d+(\\.\\d)? kB free on that file system\\)$`));
+    expect((full as DiskError).message).toMatch(
+      new RegExp(`^no space left on device writing ${dir} \\(\\d+(\\.\\d)? kB free on that file system\\)$`),
+    );
     // The space the failed write took is given back.
     expect((full as DiskError).free).toBeGreaterThan(200_000);
     expect(readdirSync(small)).toEqual(['v1']);
@@ -151,17 +166,41 @@ describe('writes of the run directory on a full or read-only file system', () =>
     const fatal: Error[] = [];
     const play: RolloutPlayer = async (j) => {
       const ids = Array.from({ length: 300 }, (_, i) => i % 50);
-      return { groupId: j.groupId, caseId: j.caseId, sampleIndex: j.sampleIndex, policyVersion: 0, ids, mask: ids.map(() => 1), logprobs: ids.map(() => -1), temperature: 1, episode: {} as EpisodeRecord, timing: { generateMs: 0, toolsMs: 0, wallMs: 0 } };
+      return {
+        groupId: j.groupId,
+        caseId: j.caseId,
+        sampleIndex: j.sampleIndex,
+        policyVersion: 0,
+        ids,
+        mask: ids.map(() => 1),
+        logprobs: ids.map(() => -1),
+        temperature: 1,
+        episode: {} as EpisodeRecord,
+        timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+      };
     };
-    const worker = await startRolloutWorker({ connection: conn, runId: 'ro', workerId: 'w', settings, concurrency: 1, play, files: { dataDir: data }, onFatal: (e) => fatal.push(e) });
+    const worker = await startRolloutWorker({
+      connection: conn,
+      runId: 'ro',
+      workerId: 'w',
+      settings,
+      concurrency: 1,
+      play,
+      files: { dataDir: data },
+      onFatal: (e) => fatal.push(e),
+    });
     const queue = new RolloutQueue(conn, 'ro', settings);
     try {
-      await queue.enqueueGroup([{ runId: 'ro', stage: 'priming', step: 0, groupId: 'g', caseId: 'c', sampleIndex: 0, policyVersion: 0, temperature: 1, seed: 0 }]);
+      await queue.enqueueGroup([
+        { runId: 'ro', stage: 'priming', step: 0, groupId: 'g', caseId: 'c', sampleIndex: 0, policyVersion: 0, temperature: 1, seed: 0 },
+      ]);
       const job = (await queue.queue.getJob(rolloutJobId('g', 0)))!;
       await until('the rollout job to fail', async () => (await job.isFailed()) || undefined, 30_000);
       expect((await queue.queue.getJob(job.id!))!.attemptsMade).toBe(1);
       expect(fatal).toHaveLength(1);
-      expect(fatal[0].message).toMatch(new RegExp(`^read-only file system writing ${data}/groups/\\S+\\.safetensors \\(.* free on that file system\\)$`));
+      expect(fatal[0].message).toMatch(
+        new RegExp(`^read-only file system writing ${data}/groups/\\S+\\.safetensors \\(.* free on that file system\\)$`),
+      );
     } finally {
       await Promise.all([worker.close(), queue.close()]);
       conn.disconnect();
@@ -171,7 +210,9 @@ describe('writes of the run directory on a full or read-only file system', () =>
   });
 
   it('recognises the engine replies that report a full or read-only disk', () => {
-    expect(diskProblem(new Error('export: SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)'))).toBe('ENOSPC');
+    expect(
+      diskProblem(new Error('export: SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)')),
+    ).toBe('ENOSPC');
     expect(diskProblem(new Error('save: OSError: [Errno 28] No space left on device'))).toBe('ENOSPC');
     expect(diskProblem(new Error("export: OSError: [Errno 30] Read-only file system: '/r/policies/v3.tmp-1'"))).toBe('EROFS');
     expect(diskProblem(new Error('save: OSError: [Errno 122] Disk quota exceeded'))).toBe('EDQUOT');
@@ -180,62 +221,76 @@ describe('writes of the run directory on a full or read-only file system', () =>
 });
 
 describe('trainer-ctl train on a full or read-only run directory', () => {
-  it('stops with one line naming the path and the free space, keeps the last checkpoint; --resume after each fix finishes', async () => {
-    const name = 'full';
-    const file = join(scratch, `${name}.yaml`);
-    writeFileSync(file, tinyRunYaml(scratch, name));
-    const runDir = join(mnt, 'run');
-    const t0 = Date.now();
+  it(
+    'stops with one line naming the path and the free space, keeps the last checkpoint; --resume after each fix finishes',
+    async () => {
+      const name = 'full';
+      const file = join(scratch, `${name}.yaml`);
+      writeFileSync(file, tinyRunYaml(scratch, name));
+      const runDir = join(mnt, 'run');
+      const t0 = Date.now();
 
-    /** Runs until `atJob` says a train job is the moment, does `fault`, and checks how the run stops. */
-    const stopped = async (run: TrainProcess, atJob: (update: number) => boolean, fault: () => void, problem: RegExp, fix: string) => {
-      const redis = await runRedis(runDir, run);
-      opened.push(redis);
-      const job = await until('the train job to fault in', async () => {
-        const j = await activeTrainJob(redis, name);
-        return j?.kind === 'grpo' && atJob(j.update) ? j : undefined;
-      });
-      fault();
-      const faulted = Date.now();
-      // The update running now cannot write its policy: the checkpoint it started from is the last.
-      const last = latestCheckpoint(runDir)!;
-      const before = digests(last.dir);
-      const exit = await run.exited;
-      const stopMs = Date.now() - faulted;
-      expect(exit.code, exit.output).toBe(1);
-      const lines = diskLines(exit.output);
-      expect(lines, exit.output).toHaveLength(1);
-      const m = new RegExp(`${problem.source} writing (\\S+) \\((\\S+ \\S+) free on that file system\\); ${fix}, then continue it with: trainer-ctl train \\S+ --run-dir ${runDir} --resume$`).exec(lines[0]);
-      expect(m, lines[0]).not.toBeNull();
-      expect(m![1].startsWith(`${runDir}/`), m![1]).toBe(true);
-      // Failed for good at the first attempt: a disk problem is not retried.
-      expect(lines[0]).toMatch(/failed after 1 attempt\(s\)/);
-      expect(latestCheckpoint(runDir)).toEqual(last);
-      expect(digests(last.dir)).toEqual(before);
-      expect(temporaries(runDir)).toEqual([]);
-      console.log(`${problem.source} during update ${job.update}: the run exited ${stopMs} ms later with: ${lines[0]}`);
-      return job.update;
-    };
+      /** Runs until `atJob` says a train job is the moment, does `fault`, and checks how the run stops. */
+      const stopped = async (run: TrainProcess, atJob: (update: number) => boolean, fault: () => void, problem: RegExp, fix: string) => {
+        const redis = await runRedis(runDir, run);
+        opened.push(redis);
+        const job = await until('the train job to fault in', async () => {
+          const j = await activeTrainJob(redis, name);
+          return j?.kind === 'grpo' && atJob(j.update) ? j : undefined;
+        });
+        fault();
+        const faulted = Date.now();
+        // The update running now cannot write its policy: the checkpoint it started from is the last.
+        const last = latestCheckpoint(runDir)!;
+        const before = digests(last.dir);
+        const exit = await run.exited;
+        const stopMs = Date.now() - faulted;
+        expect(exit.code, exit.output).toBe(1);
+        const lines = diskLines(exit.output);
+        expect(lines, exit.output).toHaveLength(1);
+        const m = new RegExp(
+          `${problem.source} writing (\\S+) \\((\\S+ \\S+) free on that file system\\); ${fix}, then continue it with: trainer-ctl train \\S+ --run-dir ${runDir} --resume$`,
+        ).exec(lines[0]);
+        expect(m, lines[0]).not.toBeNull();
+        expect(m![1].startsWith(`${runDir}/`), m![1]).toBe(true);
+        // Failed for good at the first attempt: a disk problem is not retried.
+        expect(lines[0]).toMatch(/failed after 1 attempt\(s\)/);
+        expect(latestCheckpoint(runDir)).toEqual(last);
+        expect(digests(last.dir)).toEqual(before);
+        expect(temporaries(runDir)).toEqual([]);
+        console.log(`${problem.source} during update ${job.update}: the run exited ${stopMs} ms later with: ${lines[0]}`);
+        return job.update;
+      };
 
-    let filler = '';
-    const failedAt = await stopped(
-      spawnTrain(file, runDir),
-      // The second GRPO update: the latest checkpoint is a mid-stage one, not a stage end.
-      () => stateOf(runDir)!.stages.priming.steps >= 1,
-      () => (filler = fill(mnt, MARGIN)),
-      /no space left on device/,
-      'free space on that file system',
-    );
-    rmSync(filler);
+      let filler = '';
+      const failedAt = await stopped(
+        spawnTrain(file, runDir),
+        // The second GRPO update: the latest checkpoint is a mid-stage one, not a stage end.
+        () => stateOf(runDir)!.stages.priming.steps >= 1,
+        () => (filler = fill(mnt, MARGIN)),
+        /no space left on device/,
+        'free space on that file system',
+      );
+      rmSync(filler);
 
-    await stopped(spawnTrain(file, runDir, ['--resume']), (u) => u > failedAt, () => readOnly(runDir), /read-only file system/, 'make it writable');
-    unmount(runDir);
+      await stopped(
+        spawnTrain(file, runDir, ['--resume']),
+        (u) => u > failedAt,
+        () => readOnly(runDir),
+        /read-only file system/,
+        'make it writable',
+      );
+      unmount(runDir);
 
-    const last = await spawnTrain(file, runDir, ['--resume']).exited;
-    expect(last.code, last.output).toBe(0);
-    const keys = expectedKeys(runDir);
-    expect(stateOf(runDir)).toMatchObject({ done: true, updates: keys.length });
-    expect(stepKeys(runDir)).toEqual(keys);
-    console.log(`full disk, read-only run directory, three starts: the run finished ${((Date.now() - t0) / 1000).toFixed(0)} s after the first`);
-  }, TIMEOUT);
+      const last = await spawnTrain(file, runDir, ['--resume']).exited;
+      expect(last.code, last.output).toBe(0);
+      const keys = expectedKeys(runDir);
+      expect(stateOf(runDir)).toMatchObject({ done: true, updates: keys.length });
+      expect(stepKeys(runDir)).toEqual(keys);
+      console.log(
+        `full disk, read-only run directory, three starts: the run finished ${((Date.now() - t0) / 1000).toFixed(0)} s after the first`,
+      );
+    },
+    TIMEOUT,
+  );
 });

@@ -91,7 +91,7 @@ function tree(roots: number[]): number[] {
   const out = new Set(roots);
   for (let grew = true; grew; ) {
     grew = false;
-    for (const [pid, ppid] of parent) if (out.has(ppid) && !out.has(pid)) (out.add(pid), (grew = true));
+    for (const [pid, ppid] of parent) if (out.has(ppid) && !out.has(pid)) out.add(pid), (grew = true);
   }
   return [...out];
 }
@@ -116,9 +116,24 @@ const hostPort = () => redis.url.replace(/^redis:\/\//, '');
 
 describe('the Redis password', () => {
   it.each([
-    ['REDIS_PASSWORD, for an ACL user', 'secret-env', ALICE_PASSWORD, () => ({ env: { REDIS_PASSWORD: ALICE_PASSWORD, THINKFL_REDIS_URL: `redis://alice@${hostPort()}` } })],
-    ['a URL in THINKFL_REDIS_URL', 'secret-url', DEFAULT_PASSWORD, () => ({ env: { THINKFL_REDIS_URL: `redis://:${DEFAULT_PASSWORD}@${hostPort()}` } })],
-    ['a URL in the config (queue.redis_url)', 'secret-config', DEFAULT_PASSWORD, () => ({ env: {}, url: `redis://:${DEFAULT_PASSWORD}@${hostPort()}` })],
+    [
+      'REDIS_PASSWORD, for an ACL user',
+      'secret-env',
+      ALICE_PASSWORD,
+      () => ({ env: { REDIS_PASSWORD: ALICE_PASSWORD, THINKFL_REDIS_URL: `redis://alice@${hostPort()}` } }),
+    ],
+    [
+      'a URL in THINKFL_REDIS_URL',
+      'secret-url',
+      DEFAULT_PASSWORD,
+      () => ({ env: { THINKFL_REDIS_URL: `redis://:${DEFAULT_PASSWORD}@${hostPort()}` } }),
+    ],
+    [
+      'a URL in the config (queue.redis_url)',
+      'secret-config',
+      DEFAULT_PASSWORD,
+      () => ({ env: {}, url: `redis://:${DEFAULT_PASSWORD}@${hostPort()}` }),
+    ],
   ] as const)(
     'given as %s appears in no log, run file, status output or command line',
     async (_how, name, password, envOf) => {
@@ -154,7 +169,11 @@ describe('the Redis password', () => {
       expect(JSON.parse(readFileSync(join(runDir, 'run.json'), 'utf8')).redisUrl).toMatch(/^redis:\/\/(alice)?:\*\*\*@127\.0\.0\.1:\d+$/);
 
       for (const args of [[], ['--json']]) {
-        const withEnv = spawnSync(process.execPath, [CLI, 'status', runDir, ...args], { cwd: REPO_ROOT, encoding: 'utf8', env: { ...process.env, ...env } });
+        const withEnv = spawnSync(process.execPath, [CLI, 'status', runDir, ...args], {
+          cwd: REPO_ROOT,
+          encoding: 'utf8',
+          env: { ...process.env, ...env },
+        });
         expect(withEnv.status, withEnv.stderr).toBe(0);
         expect(withEnv.stdout + withEnv.stderr).not.toContain(password);
         // A password only in the config file reaches status through the environment or --redis.

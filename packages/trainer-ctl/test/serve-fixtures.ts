@@ -14,10 +14,14 @@ export interface ServeProcess {
 
 /** `port` 0 picks a free one; a fixed one restarts a replica where its clients expect it. */
 export async function startServe(modelDir: string, args: string[] = [], port = 0): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', String(port), ...args], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs'), 'serve', '--model', modelDir, '--port', String(port), ...args],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (b: Buffer) => {

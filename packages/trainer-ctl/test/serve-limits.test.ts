@@ -31,7 +31,18 @@ const LONG = { model: 'tiny', prompt: 'search_traces', max_tokens: 3000, tempera
 beforeAll(async () => {
   dir = scratch('serve-limits');
   const modelDir = await createTinyModel(join(dir, 'model'), 4);
-  serve = await startServe(modelDir, ['--name', 'tiny', '--threads', '1', '--max-concurrent', String(RUNNING), '--max-queue', String(QUEUED), '--max-body-mb', '32']);
+  serve = await startServe(modelDir, [
+    '--name',
+    'tiny',
+    '--threads',
+    '1',
+    '--max-concurrent',
+    String(RUNNING),
+    '--max-queue',
+    String(QUEUED),
+    '--max-body-mb',
+    '32',
+  ]);
   // No retries: the SDK would otherwise retry the 429 itself.
   client = new OpenAI({ baseURL: serve.url, apiKey: 'unused', maxRetries: 0 });
 }, 300_000);
@@ -74,7 +85,10 @@ function longRequests(n: number): { abort(): void; settled: Promise<unknown[]> }
   return { abort: () => controllers.forEach((c) => c.abort()), settled };
 }
 
-async function waitMetrics(pred: (m: Record<string, number>) => boolean, timeoutMs: number): Promise<{ metrics: Record<string, number>; ms: number }> {
+async function waitMetrics(
+  pred: (m: Record<string, number>) => boolean,
+  timeoutMs: number,
+): Promise<{ metrics: Record<string, number>; ms: number }> {
   const t0 = performance.now();
   for (;;) {
     const metrics = await readMetrics(serve.origin);
@@ -102,7 +116,9 @@ describe('trainer-ctl serve, bounded', () => {
     expect(e.status).toBe(404);
     expect(e.code).toBe('model_not_found');
     expect(e.message).toContain('gpt-99');
-    const chat = await rejection(client.chat.completions.create({ model: 'tiny-v7', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }));
+    const chat = await rejection(
+      client.chat.completions.create({ model: 'tiny-v7', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+    );
     expect(chat).toBeInstanceOf(NotFoundError);
     expect(chat.code).toBe('model_not_found');
     const ok = await client.completions.create({ model: 'tiny', prompt: 'x', max_tokens: 2 });
@@ -111,14 +127,26 @@ describe('trainer-ctl serve, bounded', () => {
 
   it.each([
     ['completions', 'max_tokens', () => client.completions.create({ model: 'tiny', prompt: 'search_traces', max_tokens: 1_000_000_000 })],
-    ['chat', 'max_tokens', () => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: CONTEXT })],
-    ['chat', 'max_completion_tokens', () => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 10 ** 6 })],
+    [
+      'chat',
+      'max_tokens',
+      () => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: CONTEXT }),
+    ],
+    [
+      'chat',
+      'max_completion_tokens',
+      () => client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 10 ** 6 }),
+    ],
   ] as const)('%s: %s beyond the context is a 400 naming the numbers', async (_what, param, call) => {
     const e = await rejection(call());
     expect(e).toBeInstanceOf(BadRequestError);
     expect(e.code).toBe('context_length_exceeded');
     expect(e.param).toBe(param);
-    expect(e.message).toMatch(new RegExp(`'${param}' is too large: \\d+\\. This model's maximum context length is ${CONTEXT} tokens and your request has \\d+ input tokens`));
+    expect(e.message).toMatch(
+      new RegExp(
+        `'${param}' is too large: \\d+\\. This model's maximum context length is ${CONTEXT} tokens and your request has \\d+ input tokens`,
+      ),
+    );
   });
 
   it('answers a body over the limit with 413 in OpenAI shape, not a reset connection', async () => {
@@ -137,30 +165,37 @@ describe('trainer-ctl serve, bounded', () => {
     ['completions prompt', '/completions', () => ({ model: 'tiny', prompt: big, max_tokens: 2 })],
     ['chat message', '/chat/completions', () => ({ model: 'tiny', messages: [{ role: 'user', content: big }], max_tokens: 2 })],
     ['token-id prompt', '/completions', () => ({ model: 'tiny', prompt: bigIds, max_tokens: 2 })],
-  ])('refuses a 30 MB %s while /v1/models keeps answering; text by its length, token ids parsed off the event loop', async (what, path, body) => {
-    // Serialized before the clock starts: the time is the server's (and the loopback's), not the client's JSON.stringify.
-    const payload = Buffer.from(JSON.stringify(body()));
-    expect(payload.length).toBeGreaterThan(29e6);
-    const t0 = performance.now();
-    const answer = fetch(serve.url + path, { method: 'POST', body: payload, headers: { 'content-type': 'application/json' } });
-    const latencies = await modelsLatencies(answer);
-    const r = await answer;
-    const json = (await r.json()) as { error: { code: string; message: string } };
-    const seconds = (performance.now() - t0) / 1000;
-    console.log(`[figure] 30 MB ${what}: refused in ${seconds.toFixed(3)} s; ${latencies.length} GET /v1/models meanwhile, slowest ${Math.max(...latencies).toFixed(0)} ms`);
-    expect(r.status).toBe(400);
-    expect(json.error.code).toBe('context_length_exceeded');
-    expect(json.error.message).toMatch(new RegExp(`maximum context length is ${CONTEXT} tokens\\. However, your request has (at least )?\\d+ input tokens`));
-    expect(latencies.length).toBeGreaterThan(0);
-    if (what !== 'token-id prompt') {
-      // Text is refused by its length, a bound that needs no tokenization: "at least" so many tokens.
-      expect(json.error.message).toMatch(/your request has at least \d+ input tokens/);
-    } else {
-      // Millions of token ids must be parsed as JSON numbers first (~1 s on a busy core), off the event loop.
-      expect(json.error.message).toMatch(/your request has 6000000 input tokens/);
-      expect(Math.max(...latencies)).toBeLessThan((seconds * 1000) / 3);
-    }
-  });
+  ])(
+    'refuses a 30 MB %s while /v1/models keeps answering; text by its length, token ids parsed off the event loop',
+    async (what, path, body) => {
+      // Serialized before the clock starts: the time is the server's (and the loopback's), not the client's JSON.stringify.
+      const payload = Buffer.from(JSON.stringify(body()));
+      expect(payload.length).toBeGreaterThan(29e6);
+      const t0 = performance.now();
+      const answer = fetch(serve.url + path, { method: 'POST', body: payload, headers: { 'content-type': 'application/json' } });
+      const latencies = await modelsLatencies(answer);
+      const r = await answer;
+      const json = (await r.json()) as { error: { code: string; message: string } };
+      const seconds = (performance.now() - t0) / 1000;
+      console.log(
+        `[figure] 30 MB ${what}: refused in ${seconds.toFixed(3)} s; ${latencies.length} GET /v1/models meanwhile, slowest ${Math.max(...latencies).toFixed(0)} ms`,
+      );
+      expect(r.status).toBe(400);
+      expect(json.error.code).toBe('context_length_exceeded');
+      expect(json.error.message).toMatch(
+        new RegExp(`maximum context length is ${CONTEXT} tokens\\. However, your request has (at least )?\\d+ input tokens`),
+      );
+      expect(latencies.length).toBeGreaterThan(0);
+      if (what !== 'token-id prompt') {
+        // Text is refused by its length, a bound that needs no tokenization: "at least" so many tokens.
+        expect(json.error.message).toMatch(/your request has at least \d+ input tokens/);
+      } else {
+        // Millions of token ids must be parsed as JSON numbers first (~1 s on a busy core), off the event loop.
+        expect(json.error.message).toMatch(/your request has 6000000 input tokens/);
+        expect(Math.max(...latencies)).toBeLessThan((seconds * 1000) / 3);
+      }
+    },
+  );
 
   it('the SDK reads the refusal of a 30 MB prompt as a BadRequestError', async () => {
     const e = await rejection(client.completions.create({ model: 'tiny', prompt: big, max_tokens: 2 }));
@@ -172,11 +207,15 @@ describe('trainer-ctl serve, bounded', () => {
   it('counts a prompt under the length bound off the event loop, and refuses it', async () => {
     // ~470 K characters: under the bound (8192 x the longest token), so its tokens are counted.
     const t0 = performance.now();
-    const refused = rejection(client.completions.create({ model: 'tiny', prompt: 'ts-order-service search_traces '.repeat(15_000), max_tokens: 2 }));
+    const refused = rejection(
+      client.completions.create({ model: 'tiny', prompt: 'ts-order-service search_traces '.repeat(15_000), max_tokens: 2 }),
+    );
     const latencies = await modelsLatencies(refused);
     const e = await refused;
     const ms = performance.now() - t0;
-    console.log(`[figure] 470 K characters counted and refused in ${ms.toFixed(0)} ms; ${latencies.length} GET /v1/models meanwhile, slowest ${Math.max(...latencies).toFixed(0)} ms`);
+    console.log(
+      `[figure] 470 K characters counted and refused in ${ms.toFixed(0)} ms; ${latencies.length} GET /v1/models meanwhile, slowest ${Math.max(...latencies).toFixed(0)} ms`,
+    );
     expect(e.code).toBe('context_length_exceeded');
     expect(e.message).toMatch(/However, your request has at least \d+ input tokens/);
     expect(Number(/has at least (\d+) input/.exec(e.message)![1])).toBeGreaterThan(CONTEXT);
@@ -198,7 +237,14 @@ describe('trainer-ctl serve, bounded', () => {
     const ids = Array.from({ length: 5000 }, (_, i) => 5 + ((i * 7) % 2000));
     const r = await fetch(`${serve.url}/completions`, {
       method: 'POST',
-      body: JSON.stringify({ model: 'tiny', prompt: ids, max_tokens: 2, temperature: 0, return_token_ids: true, padding: 'x'.repeat(300_000) }),
+      body: JSON.stringify({
+        model: 'tiny',
+        prompt: ids,
+        max_tokens: 2,
+        temperature: 0,
+        return_token_ids: true,
+        padding: 'x'.repeat(300_000),
+      }),
     });
     const json = (await r.json()) as { usage: { prompt_tokens: number }; choices: { prompt_token_ids: number[] }[] };
     expect(r.status).toBe(200);
@@ -238,7 +284,9 @@ describe('trainer-ctl serve, bounded', () => {
     await busy.settled;
     const after: number[] = [];
     for (let i = 0; i < 11; i++) after.push(await shortRequestMs());
-    console.log(`[figure] 20 clients hung up: active generations 0 after ${ms.toFixed(0)} ms; short request p50 idle ${median(idle).toFixed(1)} ms, after ${median(after).toFixed(1)} ms`);
+    console.log(
+      `[figure] 20 clients hung up: active generations 0 after ${ms.toFixed(0)} ms; short request p50 idle ${median(idle).toFixed(1)} ms, after ${median(after).toFixed(1)} ms`,
+    );
     // Each long generation (3000 tokens) runs for many seconds: none completing, and every running one
     // counted as cancelled, is the hang-up stopping the work, on any load.
     expect(metrics.thinkfl_generations_completed_total).toBe(before.thinkfl_generations_completed_total);

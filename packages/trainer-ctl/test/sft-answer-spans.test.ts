@@ -24,10 +24,11 @@ beforeAll(async () => {
   atRandom = await teacherEpisodes({ dataset, cases, episode, expert, reasoning: false, answerSpans: 'random' });
 }, 120_000);
 
-const lastCall = (content: string) => JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(content)![1]) as {
-  name: string;
-  arguments: { root_causes: Record<string, unknown>[] };
-};
+const lastCall = (content: string) =>
+  JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(content)![1]) as {
+    name: string;
+    arguments: { root_causes: Record<string, unknown>[] };
+  };
 
 describe('teacher answers by span', () => {
   it('keeps the same correct conversations, answers by span alias, and resolves to the names the expert gave', () => {
@@ -47,7 +48,10 @@ describe('teacher answers by span', () => {
       // The expert's own answer by name is the reference: same ranking at service and pod level.
       expect(ep.record.answer!.map((r) => [r.service, r.pod])).toEqual(named.record.answer!.map((r) => [r.service, r.pod]));
       // Each alias was shown in a search_traces result before the answer.
-      const shown = ep.record.messages.filter((m) => m.role === 'tool').map((m) => m.content).join('\n');
+      const shown = ep.record.messages
+        .filter((m) => m.role === 'tool')
+        .map((m) => m.content)
+        .join('\n');
       for (const r of given.arguments.root_causes) expect(shown).toMatch(new RegExp(`(^|\\n)(- |Span )${r.span} `));
     }
   });
@@ -57,8 +61,15 @@ describe('teacher answers by span', () => {
     for (const ep of bySpan.episodes) {
       const msgs = ep.record.messages.filter((m) => m.role === 'assistant');
       const first = lastCall(msgs[msgs.length - 1].content).arguments.root_causes[0].span as string;
-      const text = ep.record.messages.filter((m) => m.role === 'tool').map((m) => m.content).join('\n');
-      const lines = [...text.matchAll(/(?:^|\n)(?:- |Span )(s\d+) (\S+) \S+ pod=(\S+) /g)].map((m) => ({ ref: m[1], verdict: m[2], pod: m[3] }));
+      const text = ep.record.messages
+        .filter((m) => m.role === 'tool')
+        .map((m) => m.content)
+        .join('\n');
+      const lines = [...text.matchAll(/(?:^|\n)(?:- |Span )(s\d+) (\S+) \S+ pod=(\S+) /g)].map((m) => ({
+        ref: m[1],
+        verdict: m[2],
+        pod: m[3],
+      }));
       const chosen = lines.find((l) => l.ref === first)!;
       const samePod = lines.filter((l) => l.pod === chosen.pod);
       expect(Math.min(...samePod.map((l) => rank.indexOf(l.verdict)))).toBe(rank.indexOf(chosen.verdict));
@@ -78,7 +89,10 @@ describe('teacher answers drawn at random (answer_choice: random)', () => {
     return lastCall(msgs[msgs.length - 1].content).arguments.root_causes.map((r) => r.span as string);
   };
   const callsOf = (ep: TeacherData['episodes'][number]) =>
-    ep.record.messages.filter((m) => m.role === 'assistant').slice(0, -1).map((m) => m.content);
+    ep.record.messages
+      .filter((m) => m.role === 'assistant')
+      .slice(0, -1)
+      .map((m) => m.content);
 
   it('keeps every conversation, right or wrong, with the expert walk and at most its number of answers', () => {
     expect(atRandom.played).toBe(byName.played);

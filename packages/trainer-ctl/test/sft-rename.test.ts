@@ -13,7 +13,15 @@ import { writeTinyTokenizer } from '@thinkfl/rollout';
 import { loadRunConfig } from '../src/config/index';
 import { configTeacher } from '../src/controller/teacher';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
-import { renamedEpisode, renamedEpisodes, nameRenamer, namePermutation, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
+import {
+  renamedEpisode,
+  renamedEpisodes,
+  nameRenamer,
+  namePermutation,
+  splitCases,
+  teacherEpisodes,
+  type TeacherEpisode,
+} from '../src/sft/index';
 
 const episode = { d_max: 4, tool_settings: { span_aliases: true } };
 let dataset: Dataset;
@@ -52,7 +60,7 @@ describe('nameRenamer', () => {
 });
 
 describe('namePermutation', () => {
-  it('is a bijection of the topology services, each pod going to the new service\'s pod, different between seeds', () => {
+  it("is a bijection of the topology services, each pod going to the new service's pod, different between seeds", () => {
     const { services, pods } = dataset.topology;
     const a = namePermutation(dataset.topology, 1);
     const b = namePermutation(dataset.topology, 2);
@@ -102,14 +110,21 @@ describe('renamed teacher conversations', () => {
   });
 });
 
-describe('the run config\'s teacher (stages.priming.sft.rename)', () => {
+describe("the run config's teacher (stages.priming.sft.rename)", () => {
   it('tokenizes rename.copies copies of each correct conversation, as long as the original: every renamed name is one token too', async () => {
     const model = mkdtempSync(join(tmpdir(), 'sft-rename-'));
     await writeTinyTokenizer(model, datasetDir);
     const config = loadRunConfig(join(REPO_ROOT, 'configs', 'cpu-learn.yaml'), { checkPaths: false }).config;
     config.model.dir = model;
     Object.assign(config.stages.priming.sft, { cases: 'run', variants: 1, conversations: 10_000 });
-    const plain = await configTeacher({ ...config, stages: { ...config.stages, priming: { ...config.stages.priming, sft: { ...config.stages.priming.sft, rename: { copies: 0 } } } } }, dataset, cases)();
+    const plain = await configTeacher(
+      {
+        ...config,
+        stages: { ...config.stages, priming: { ...config.stages.priming, sft: { ...config.stages.priming.sft, rename: { copies: 0 } } } },
+      },
+      dataset,
+      cases,
+    )();
     const renamed = await configTeacher(config, dataset, cases)();
     const copies = config.stages.priming.sft.rename.copies;
     expect(plain.length).toBeGreaterThan(3);
@@ -120,6 +135,8 @@ describe('the run config\'s teacher (stages.priming.sft.rename)', () => {
       expect(r.ids).toHaveLength(original.ids.length);
       expect(r.mask).toEqual(original.mask);
     });
-    expect(renamed.filter((r, j) => r.ids.some((id, t) => id !== plain[j % plain.length].ids[t])).length).toBeGreaterThan(renamed.length / 2);
+    expect(renamed.filter((r, j) => r.ids.some((id, t) => id !== plain[j % plain.length].ids[t])).length).toBeGreaterThan(
+      renamed.length / 2,
+    );
   }, 120_000);
 });

@@ -9,7 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  createExpert, ExpertSettingsSchema, loadDataset, rankOfTruth, runEpisode, spreadCases, type Case, type Dataset,
+  createExpert,
+  ExpertSettingsSchema,
+  loadDataset,
+  rankOfTruth,
+  runEpisode,
+  spreadCases,
+  type Case,
+  type Dataset,
 } from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
@@ -21,7 +28,6 @@ const EOT = '<|im_end|>';
 let dataset: Dataset;
 let chat: ChatModel;
 let cases: Case[];
-
 
 const assistantTurns = (ep: TeacherEpisode) => ep.record.messages.filter((m) => m.role === 'assistant');
 
@@ -51,7 +57,7 @@ describe('teacher conversations', () => {
     for (const e of data.episodes) expect(e.untrainedTurns).toEqual([]);
   });
 
-  it("keeps the same conversations with only the calls (no reasoning, no reasons) when free text is dropped", async () => {
+  it('keeps the same conversations with only the calls (no reasoning, no reasons) when free text is dropped', async () => {
     const full = await teacherEpisodes({ dataset, cases: cases.slice(0, 30), episode });
     const calls = await teacherEpisodes({ dataset, cases: cases.slice(0, 30), episode, reasoning: false });
     expect(calls.episodes.map((e) => e.case.id)).toEqual(full.episodes.map((e) => e.case.id));
@@ -59,7 +65,8 @@ describe('teacher conversations', () => {
       const short = assistantTurns(e).map((m) => m.content);
       const long = assistantTurns(full.episodes[i]).map((m) => m.content);
       expect(short.every((c) => c.startsWith('<tool_call>\n'))).toBe(true);
-      const call = (c: string) => JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(c)![1]) as { name: string; arguments: { root_causes?: object[] } };
+      const call = (c: string) =>
+        JSON.parse(/<tool_call>\n([\s\S]*)\n<\/tool_call>/.exec(c)![1]) as { name: string; arguments: { root_causes?: object[] } };
       short.forEach((c, t) => {
         const [a, b] = [call(c), call(long[t])];
         if (b.name !== 'print_results') expect(a).toEqual(b);
@@ -87,7 +94,14 @@ describe('teacher conversations', () => {
   });
 
   it('puts detours with their error observations in the context and trains only on the other turns', async () => {
-    const data = await teacherEpisodes({ dataset, cases, episode: { ...episode, d_max: 5 }, variants: 2, detours: { rate: 0.5, max_per_episode: 3 }, seed: 3 });
+    const data = await teacherEpisodes({
+      dataset,
+      cases,
+      episode: { ...episode, d_max: 5 },
+      variants: 2,
+      detours: { rate: 0.5, max_per_episode: 3 },
+      seed: 3,
+    });
     const withDetours = data.episodes.filter((e) => e.untrainedTurns.length > 0);
     expect(withDetours.length).toBeGreaterThan(0);
     let errors = 0;

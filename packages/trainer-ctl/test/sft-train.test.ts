@@ -19,12 +19,23 @@ beforeAll(async () => {
   const dataset = await loadDataset(dir);
   const tok = await writeTinyTokenizer(modelDir, dir);
   const config = TinyModelConfigSchema.parse({
-    vocab_size: tok.vocabSize, eos_token_id: tok.eosTokenId, pad_token_id: tok.padTokenId,
-    hidden_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 2, head_dim: 16, intermediate_size: 64,
+    vocab_size: tok.vocabSize,
+    eos_token_id: tok.eosTokenId,
+    pad_token_id: tok.padTokenId,
+    hidden_size: 32,
+    num_hidden_layers: 1,
+    num_attention_heads: 2,
+    num_key_value_heads: 2,
+    head_dim: 16,
+    intermediate_size: 64,
   });
   await engine.request('create_tiny', { out_dir: modelDir, config, seed: 0 });
   const chat = loadChatModel(modelDir);
-  const data = await teacherEpisodes({ dataset, cases: spreadCases(dataset.cases, 40), episode: { tool_settings: { span_aliases: true } } });
+  const data = await teacherEpisodes({
+    dataset,
+    cases: spreadCases(dataset.cases, 40),
+    episode: { tool_settings: { span_aliases: true } },
+  });
   samples = data.episodes.slice(0, 2).map((e) => sftSample(e, chat, { renderTools: false }));
 }, 180_000);
 afterAll(async () => {
@@ -53,7 +64,12 @@ describe('sft', () => {
 
   it('stops at the time budget and refuses an empty sample set', async () => {
     await load();
-    const report = await sft(engine, samples, { epochs: 50, batch_size: 1, warmup_steps: 10, min_lr_ratio: 0.1 }, { lr: 3e-3, timeBudgetS: 1e-3 });
+    const report = await sft(
+      engine,
+      samples,
+      { epochs: 50, batch_size: 1, warmup_steps: 10, min_lr_ratio: 0.1 },
+      { lr: 3e-3, timeBudgetS: 1e-3 },
+    );
     expect(report.steps).toBe(1);
     expect(report.epochLoss).toHaveLength(1);
     await expect(sft(engine, [], {}, { lr: 3e-3 })).rejects.toThrow(/no samples/);

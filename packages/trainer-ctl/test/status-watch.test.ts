@@ -13,7 +13,17 @@ import type { ProgressStream } from '../src/progress';
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-const step = (s: number) => ({ kind: 'grpo' as const, stage: 'priming', step: s, update: s, reward: { mean: s / 10, std: 0 }, format_valid: 1, zero_variance_share: 0, tool_calls: 2, train: { loss: 0.5, kl: 0.01 } });
+const step = (s: number) => ({
+  kind: 'grpo' as const,
+  stage: 'priming',
+  step: s,
+  update: s,
+  reward: { mean: s / 10, std: 0 },
+  format_valid: 1,
+  zero_variance_share: 0,
+  tool_calls: 2,
+  train: { loss: 0.5, kl: 0.01 },
+});
 
 /** A run with one step done; each sleep completes one more step, the third also its evaluation and the run. */
 function advancingRun(): { runDir: string; sleep: () => Promise<void>; sleeps: () => number } {
@@ -29,7 +39,15 @@ function advancingRun(): { runDir: string; sleep: () => Promise<void>; sleeps: (
     appendMetrics(runDir, step(n));
     state.metrics_lines++;
     if (n === 3) {
-      writeFileSync(join(runDir, 'eval-priming.json'), JSON.stringify({ name: 'priming', policy_version: 3, format_valid: 0.5, summary: { levels: ['service'], per_fault: { service: { n: 4, recall: {}, mrr: 0.25, found: 1 } } } }));
+      writeFileSync(
+        join(runDir, 'eval-priming.json'),
+        JSON.stringify({
+          name: 'priming',
+          policy_version: 3,
+          format_valid: 0.5,
+          summary: { levels: ['service'], per_fault: { service: { n: 4, recall: {}, mrr: 0.25, found: 1 } } },
+        }),
+      );
       state.done = true;
     }
     writeState(runDir, state);

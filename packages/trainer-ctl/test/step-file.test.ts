@@ -87,7 +87,12 @@ describe('token-batch files', () => {
     const w = (rows: object[]) => () => writeTokenBatch(join(dir, 'bad.safetensors'), { count: rows.length, row: (i) => rows[i] as never });
     expect(w([{ ids: [1, 2], mask: [0] }])).toThrow(/row 0: mask has 1 entries for 2 ids/);
     expect(w([{ ids: [1, 2], mask: [0, 2] }])).toThrow(/row 0: mask value 2 at 1/);
-    expect(w([{ ids: [1, 2], mask: [0, 1], advantage: 1 }, { ids: [3, 4], mask: [0, 1] }])).toThrow(/1 of 2 rows carry advantage; give all or none/);
+    expect(
+      w([
+        { ids: [1, 2], mask: [0, 1], advantage: 1 },
+        { ids: [3, 4], mask: [0, 1] },
+      ]),
+    ).toThrow(/1 of 2 rows carry advantage; give all or none/);
     expect(existsSync(join(dir, 'bad.safetensors'))).toBe(false);
   });
 
@@ -125,7 +130,14 @@ describe('a step file staged group by group', () => {
     expect(job.batch).toMatchObject({ path: stepFilePath(data, 0), rows: 6, tokens: 18 });
     // By hand: ids (2g + 30) + (2g + 31) per group, two masked tokens per row, logprobs -1.5 - 2 per group, advantages g - g.
     const stats = await engine.request('batch_stats', { batch: arg(job.batch!) });
-    expect(stats).toMatchObject({ rows: 6, tokens: 18, ids_sum: 4 * (1 + 2 + 3) + 3 * 61, masked_tokens: 12, masked_logprob_sum: -10.5, advantage_sum: 0 });
+    expect(stats).toMatchObject({
+      rows: 6,
+      tokens: 18,
+      ids_sum: 4 * (1 + 2 + 3) + 3 * 61,
+      masked_tokens: 12,
+      masked_logprob_sum: -10.5,
+      advantage_sum: 0,
+    });
     expect(readTokenBatch(job.batch!).offsets).toEqual([0, 3, 6, 9, 12, 15, 18]);
 
     // Staged rows that are not the job's samples are dropped; the file holds the job's samples.
@@ -264,7 +276,14 @@ describe('a step of 2,048 samples x 16,384 tokens', () => {
     let advSum = 0;
     for (let i = 0; i < B; i++) advSum += advantageOf(i);
     const stats = result.metrics as unknown as BatchStats;
-    expect(stats).toMatchObject({ sha256: job.batch!.sha256, rows: B, tokens: B * T, max_row_tokens: T, ids_sum: idsSum, masked_tokens: B * masked });
+    expect(stats).toMatchObject({
+      sha256: job.batch!.sha256,
+      rows: B,
+      tokens: B * T,
+      max_row_tokens: T,
+      ids_sum: idsSum,
+      masked_tokens: B * masked,
+    });
     expect(stats.masked_logprob_sum).toBeCloseTo(B * lpSum, 3);
     expect(stats.advantage_sum).toBeCloseTo(advSum, 9);
     await queue.close();

@@ -74,7 +74,10 @@ export interface TrainProcess {
 
 /** `group`: the controller leads its own process group, as a command started in a terminal does (Ctrl-C reaches the group). */
 export function spawnTrain(configFile: string, runDir: string, extra: string[] = [], opts: { group?: boolean } = {}): TrainProcess {
-  const child = spawn(process.execPath, [CLI, 'train', configFile, '--run-dir', runDir, ...extra], { cwd: REPO_ROOT, detached: opts.group ?? false });
+  const child = spawn(process.execPath, [CLI, 'train', configFile, '--run-dir', runDir, ...extra], {
+    cwd: REPO_ROOT,
+    detached: opts.group ?? false,
+  });
   let output = '';
   let stdout = '';
   child.stderr!.on('data', (b: Buffer) => (output += b));
@@ -151,7 +154,12 @@ export function enginePid(runDir: string): number | undefined {
 }
 
 /** Polls `check` every `everyMs` until it returns a value; fails after timeoutMs. */
-export async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 600_000, everyMs = 20): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 600_000,
+  everyMs = 20,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
@@ -185,7 +193,8 @@ async function activeJob<T>(redis: Redis, queue: string, prefix: string): Promis
   return data ? (JSON.parse(data) as T) : undefined;
 }
 
-export const activeTrainJob = (redis: Redis, runId: string, prefix = 'thinkfl') => activeJob<TrainJob>(redis, keys.trainQueue(runId), prefix);
+export const activeTrainJob = (redis: Redis, runId: string, prefix = 'thinkfl') =>
+  activeJob<TrainJob>(redis, keys.trainQueue(runId), prefix);
 
 export function stateOf(runDir: string): RunState | undefined {
   return existsSync(join(runDir, 'state.json')) ? readState(runDir) : undefined;
@@ -222,7 +231,5 @@ const HANDLED_OUTAGE = /redis connection lost \(|Redis \S+ unreachable \(connect
  * frames, connection errors other than the deliberate one-line outage reports above.
  */
 export function unhandledErrors(text: string): string[] {
-  return text
-    .split('\n')
-    .filter((l) => /unhandled|^\s+at .*:\d+:\d+\)?$/i.test(l) || (/ECONNREFUSED/.test(l) && !HANDLED_OUTAGE.test(l)));
+  return text.split('\n').filter((l) => /unhandled|^\s+at .*:\d+:\d+\)?$/i.test(l) || (/ECONNREFUSED/.test(l) && !HANDLED_OUTAGE.test(l)));
 }

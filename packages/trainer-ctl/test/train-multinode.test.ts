@@ -33,7 +33,10 @@ const base = join(dir, 'base');
 /** Two GRPO updates on the engine whose rank 0 `driver` is, then its weights. */
 async function train(driver: TrainEngine, out: string): Promise<Map<string, Float64Array>> {
   await driver.request('load', { model_dir: base, seed: 0, dtype: 'float32', optimizer: { lr: 1e-2 }, deepspeed: DEEPSPEED });
-  for (const advantages of [[1, -1, 0.5, -0.5], [-0.3, 0.8, -1, 0.4]]) {
+  for (const advantages of [
+    [1, -1, 0.5, -0.5],
+    [-0.3, 0.8, -1, 0.4],
+  ]) {
     await driver.request('grpo_step', { input_ids: IDS, mask: MASK, advantages, temperature: 0.8, micro_batch_size: 1 });
   }
   await driver.request('save', { dir: out });
@@ -77,11 +80,15 @@ describe('an engine of 2 nodes x 1 rank', () => {
       for (const pid of [node1.pid!, ...descendants(node1.pid!)]) process.kill(pid, 'SIGKILL');
       await node1.exited;
       const failed = node0.request('grpo_step', { input_ids: IDS, mask: MASK, advantages: [1, -1, 1, -1], temperature: 0.8 });
-      await expect(failed).rejects.toThrow(/^grpo_step: lost a peer of the 2-process engine \(a rank, or its node, is gone or unreachable\)/);
+      await expect(failed).rejects.toThrow(
+        /^grpo_step: lost a peer of the 2-process engine \(a rank, or its node, is gone or unreachable\)/,
+      );
       await expect(failed).rejects.toMatchObject({ kind: 'exited' });
       expect(node0.dead).toBe(true);
       await node0.exited;
-      console.log(`[figure] 2 nodes x 1 rank vs 1 node x 2 ranks, ZeRO-2 on CPU (gloo): max |weight difference| ${worst.toExponential(2)} after 2 GRPO updates`);
+      console.log(
+        `[figure] 2 nodes x 1 rank vs 1 node x 2 ranks, ZeRO-2 on CPU (gloo): max |weight difference| ${worst.toExponential(2)} after 2 GRPO updates`,
+      );
     } finally {
       await node0.dispose();
       await node1.dispose();
@@ -102,7 +109,12 @@ describe('a run on 2 train nodes', () => {
     const rendezvous = `127.0.0.1:${await freePort()}`;
     const deepspeed = join(REPO_ROOT, 'configs', 'deepspeed', 'zero2.json');
     const file = join(dir, 'run.yaml');
-    writeFileSync(file, tinyRunYaml(dir, 'two-nodes', { train: `{ deepspeed_config: ${deepspeed}, nodes: 2, rendezvous: '${rendezvous}', rendezvous_timeout_s: 180 }` }));
+    writeFileSync(
+      file,
+      tinyRunYaml(dir, 'two-nodes', {
+        train: `{ deepspeed_config: ${deepspeed}, nodes: 2, rendezvous: '${rendezvous}', rendezvous_timeout_s: 180 }`,
+      }),
+    );
     const runDir = join(dir, 'runs', 'two-nodes');
     const startNode1 = () => spawnWorker(['train', '--config', file, '--node-rank', '1']);
     node1 = startNode1();

@@ -50,7 +50,10 @@ describe('configs/tiny-cpu.yaml', () => {
     expect(sft.length).toBeGreaterThan(0);
     expect(state.updates).toBe(sft.length + grpo.filter((m) => m.update !== undefined && m.update !== null).length);
     const evals = Object.fromEntries(
-      ['sft', 'priming', 'exploration', 'refinement'].map((n) => [n, JSON.parse(readFileSync(join(runDir, `eval-${n}.json`), 'utf8')) as Eval]),
+      ['sft', 'priming', 'exploration', 'refinement'].map((n) => [
+        n,
+        JSON.parse(readFileSync(join(runDir, `eval-${n}.json`), 'utf8')) as Eval,
+      ]),
     );
     for (const [name, e] of Object.entries(evals)) {
       expect(e.cases, name).toBe(config.dataset.max_eval_cases);

@@ -72,46 +72,59 @@ const episodes = (runDir: string) =>
     .split('\n')
     .map((l) => JSON.parse(l) as { reward?: number; episode: EpisodeRecord });
 
-describe('GRPO on the seed systems\' protocols', () => {
-  it('oracl: one tool-free turn per episode, graded by the oracl preset', async () => {
-    const runDir = join(scratch, 'oracl');
-    // A small sketch keeps the prompt inside the tiny model's context.
-    const r = await train(config('oracl', '{ protocol: oracl, oracl: { max_pods: 6, max_templates: 2 } }', 'oracl'), runDir);
-    expect(r.code, r.stderr).toBe(0);
-    expect(readState(runDir)).toMatchObject({ done: true, updates: 2 });
-    const grpo = readMetrics(runDir).filter((m) => m.kind === 'grpo');
-    expect(grpo).toHaveLength(2);
-    for (const m of grpo) expect(Object.keys(m.graders as object)).toEqual(['oracl_result', 'oracl_tag_format', 'oracl_length']);
-    const eps = episodes(runDir);
-    expect(eps.length).toBeGreaterThan(0);
-    for (const { reward, episode } of eps) {
-      expect(episode.protocol).toBe('oracl');
-      expect(episode.turns).toHaveLength(1);
-      expect(episode.turns[0].offered).toEqual([]);
-      expect(['answered', 'no_answer']).toContain(episode.stopReason);
-      // An untrained model writes no <root>: result 0 - 0.5 (one miss), format -1 (no tag), length 0.
-      // (Evaluation episodes carry no reward.)
-      if (reward !== undefined && episode.stopReason === 'no_answer' && !/<(think|Fault|Counterfactual|root)>/.test(episode.messages.at(-1)!.content)) {
-        expect(reward).toBe(-1.5);
+describe("GRPO on the seed systems' protocols", () => {
+  it(
+    'oracl: one tool-free turn per episode, graded by the oracl preset',
+    async () => {
+      const runDir = join(scratch, 'oracl');
+      // A small sketch keeps the prompt inside the tiny model's context.
+      const r = await train(config('oracl', '{ protocol: oracl, oracl: { max_pods: 6, max_templates: 2 } }', 'oracl'), runDir);
+      expect(r.code, r.stderr).toBe(0);
+      expect(readState(runDir)).toMatchObject({ done: true, updates: 2 });
+      const grpo = readMetrics(runDir).filter((m) => m.kind === 'grpo');
+      expect(grpo).toHaveLength(2);
+      for (const m of grpo) expect(Object.keys(m.graders as object)).toEqual(['oracl_result', 'oracl_tag_format', 'oracl_length']);
+      const eps = episodes(runDir);
+      expect(eps.length).toBeGreaterThan(0);
+      for (const { reward, episode } of eps) {
+        expect(episode.protocol).toBe('oracl');
+        expect(episode.turns).toHaveLength(1);
+        expect(episode.turns[0].offered).toEqual([]);
+        expect(['answered', 'no_answer']).toContain(episode.stopReason);
+        // An untrained model writes no <root>: result 0 - 0.5 (one miss), format -1 (no tag), length 0.
+        // (Evaluation episodes carry no reward.)
+        if (
+          reward !== undefined &&
+          episode.stopReason === 'no_answer' &&
+          !/<(think|Fault|Counterfactual|root)>/.test(episode.messages.at(-1)!.content)
+        ) {
+          expect(reward).toBe(-1.5);
+        }
       }
-    }
-  }, TIMEOUT);
+    },
+    TIMEOUT,
+  );
 
-  it('knowledgemind: scores through tools, then an answer, graded by recall and fault_type', async () => {
-    const runDir = join(scratch, 'knowledgemind');
-    const reward = '{ terms: [{ grader: recall, weight: 1 }, { grader: fault_type, weight: 1 }] }';
-    const r = await train(config('knowledgemind', '{ protocol: knowledgemind, knowledgemind: { simulations: 1 } }', reward), runDir);
-    expect(r.code, r.stderr).toBe(0);
-    expect(readState(runDir)).toMatchObject({ done: true, updates: 2 });
-    for (const m of readMetrics(runDir).filter((x) => x.kind === 'grpo')) expect(Object.keys(m.graders as object)).toEqual(['recall', 'fault_type']);
-    const eps = episodes(runDir);
-    expect(eps.length).toBeGreaterThan(0);
-    for (const { episode } of eps) {
-      expect(episode.protocol).toBe('knowledgemind');
-      expect(episode.turns[0].offered).toEqual(['score_services']);
-      expect(episode.turns.at(-1)!.offered).toEqual(['print_results']);
-      // The environment answers the path's end when the model's answer is not valid.
-      expect(['answered', 'forced_answer']).toContain(episode.stopReason);
-    }
-  }, TIMEOUT);
+  it(
+    'knowledgemind: scores through tools, then an answer, graded by recall and fault_type',
+    async () => {
+      const runDir = join(scratch, 'knowledgemind');
+      const reward = '{ terms: [{ grader: recall, weight: 1 }, { grader: fault_type, weight: 1 }] }';
+      const r = await train(config('knowledgemind', '{ protocol: knowledgemind, knowledgemind: { simulations: 1 } }', reward), runDir);
+      expect(r.code, r.stderr).toBe(0);
+      expect(readState(runDir)).toMatchObject({ done: true, updates: 2 });
+      for (const m of readMetrics(runDir).filter((x) => x.kind === 'grpo'))
+        expect(Object.keys(m.graders as object)).toEqual(['recall', 'fault_type']);
+      const eps = episodes(runDir);
+      expect(eps.length).toBeGreaterThan(0);
+      for (const { episode } of eps) {
+        expect(episode.protocol).toBe('knowledgemind');
+        expect(episode.turns[0].offered).toEqual(['score_services']);
+        expect(episode.turns.at(-1)!.offered).toEqual(['print_results']);
+        // The environment answers the path's end when the model's answer is not valid.
+        expect(['answered', 'forced_answer']).toContain(episode.stopReason);
+      }
+    },
+    TIMEOUT,
+  );
 });

@@ -12,7 +12,18 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readState } from '../src/controller/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { activeTrainJob, enginePid, expectedKeys, recordedProcesses, runRedis, spawnTrain, stepKeys, tinyRunYaml, until, type TrainProcess } from './train-fixtures';
+import {
+  activeTrainJob,
+  enginePid,
+  expectedKeys,
+  recordedProcesses,
+  runRedis,
+  spawnTrain,
+  stepKeys,
+  tinyRunYaml,
+  until,
+  type TrainProcess,
+} from './train-fixtures';
 
 let scratch: string;
 const TIMEOUT = 900_000;
@@ -43,28 +54,34 @@ async function redisOf(runDir: string, run: TrainProcess): Promise<Redis> {
 }
 
 describe('trainer-ctl train, stopped', () => {
-  it('engine_restarts 0: the engine killed in a GRPO step stops the run with a message naming --resume; --resume finishes', async () => {
-    const file = config('no-restart', '{ engine_restarts: 0 }');
-    const runDir = join(scratch, 'no-restart');
-    const run = spawnTrain(file, runDir);
-    const redis = await redisOf(runDir, run);
-    const job = await until('a GRPO train job running', async () => {
-      const j = await activeTrainJob(redis, 'no-restart');
-      return j?.kind === 'grpo' ? j : undefined;
-    });
-    process.kill(enginePid(runDir)!, 'SIGKILL');
-    const exit = await run.exited;
-    expect(exit.code).toBe(1);
-    expect(exit.output).toMatch(/run stopped: .*train engine died \(workers\.train\.engine_restarts 0\).*; continue it with: trainer-ctl train .* --resume/s);
-    expect(recordedProcesses(runDir)).toEqual([]);
+  it(
+    'engine_restarts 0: the engine killed in a GRPO step stops the run with a message naming --resume; --resume finishes',
+    async () => {
+      const file = config('no-restart', '{ engine_restarts: 0 }');
+      const runDir = join(scratch, 'no-restart');
+      const run = spawnTrain(file, runDir);
+      const redis = await redisOf(runDir, run);
+      const job = await until('a GRPO train job running', async () => {
+        const j = await activeTrainJob(redis, 'no-restart');
+        return j?.kind === 'grpo' ? j : undefined;
+      });
+      process.kill(enginePid(runDir)!, 'SIGKILL');
+      const exit = await run.exited;
+      expect(exit.code).toBe(1);
+      expect(exit.output).toMatch(
+        /run stopped: .*train engine died \(workers\.train\.engine_restarts 0\).*; continue it with: trainer-ctl train .* --resume/s,
+      );
+      expect(recordedProcesses(runDir)).toEqual([]);
 
-    const resumed = await spawnTrain(file, runDir, ['--resume']).exited;
-    expect(resumed.code, resumed.output).toBe(0);
-    const keys = expectedKeys(runDir, 1, 3);
-    expect(readState(runDir)!).toMatchObject({ done: true, updates: keys.length });
-    expect(stepKeys(runDir)).toEqual(keys);
-    // The failed update ran again: its metrics line is there, with a loss.
-    const line = JSON.parse(readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n')[job.update]);
-    expect(typeof line.train.loss).toBe('number');
-  }, TIMEOUT);
+      const resumed = await spawnTrain(file, runDir, ['--resume']).exited;
+      expect(resumed.code, resumed.output).toBe(0);
+      const keys = expectedKeys(runDir, 1, 3);
+      expect(readState(runDir)!).toMatchObject({ done: true, updates: keys.length });
+      expect(stepKeys(runDir)).toEqual(keys);
+      // The failed update ran again: its metrics line is there, with a loss.
+      const line = JSON.parse(readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n')[job.update]);
+      expect(typeof line.train.loss).toBe('number');
+    },
+    TIMEOUT,
+  );
 });

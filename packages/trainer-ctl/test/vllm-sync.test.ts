@@ -48,16 +48,21 @@ let baseB: Buffer;
 const names = new Map<number, string>();
 /** The name the backend serves version v under: run, version and the digest of its manifest (read once, while the directory is there). */
 const name = (v: number): string => {
-  if (!names.has(v)) names.set(v, `${RUN}-v${v}-${manifestDigest(JSON.parse(readFileSync(join(versionDir(v), MANIFEST_FILE), 'utf8')) as Manifest)}`);
+  if (!names.has(v))
+    names.set(v, `${RUN}-v${v}-${manifestDigest(JSON.parse(readFileSync(join(versionDir(v), MANIFEST_FILE), 'utf8')) as Manifest)}`);
   return names.get(v)!;
 };
-const generations = async (r: ServeProcess, model: string) => (await readMetrics(r.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
+const generations = async (r: ServeProcess, model: string) =>
+  (await readMetrics(r.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
 const cards = async (r: ServeProcess) => ((await (await fetch(`${r.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
 const listed = async (r: ServeProcess) => (await cards(r)).map((m) => m.id);
 const versionDir = (v: number) => join(loaded.runDir, 'adapters', `v${v}`);
 
 /** The lora_B matrices of a version's adapter, concatenated (B starts at 0: zero means the base model). */
-const loraB = (v: number) => Buffer.concat([...readSafetensors(join(versionDir(v), 'adapter_model.safetensors'))].filter(([k]) => k.includes('lora_B')).map(([, t]) => t.data));
+const loraB = (v: number) =>
+  Buffer.concat(
+    [...readSafetensors(join(versionDir(v), 'adapter_model.safetensors'))].filter(([k]) => k.includes('lora_B')).map(([, t]) => t.data),
+  );
 
 /** Generated stretches of a trajectory: runs of mask 1, one per generation request. */
 const generatedRuns = (t: Trajectory) => t.mask.filter((m, i) => m === 1 && t.mask[i - 1] !== 1).length;
@@ -95,7 +100,14 @@ workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
   );
   loaded = loadRunConfig(file);
   const settings = parseQueueSettings({ prefix: 'thinkfl' });
-  trainer = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir });
+  trainer = await startTrainWorker({
+    connection: conn,
+    runId: RUN,
+    workerId: 'trainer',
+    settings,
+    config: loaded.config,
+    runDir: loaded.runDir,
+  });
   // Stage 1 starts with SFT (ThinkFL's format-aware priming): update 0 trains the adapter on
   // scripted-expert conversations, so the GRPO steps play an adapter that is not the base model.
   const chat = loadChatModel(modelDir);
@@ -155,7 +167,9 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
       const served = await Promise.all(replicas.map((r) => generations(r, name(version))));
       const earlier = before.map((m) => m[`thinkfl_model_generations_total{model="${name(version)}"}`] ?? 0);
       // The replicas generated exactly the trajectories' turns with this step's adapter, both of them taking part.
-      console.log(`[figure] step ${step}: ${trajectories.length} trajectories, ${turns} generations; ${name(version)} on replica 0: ${served[0] - earlier[0]}, replica 1: ${served[1] - earlier[1]}`);
+      console.log(
+        `[figure] step ${step}: ${trajectories.length} trajectories, ${turns} generations; ${name(version)} on replica 0: ${served[0] - earlier[0]}, replica 1: ${served[1] - earlier[1]}`,
+      );
       expect(served[0] - earlier[0] + served[1] - earlier[1]).toBe(turns);
       expect(served.every((n, i) => n - earlier[i] > 0)).toBe(true);
       for (const r of replicas) expect(await generations(r, 'base')).toBe(0);
@@ -168,7 +182,11 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
       const adapter = readSafetensors(join(versionDir(v), 'adapter_model.safetensors'));
       expect([...adapter.keys()].every((k) => /\.(q_proj|v_proj)\.lora_[AB]\.weight$/.test(k))).toBe(true);
       expect(adapter.size).toBe(2 * 2 * 2);
-      expect(JSON.parse(readFileSync(join(versionDir(v), 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8 });
+      expect(JSON.parse(readFileSync(join(versionDir(v), 'adapter_config.json'), 'utf8'))).toMatchObject({
+        peft_type: 'LORA',
+        r: 4,
+        lora_alpha: 8,
+      });
       expect(existsSync(join(versionDir(v), 'config.json'))).toBe(false);
       expect(existsSync(join(versionDir(v), 'merged', 'onnx', 'model.onnx'))).toBe(true);
     }
@@ -181,11 +199,15 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     for (const v of [1, 2, 3]) {
       expect(existsSync(join(versionDir(v), MANIFEST_FILE))).toBe(true);
       const manifest = await verifyManifest(versionDir(v), v);
-      expect(Object.keys(manifest.files)).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'merged/onnx/model.onnx']));
+      expect(Object.keys(manifest.files)).toEqual(
+        expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'merged/onnx/model.onnx']),
+      );
     }
     expect(await new PolicyRegistry(conn, RUN).current()).toEqual({ version: 3, dir: versionDir(3) });
     // With no staleness allowed, older versions are unloaded once their requests finished.
-    await until('v1 unloaded', async () => ((await Promise.all(replicas.map(listed))).every((l) => l.join() === ['base', name(2)].join()) ? true : undefined));
+    await until('v1 unloaded', async () =>
+      (await Promise.all(replicas.map(listed))).every((l) => l.join() === ['base', name(2)].join()) ? true : undefined,
+    );
   }, 900_000);
 
   it('survives a replica killed mid-step and restarted: exactly G samples per group, the current adapter loaded before it takes jobs', async () => {
@@ -195,7 +217,11 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     // Kill replica 0 once it has generated with this version: mid-step.
     const victim = replicas[0];
     const port = Number(new URL(victim.url).port);
-    await until(`replica 0 generating v${version}`, async () => ((await generations(victim, name(version))) > 0 ? true : undefined), 300_000);
+    await until(
+      `replica 0 generating v${version}`,
+      async () => ((await generations(victim, name(version))) > 0 ? true : undefined),
+      300_000,
+    );
     victim.child.kill('SIGKILL');
     await victim.stop();
     const restarted = await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora'], port);
@@ -207,7 +233,9 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     const current = [name(version), name(version + 1)];
     await until('restarted replica synced', async () => ((await listed(restarted)).some((id) => current.includes(id)) ? true : undefined));
     const m = await readMetrics(restarted.origin);
-    console.log(`[figure] step ${step} with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(version))} ${name(version)} generations`);
+    console.log(
+      `[figure] step ${step} with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(version))} ${name(version)} generations`,
+    );
     const models = Object.keys(m).filter((k) => k.startsWith('thinkfl_model_generations_total'));
     expect(models.every((k) => current.some((id) => k.includes(`"${id}"`)))).toBe(true);
     expect(await generations(restarted, 'base')).toBe(0);

@@ -46,7 +46,9 @@ describe('trainer-ctl worker', () => {
   it('refuses to start without a Redis URL', async () => {
     const w = spawnWorker(['rollout', '--config', loaded.file]);
     expect((await w.exited).code).toBe(2);
-    expect(w.lines.join('\n')).toMatch(/trainer-ctl: worker: give --redis URL or THINKFL_REDIS_URL \(the run config has queue.redis_url: null\)/);
+    expect(w.lines.join('\n')).toMatch(
+      /trainer-ctl: worker: give --redis URL or THINKFL_REDIS_URL \(the run config has queue.redis_url: null\)/,
+    );
   }, 60_000);
 
   it('names the config file it cannot read, and the YAML path of a bad setting', async () => {

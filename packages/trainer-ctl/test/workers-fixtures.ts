@@ -20,8 +20,31 @@ export function scratch(prefix: string): string {
 
 /** A freshly initialised tiny model directory (a Llama, or a Qwen2) with onnx/model.onnx. */
 export async function createTinyModel(outDir: string, seed = 0, architecture: 'llama' | 'qwen2' = 'llama'): Promise<string> {
-  const args = ['--dataset', NEZHA_DATASET, '--out', outDir, '--seed', String(seed), '--architecture', architecture, '--hidden-size', '64', '--layers', '2', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--intermediate-size', '128'];
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], { cwd: REPO_ROOT });
+  const args = [
+    '--dataset',
+    NEZHA_DATASET,
+    '--out',
+    outDir,
+    '--seed',
+    String(seed),
+    '--architecture',
+    architecture,
+    '--hidden-size',
+    '64',
+    '--layers',
+    '2',
+    '--heads',
+    '4',
+    '--kv-heads',
+    '2',
+    '--head-dim',
+    '16',
+    '--intermediate-size',
+    '128',
+  ];
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], {
+    cwd: REPO_ROOT,
+  });
   return outDir;
 }
 
@@ -30,7 +53,13 @@ export async function createTinyModel(outDir: string, seed = 0, architecture: 'l
  * `opts.file`); `opts.model` adds entries to the model mapping (e.g. `lora: {...}`), `opts.train`
  * is workers.train as a flow mapping.
  */
-export function writeRunConfig(dir: string, name: string, modelDir: string, extra = '', opts: { file?: string; model?: string; train?: string } = {}): LoadedRunConfig {
+export function writeRunConfig(
+  dir: string,
+  name: string,
+  modelDir: string,
+  extra = '',
+  opts: { file?: string; model?: string; train?: string } = {},
+): LoadedRunConfig {
   const file = join(dir, opts.file ?? 'run.yaml');
   writeFileSync(
     file,

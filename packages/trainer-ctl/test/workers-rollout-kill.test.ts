@@ -8,7 +8,16 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadDataset, type Dataset } from '@thinkfl/env';
-import { connectRedis, GroupStore, keys, listWorkers, parseQueueSettings, PolicyRegistry, RolloutQueue, type RolloutJob } from '../src/queue/index';
+import {
+  connectRedis,
+  GroupStore,
+  keys,
+  listWorkers,
+  parseQueueSettings,
+  PolicyRegistry,
+  RolloutQueue,
+  type RolloutJob,
+} from '../src/queue/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { createTinyModel, scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
@@ -39,20 +48,43 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const startLines = (w: WorkerProcess, jobId?: string) => w.lines.filter((l) => / start /.test(l) && (!jobId || l.includes(` start ${jobId} `)));
+const startLines = (w: WorkerProcess, jobId?: string) =>
+  w.lines.filter((l) => / start /.test(l) && (!jobId || l.includes(` start ${jobId} `)));
 
 describe('rollout workers under SIGKILL', () => {
   it('completes the group with exactly G samples, the killed job replayed once by the survivor', async () => {
     for (const id of ['A', 'B']) {
       workers.push(
-        spawnWorker(['rollout', '--config', configFile, '--redis', redis.url, '--id', id, '--concurrency', '1', '--lock-duration-ms', '5000', '--stalled-interval-ms', '1000']),
+        spawnWorker([
+          'rollout',
+          '--config',
+          configFile,
+          '--redis',
+          redis.url,
+          '--id',
+          id,
+          '--concurrency',
+          '1',
+          '--lock-duration-ms',
+          '5000',
+          '--stalled-interval-ms',
+          '1000',
+        ]),
       );
     }
     await Promise.all(workers.map((w) => w.waitLine(/ready on/)));
 
     const kase = dataset.cases[0];
     const jobs: RolloutJob[] = [...Array(G).keys()].map((sampleIndex) => ({
-      runId: RUN, stage: 'priming', step: 0, groupId: 'kill-g', caseId: kase.id, sampleIndex, policyVersion: 0, temperature: 1, seed: 100 + sampleIndex,
+      runId: RUN,
+      stage: 'priming',
+      step: 0,
+      groupId: 'kill-g',
+      caseId: kase.id,
+      sampleIndex,
+      policyVersion: 0,
+      temperature: 1,
+      seed: 100 + sampleIndex,
     }));
     const queue = new RolloutQueue(conn, RUN, parseQueueSettings({}));
     await queue.enqueueGroup(jobs);

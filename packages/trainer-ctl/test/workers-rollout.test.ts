@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { UnrecoverableError } from 'bullmq';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type EpisodeRecord } from '@thinkfl/env';
-import { connectRedis, GroupStore, parseQueueSettings, RolloutQueue, rolloutJobId, type RolloutJob, type Trajectory } from '../src/queue/index';
+import {
+  connectRedis,
+  GroupStore,
+  parseQueueSettings,
+  RolloutQueue,
+  rolloutJobId,
+  type RolloutJob,
+  type Trajectory,
+} from '../src/queue/index';
 import { startRolloutWorker, type RolloutPlayer } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
@@ -19,14 +27,35 @@ let episode: EpisodeRecord;
 const settings = parseQueueSettings({ attempts: 3, backoffMs: 10 });
 
 const job = (run: string, groupId: string, sampleIndex: number): RolloutJob => ({
-  runId: run, stage: 'priming', step: 0, groupId, caseId: episode.caseId, sampleIndex, policyVersion: 0, temperature: 1, seed: sampleIndex,
+  runId: run,
+  stage: 'priming',
+  step: 0,
+  groupId,
+  caseId: episode.caseId,
+  sampleIndex,
+  policyVersion: 0,
+  temperature: 1,
+  seed: sampleIndex,
 });
 const sample = (j: RolloutJob, ids: number[]): Omit<Trajectory, 'workerId'> => ({
-  groupId: j.groupId, caseId: j.caseId, sampleIndex: j.sampleIndex, policyVersion: 0, ids, mask: ids.map(() => 1), logprobs: ids.map(() => -1), temperature: j.temperature, episode,
+  groupId: j.groupId,
+  caseId: j.caseId,
+  sampleIndex: j.sampleIndex,
+  policyVersion: 0,
+  ids,
+  mask: ids.map(() => 1),
+  logprobs: ids.map(() => -1),
+  temperature: j.temperature,
+  episode,
   timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
 });
 
-async function withWorker<T>(run: string, play: RolloutPlayer, jobTimeoutMs: number, f: (q: RolloutQueue, s: GroupStore) => Promise<T>): Promise<T> {
+async function withWorker<T>(
+  run: string,
+  play: RolloutPlayer,
+  jobTimeoutMs: number,
+  f: (q: RolloutQueue, s: GroupStore) => Promise<T>,
+): Promise<T> {
   const worker = await startRolloutWorker({ connection: conn, runId: run, workerId: 'w', settings, concurrency: 2, jobTimeoutMs, play });
   const queue = new RolloutQueue(conn, run, settings);
   const store = new GroupStore(conn, run);
@@ -41,7 +70,12 @@ beforeAll(async () => {
   redis = await startRedis();
   conn = connectRedis(redis.url);
   const dataset = await loadDataset(await ensureNezhaDataset());
-  episode = await runEpisode({ dataset, case: dataset.cases[0], policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: { d_max: 4 } });
+  episode = await runEpisode({
+    dataset,
+    case: dataset.cases[0],
+    policy: createExpert(dataset, ExpertSettingsSchema.parse({})),
+    settings: { d_max: 4 },
+  });
 }, 300_000);
 afterAll(async () => {
   conn?.disconnect();
@@ -64,7 +98,10 @@ describe('rollout worker', () => {
     await withWorker('timeout-run', play, 300, async (queue, store) => {
       await queue.enqueueGroup([0, 1].map((i) => job('timeout-run', 'g', i)));
       const group = await store.waitComplete('g', 2, 60_000);
-      expect(group.map((t) => t.ids)).toEqual([[1, 2], [1, 2]]);
+      expect(group.map((t) => t.ids)).toEqual([
+        [1, 2],
+        [1, 2],
+      ]);
       expect(runs.filter((i) => i === 1)).toHaveLength(2);
       const retried = await queue.queue.getJob(rolloutJobId('g', 1));
       expect(retried?.attemptsMade).toBe(2);
@@ -72,7 +109,10 @@ describe('rollout worker', () => {
       release();
       await late;
       await new Promise((r) => setTimeout(r, 100));
-      expect((await store.read('g')).map((t) => t.ids)).toEqual([[1, 2], [1, 2]]);
+      expect((await store.read('g')).map((t) => t.ids)).toEqual([
+        [1, 2],
+        [1, 2],
+      ]);
     });
   });
 

@@ -12,7 +12,16 @@ import type { Redis } from 'ioredis';
 import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
-import { connectRedis, keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
+import {
+  connectRedis,
+  keys,
+  parseQueueSettings,
+  stepFilePath,
+  TrainQueue,
+  trainJobId,
+  type TrainJob,
+  type TrainSample,
+} from '../src/queue/index';
 import { dataDir, engineOptimizer, engineStep, startTrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
@@ -44,10 +53,24 @@ afterAll(async () => {
 
 describe('train worker with step files', () => {
   it('trains from the file as from the same samples inline, and deletes step files once checkpointed', async () => {
-    const job = (update: number, checkpoint: boolean): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
+    const job = (update: number, checkpoint: boolean): TrainJob => ({
+      runId: RUN,
+      stage: 'priming',
+      update,
+      kind: 'grpo',
+      samples,
+      checkpoint,
+    });
     const data = dataDir(loaded.runDir);
     const queue = new TrainQueue(conn, RUN, settings, data);
-    const worker = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir });
+    const worker = await startTrainWorker({
+      connection: conn,
+      runId: RUN,
+      workerId: 'trainer',
+      settings,
+      config: loaded.config,
+      runDir: loaded.runDir,
+    });
     try {
       await queue.submit(job(0, false));
       const stored = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;
@@ -59,7 +82,16 @@ describe('train worker with step files', () => {
       const inline = new TrainEngine();
       try {
         const c = loaded.config;
-        await inline.request('load', { model_dir: model, device: c.workers.train.device, dtype: c.model.dtype, autocast: c.workers.train.autocast, autocast_cache: c.workers.train.autocast_cache, threads: c.workers.train.threads, seed: c.run.seed, optimizer: engineOptimizer(c) });
+        await inline.request('load', {
+          model_dir: model,
+          device: c.workers.train.device,
+          dtype: c.model.dtype,
+          autocast: c.workers.train.autocast,
+          autocast_cache: c.workers.train.autocast_cache,
+          threads: c.workers.train.threads,
+          seed: c.run.seed,
+          optimizer: engineOptimizer(c),
+        });
         // As the train worker does before its first GRPO update.
         if (c.grpo.loss.kl_coef > 0) await inline.request('set_reference', { tag: 'grpo_start' });
         const step = engineStep(job(0, false), c);

@@ -11,15 +11,42 @@ import { engineStep, mergeSteps } from '../src/workers/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
 
 const config = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
-const samples: TrainSample[] = [0, 1, 2].map((i) => ({ ids: [1, 2, 3 + i], mask: [0, 1, 1], advantage: i - 1, temperature: [0.7, 1.0, 1.3][i] }));
-const job = (over: Partial<TrainJob>): TrainJob => ({ runId: 'r', stage: 'priming', update: 0, kind: 'sft', samples, checkpoint: false, ...over });
+const samples: TrainSample[] = [0, 1, 2].map((i) => ({
+  ids: [1, 2, 3 + i],
+  mask: [0, 1, 1],
+  advantage: i - 1,
+  temperature: [0.7, 1.0, 1.3][i],
+}));
+const job = (over: Partial<TrainJob>): TrainJob => ({
+  runId: 'r',
+  stage: 'priming',
+  update: 0,
+  kind: 'sft',
+  samples,
+  checkpoint: false,
+  ...over,
+});
 
 describe('engineStep', () => {
   it('splits an SFT job into its steps, in order, each with its lr', () => {
-    const step = engineStep(job({ sftSteps: [{ size: 2, lr: 1e-3 }, { size: 1, lr: 2e-4 }] }), config);
+    const step = engineStep(
+      job({
+        sftSteps: [
+          { size: 2, lr: 1e-3 },
+          { size: 1, lr: 2e-4 },
+        ],
+      }),
+      config,
+    );
     expect(step.op).toBe('sft_step');
     const args = step.args as { input_ids: number[][]; lr?: number }[];
-    expect(args.map((a) => a.input_ids)).toEqual([[[1, 2, 3], [1, 2, 4]], [[1, 2, 5]]]);
+    expect(args.map((a) => a.input_ids)).toEqual([
+      [
+        [1, 2, 3],
+        [1, 2, 4],
+      ],
+      [[1, 2, 5]],
+    ]);
     expect(args.map((a) => a.lr)).toEqual([1e-3, 2e-4]);
     expect(() => engineStep(job({ sftSteps: [{ size: 2, lr: 1e-3 }] }), config)).toThrow('sftSteps cover 2 samples');
     expect(() => engineStep(job({ kind: 'grpo', sftSteps: [{ size: 3, lr: 1e-3 }] }), config)).toThrow('sftSteps is for sft jobs only');
@@ -45,7 +72,9 @@ describe('engineStep', () => {
     expect(sft[0]).not.toHaveProperty('micro_batch_tokens');
     const budget = { ...config, workers: { ...config.workers, train: { ...config.workers.train, micro_batch_tokens: 4096 } } };
     expect((engineStep(job({ kind: 'grpo' }), budget).args as { micro_batch_tokens?: number }).micro_batch_tokens).toBe(4096);
-    expect((engineStep(job({ sftSteps: [{ size: 3, lr: 1e-3 }] }), budget).args as { micro_batch_tokens?: number }[])[0].micro_batch_tokens).toBe(4096);
+    expect(
+      (engineStep(job({ sftSteps: [{ size: 3, lr: 1e-3 }] }), budget).args as { micro_batch_tokens?: number }[])[0].micro_batch_tokens,
+    ).toBe(4096);
   });
 
   it('names a non-finite old log-probability (JSON would turn it into null) instead of sending it', () => {

@@ -22,8 +22,23 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadDataset, type Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
-import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
-import { checkpointDir, createEpisodePlayer, listCheckpoints, startTrainWorker, TRAINER_STATE_FILE, type TrainWorker } from '../src/workers/index';
+import {
+  connectRedis,
+  parseQueueSettings,
+  PolicyRegistry,
+  TrainQueue,
+  type RolloutJob,
+  type TrainJob,
+  type TrainSample,
+} from '../src/queue/index';
+import {
+  checkpointDir,
+  createEpisodePlayer,
+  listCheckpoints,
+  startTrainWorker,
+  TRAINER_STATE_FILE,
+  type TrainWorker,
+} from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
@@ -41,7 +56,16 @@ const logs: string[] = [];
 const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
 
 async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWorker> {
-  return startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config: loaded.config, runDir: loaded.runDir, log: (l) => logs.push(l), onEngineDeath });
+  return startTrainWorker({
+    connection: conn,
+    runId: RUN,
+    workerId: 'trainer',
+    settings,
+    config: loaded.config,
+    runDir: loaded.runDir,
+    log: (l) => logs.push(l),
+    onEngineDeath,
+  });
 }
 
 const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
@@ -94,7 +118,9 @@ describe('train worker', () => {
 
     // Updates run in order: a job from the future fails at once, saying which update is due.
     await queue.submit(job(5));
-    await expect(queue.waitResult(5, 120_000)).rejects.toThrow(/failed after 1 attempt\(s\): train job update 5: the engine has done 2 updates; submit update 2 first/);
+    await expect(queue.waitResult(5, 120_000)).rejects.toThrow(
+      /failed after 1 attempt\(s\): train job update 5: the engine has done 2 updates; submit update 2 first/,
+    );
 
     // A new worker on the same run directory resumes from the checkpoint (optimizer state too).
     await worker.close();
@@ -108,7 +134,18 @@ describe('train worker', () => {
     expect(third.metrics.step).toBe(3);
 
     // An SFT update of several optimizer steps (sftSteps): each its own slice and lr, one export.
-    const sft: TrainJob = { runId: RUN, stage: 'priming', update: 3, kind: 'sft', samples, checkpoint: false, sftSteps: [{ size: 1, lr: 1e-3 }, { size: 1, lr: 5e-4 }] };
+    const sft: TrainJob = {
+      runId: RUN,
+      stage: 'priming',
+      update: 3,
+      kind: 'sft',
+      samples,
+      checkpoint: false,
+      sftSteps: [
+        { size: 1, lr: 1e-3 },
+        { size: 1, lr: 5e-4 },
+      ],
+    };
     await queue.submit(sft);
     const fourth = await queue.waitResult(3, 120_000);
     expect(fourth).toMatchObject({ update: 3, version: 4 });
@@ -117,7 +154,9 @@ describe('train worker', () => {
     expect(await registry.current()).toEqual({ version: 4, dir: fourth.policyDir });
     // Steps that do not cover the samples fail at once, naming the job.
     await queue.submit({ ...sft, update: 4, sftSteps: [{ size: 1, lr: 1e-3 }] });
-    await expect(queue.waitResult(4, 120_000)).rejects.toThrow(/train job update 4: sftSteps cover 1 samples in steps of positive sizes; the job has 2/);
+    await expect(queue.waitResult(4, 120_000)).rejects.toThrow(
+      /train job update 4: sftSteps cover 1 samples in steps of positive sizes; the job has 2/,
+    );
     await queue.forget(4);
     // An SFT update before SFT's last (export false) trains, and exports and publishes nothing.
     await queue.submit({ ...sft, update: 4, export: false });
@@ -138,7 +177,15 @@ describe('train worker', () => {
     expect(published?.version).toBe(4);
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 500 });
     const rollout = (policyVersion: number): RolloutJob => ({
-      runId: RUN, stage: 'priming', step: 3, groupId: 'sync-g', caseId: dataset.cases[0].id, sampleIndex: 0, policyVersion, temperature: 1, seed: 7,
+      runId: RUN,
+      stage: 'priming',
+      step: 3,
+      groupId: 'sync-g',
+      caseId: dataset.cases[0].id,
+      sampleIndex: 0,
+      policyVersion,
+      temperature: 1,
+      seed: 7,
     });
     const t = await player.play(rollout(4));
     expect(player.version).toBe(4);
@@ -155,7 +202,15 @@ describe('train worker', () => {
     const version = (await registry.current())!.version;
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 60_000 });
     const rollout = (sampleIndex: number): RolloutJob => ({
-      runId: RUN, stage: 'priming', step: 3, groupId: 'batch-g', caseId: dataset.cases[0].id, sampleIndex, policyVersion: version, temperature: 1, seed: 11 + sampleIndex,
+      runId: RUN,
+      stage: 'priming',
+      step: 3,
+      groupId: 'batch-g',
+      caseId: dataset.cases[0].id,
+      sampleIndex,
+      policyVersion: version,
+      temperature: 1,
+      seed: 11 + sampleIndex,
     });
     // Rows of every decode step that reaches onnxruntime: on the export's decode graph, a step
     // whose prefix holds a prompt (a prefill's is all masked), counting the slots with a position.
@@ -188,7 +243,9 @@ describe('train worker', () => {
     expect(worker.updates).toBe(2);
     // A malformed job is not retried: it fails at once, naming the sample.
     await queue.submit({ ...job(2), samples: [samples[0], { ...samples[1], advantage: undefined }] });
-    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/failed after 1 attempt\(s\): train job update 2: samples\[1\] has no advantage \(required for grpo\)/);
+    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(
+      /failed after 1 attempt\(s\): train job update 2: samples\[1\] has no advantage \(required for grpo\)/,
+    );
     // Unbroken: updates 2 and 3 one after the other.
     await queue.submit(job(2));
     await queue.waitResult(2, 120_000);
@@ -209,7 +266,9 @@ describe('train worker', () => {
     process.kill(killedPid, 'SIGKILL');
     const restarted = await queue.waitResult(3, 120_000);
     expect(worker.enginePid).not.toBe(killedPid);
-    expect(logs.slice(at).some((l) => /engine died during update 3 .*restarting it from the latest checkpoint \(1 of 2\)/.test(l))).toBe(true);
+    expect(logs.slice(at).some((l) => /engine died during update 3 .*restarting it from the latest checkpoint \(1 of 2\)/.test(l))).toBe(
+      true,
+    );
     expect(restarted.metrics.step).toBe(unbroken.metrics.step);
     expect(restarted.metrics.loss).toBe(unbroken.metrics.loss);
     expect(restarted.metrics.grad_norm).toBe(unbroken.metrics.grad_norm);
@@ -217,16 +276,27 @@ describe('train worker', () => {
     await queue.close();
   }, 600_000);
 
-  it('with engine_restarts 0 a job on a dead engine fails for good and the worker\'s owner is told', async () => {
+  it("with engine_restarts 0 a job on a dead engine fails for good and the worker's owner is told", async () => {
     const deaths: Error[] = [];
     const c = loaded.config;
     const config = { ...c, workers: { ...c.workers, train: { ...c.workers.train, engine_restarts: 0 } } };
-    const worker = await startTrainWorker({ connection: conn, runId: RUN, workerId: 'trainer', settings, config, runDir: loaded.runDir, log: (l) => logs.push(l), onEngineDeath: (e) => deaths.push(e) });
+    const worker = await startTrainWorker({
+      connection: conn,
+      runId: RUN,
+      workerId: 'trainer',
+      settings,
+      config,
+      runDir: loaded.runDir,
+      log: (l) => logs.push(l),
+      onEngineDeath: (e) => deaths.push(e),
+    });
     const queue = new TrainQueue(conn, RUN, settings);
     expect(worker.updates).toBe(2);
     process.kill(worker.enginePid!, 'SIGKILL');
     await queue.submit(job(2));
-    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(/train job train-test.update.2 failed after 1 attempt\(s\): train engine died \(workers.train.engine_restarts 0\): .*SIGKILL/);
+    await expect(queue.waitResult(2, 120_000)).rejects.toThrow(
+      /train job train-test.update.2 failed after 1 attempt\(s\): train engine died \(workers.train.engine_restarts 0\): .*SIGKILL/,
+    );
     expect(deaths).toHaveLength(1);
     await worker.close();
     await queue.close();
@@ -244,7 +314,8 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
     const run = `retention-${name.replace(/\W+/g, '-')}`;
     const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, model: v.model, train: v.train });
     const logs: string[] = [];
-    const start = () => startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
+    const start = () =>
+      startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
     const job = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
     const queue = new TrainQueue(conn, run, settings);
     try {
@@ -316,7 +387,15 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
   /** A train worker on `run` that makes `updates` in order, then closes; its log lines. */
   async function play(run: string, loadedRun: LoadedRunConfig, updates: number[], job = (u: number) => jobOf(run, u)): Promise<string[]> {
     const lines: string[] = [];
-    const worker = await startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config: loadedRun.config, runDir: loadedRun.runDir, log: (l) => lines.push(l) });
+    const worker = await startTrainWorker({
+      connection: conn,
+      runId: run,
+      workerId: 'trainer',
+      settings,
+      config: loadedRun.config,
+      runDir: loadedRun.runDir,
+      log: (l) => lines.push(l),
+    });
     const queue = new TrainQueue(conn, run, settings);
     try {
       for (const u of updates) {
@@ -344,7 +423,10 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
     expect(lines.some((l) => l.includes('optimizer reset (stage:priming): no state before update 2'))).toBe(true);
 
     // The first GRPO update is what a new engine on the SFT checkpoint makes with a new AdamW.
-    const fresh = writeRunConfig(dir!, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', { file: 'reset-fresh.yaml', train: '{ autocast: float32 }' });
+    const fresh = writeRunConfig(dir!, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', {
+      file: 'reset-fresh.yaml',
+      train: '{ autocast: float32 }',
+    });
     await play('reset-fresh', fresh, [0], (u) => ({ ...jobOf('reset-fresh', 2), update: u }));
     const first = maxDiff(weightsOf(unbroken.runDir, 3), weightsOf(fresh.runDir, 1));
     expect(first).toBeLessThanOrEqual(1e-6);
@@ -374,7 +456,15 @@ describe('a checkpoint job (a stage that ends on a step without an update)', () 
   it('checkpoints and publishes the weights as they are as the next version, with no optimizer step', async () => {
     const run = 'ckpt-job';
     const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
-    const worker = await startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: () => undefined });
+    const worker = await startTrainWorker({
+      connection: conn,
+      runId: run,
+      workerId: 'trainer',
+      settings,
+      config,
+      runDir,
+      log: () => undefined,
+    });
     const queue = new TrainQueue(conn, run, settings);
     const registry = new PolicyRegistry(conn, run);
     try {

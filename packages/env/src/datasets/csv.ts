@@ -49,10 +49,7 @@ function balanced(text: string): boolean {
  * Yields the records of a CSV file after its header. `keep(rawText)` may skip a record before
  * it is split (a cheap prefilter for large files); it is called once per record.
  */
-export async function* readCsv(
-  file: string,
-  keep?: (raw: string) => boolean,
-): AsyncGenerator<CsvRecord & { header: string[] }> {
+export async function* readCsv(file: string, keep?: (raw: string) => boolean): AsyncGenerator<CsvRecord & { header: string[] }> {
   const rl = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   let header: string[] | null = null;
   let pending = '';

@@ -100,15 +100,16 @@ export function gapLines(g: DatasetGaps | undefined): string[] {
   const lines: string[] = [];
   if (!g) return lines;
   if (g.baseline) lines.push(`fault-free traces missing: ${g.baseline.missing}; baseline taken from ${g.baseline.fallback}`);
-  for (const t of g.traces) lines.push(`traces missing for ${stretch(t)}: ${t.what}${t.requests === undefined ? '' : ` (${t.requests} requests listed)`}`);
+  for (const t of g.traces)
+    lines.push(`traces missing for ${stretch(t)}: ${t.what}${t.requests === undefined ? '' : ` (${t.requests} requests listed)`}`);
   for (const l of g.logs) lines.push(`logs missing for ${stretch(l)}: ${l.what}`);
   lines.push(...g.parts);
   for (const f of g.faults) {
     const cost =
-      f.casesLost === null
-        ? 'nothing of its window was recorded, so its lost cases cannot be estimated'
-        : `about ${f.casesLost} lost`;
-    lines.push(`fault ${f.faultId}: ${f.missingSec} s of its window without traces (${f.recordedSec} s recorded); ${f.cases} cases kept, ${cost}`);
+      f.casesLost === null ? 'nothing of its window was recorded, so its lost cases cannot be estimated' : `about ${f.casesLost} lost`;
+    lines.push(
+      `fault ${f.faultId}: ${f.missingSec} s of its window without traces (${f.recordedSec} s recorded); ${f.cases} cases kept, ${cost}`,
+    );
   }
   return lines;
 }

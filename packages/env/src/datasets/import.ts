@@ -69,7 +69,12 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
   const coverage = t.gaps?.traces ?? silences(t.spans, gapSettings.max_silence_sec * 1e6);
   const gaps: DatasetGaps = {
     ...(t.gaps?.baseline
-      ? { baseline: { missing: t.gaps.baseline, fallback: `the ${baselineTraces.size} spans of requests that start outside every fault window` } }
+      ? {
+          baseline: {
+            missing: t.gaps.baseline,
+            fallback: `the ${baselineTraces.size} spans of requests that start outside every fault window`,
+          },
+        }
       : {}),
     traces: coverage.missing,
     logs: t.gaps?.logs ?? [],

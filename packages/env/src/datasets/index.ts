@@ -17,5 +17,13 @@ export { truthName, touchesTruth } from './cases';
 export { maskLog } from './log-template';
 export { DataError, GapsError, LayoutError, SettingsError } from './errors';
 export { formatImportSummary } from './summary';
-export { readOpenRca, readOpenRcaQueries, readOpenRcaRecords, queryWindow, failureCount, type OpenRcaQuery, type OpenRcaRecord } from './importers/openrca';
+export {
+  readOpenRca,
+  readOpenRcaQueries,
+  readOpenRcaRecords,
+  queryWindow,
+  failureCount,
+  type OpenRcaQuery,
+  type OpenRcaRecord,
+} from './importers/openrca';
 export { loadRedeployedDataset, podRenamer, redeployPodNames, type RedeployedDataset } from './redeploy';

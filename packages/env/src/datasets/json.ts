@@ -139,7 +139,8 @@ export function parseJson(file: string, text: string, firstLine = 1): unknown {
       new Scanner(text, []).document();
     } catch (s) {
       // An early end is reported on the last line that holds anything.
-      if (s instanceof ScanError) throw new DataError(file, firstLine + lineAt(text, Math.min(s.at, text.trimEnd().length - 1)), `not JSON: ${s.message}`);
+      if (s instanceof ScanError)
+        throw new DataError(file, firstLine + lineAt(text, Math.min(s.at, text.trimEnd().length - 1)), `not JSON: ${s.message}`);
       throw s;
     }
     throw new DataError(file, firstLine, `not JSON: ${(e as Error).message}`);

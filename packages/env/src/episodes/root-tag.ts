@@ -11,14 +11,20 @@ export type RootParse = { ok: true; answer: RootCause[] } | { ok: false; error: 
 const ROOT = /<root>([\s\S]*?)<\/root>/i;
 
 function cause(topology: Topology, name: string, type: string | undefined): RootCause | undefined {
-  const n = name.trim().replace(/^[-*\d.)\s]+(?=\S)/, '').replace(/^["'`]|["'`]$/g, '').trim();
+  const n = name
+    .trim()
+    .replace(/^[-*\d.)\s]+(?=\S)/, '')
+    .replace(/^["'`]|["'`]$/g, '')
+    .trim();
   if (!n) return undefined;
   const r = topology.resolve(n);
   // A pod names its service too, but not its host: the answer blames the pod, not the node.
   const out: RootCause =
-    r?.level === 'node' ? { node: r.node }
-    : r?.level === 'pod' ? { ...(r.service ? { service: r.service } : {}), pod: r.pod }
-    : { service: r?.service ?? n };
+    r?.level === 'node'
+      ? { node: r.node }
+      : r?.level === 'pod'
+        ? { ...(r.service ? { service: r.service } : {}), pod: r.pod }
+        : { service: r?.service ?? n };
   const t = type?.trim();
   if (t) out.type = t;
   return out;

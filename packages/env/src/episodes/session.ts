@@ -7,8 +7,17 @@ import { parseToolCalls } from '../parsing/parse';
 import type { PrintResultsData } from '../tools/print-results';
 import type { Toolbox } from '../tools/toolbox';
 import type {
-  AssistantMessage, Case, ChatMessage, EpisodeRecord, OpenAIToolCall, ParsedToolCall, PathStep, Policy,
-  RootCause, ToolCallRecord, TurnRecord,
+  AssistantMessage,
+  Case,
+  ChatMessage,
+  EpisodeRecord,
+  OpenAIToolCall,
+  ParsedToolCall,
+  PathStep,
+  Policy,
+  RootCause,
+  ToolCallRecord,
+  TurnRecord,
 } from '../types';
 import { canonicalJson } from './canonical';
 

@@ -200,7 +200,9 @@ function podLine(p: SketchPod): string[] {
   const high = p.metrics.filter((m) => m.bin === 'High');
   const medium = p.metrics.filter((m) => m.bin === 'Medium');
   const m = (x: SketchMetric) => `${x.metric} (${x.sigma >= 0 ? '+' : ''}${x.sigma.toFixed(1)} sigma)`;
-  lines.push(`   metrics: High ${high.length ? high.map(m).join(', ') : 'none'}; Medium ${medium.length ? medium.map(m).join(', ') : 'none'}; Low ${p.lowMetrics}`);
+  lines.push(
+    `   metrics: High ${high.length ? high.map(m).join(', ') : 'none'}; Medium ${medium.length ? medium.map(m).join(', ') : 'none'}; Low ${p.lowMetrics}`,
+  );
   for (const l of p.logs) {
     const usual = l.unseen ? 'new' : l.ratio !== undefined ? `x${l.ratio.toFixed(1)} usual rate` : 'no usual rate';
     lines.push(`   log [${l.level}] x${l.count} (${usual}): ${l.template.replace(/\s+/g, ' ').slice(0, 160)}`);

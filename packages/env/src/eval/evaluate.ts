@@ -125,7 +125,14 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
       ...(episode ? { stop_reason: episode.stopReason, tool_calls: episode.toolCalls.length } : {}),
     };
   } catch (err) {
-    return { ...base, answer: null, ranks: ranksOf(dataset, c, null, levels), type_rank: null, top: topsOf(dataset, c, null, levels), error: (err as Error).message };
+    return {
+      ...base,
+      answer: null,
+      ranks: ranksOf(dataset, c, null, levels),
+      type_rank: null,
+      top: topsOf(dataset, c, null, levels),
+      error: (err as Error).message,
+    };
   }
 }
 
@@ -145,7 +152,14 @@ export function summarize(dataset: Dataset, levels: Level[], requests: RequestRe
   const faultIds = new Set(faults.map((f) => f.fault_id));
   const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
   const perRequestType = summarizeRanks(requests.map((r) => r.type_rank ?? null));
-  return { per_request: perRequest, per_fault: perFault, per_fault_vote: perFaultVote, per_batch_vote: perBatchVote, per_request_type: perRequestType, faults_without_cases: faultsWithoutCases };
+  return {
+    per_request: perRequest,
+    per_fault: perFault,
+    per_fault_vote: perFaultVote,
+    per_batch_vote: perBatchVote,
+    per_request_type: perRequestType,
+    faults_without_cases: faultsWithoutCases,
+  };
 }
 
 export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, opts: EvaluateOptions = {}): Promise<EvalResult> {
@@ -185,7 +199,15 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
       voteRanks[l] = want === undefined ? null : voteRank(tops, want);
       batches[l] = want === undefined ? [] : batchVoteRanks(tops, want);
     }
-    return { fault_id: faultId, type: f?.type ?? 'unknown', truth, cases: rs.length, ranks, vote_ranks: voteRanks, batch_vote_ranks: batches };
+    return {
+      fault_id: faultId,
+      type: f?.type ?? 'unknown',
+      truth,
+      cases: rs.length,
+      ranks,
+      vote_ranks: voteRanks,
+      batch_vote_ranks: batches,
+    };
   });
   return { levels, requests, faults, ...summarize(dataset, levels, requests, faults) };
 }

@@ -15,7 +15,8 @@ function figures(s: RankSummary): string {
   return `${String(s.n).padStart(6)} ${recalls} ${s.mrr.toFixed(4).padStart(7)} ${s.mrr_top10.toFixed(4).padStart(9)}`;
 }
 
-const figuresHead = (): string => `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)} ${'MRR@10'.padStart(9)}`;
+const figuresHead = (): string =>
+  `${'n'.padStart(6)} ${RECALL_KS.map((k) => `R@${k}`.padStart(7)).join(' ')} ${'MRR'.padStart(7)} ${'MRR@10'.padStart(9)}`;
 
 /** Scopes at a level, in print order: per request, per fault (best request), by vote (Eq. 10), by vote in 10-request batches. */
 const SCOPES = 4;

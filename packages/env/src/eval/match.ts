@@ -30,12 +30,7 @@ export function matchesTruth(item: RootCause, truth: GroundTruth, level: Level, 
  * Returns null when the truth is absent, and undefined when the truth itself names no
  * component at this level (the level does not apply to this fault).
  */
-export function rankOfTruth(
-  answer: RootCause[] | null,
-  truth: GroundTruth,
-  level: Level,
-  ctx?: MatchContext,
-): number | null | undefined {
+export function rankOfTruth(answer: RootCause[] | null, truth: GroundTruth, level: Level, ctx?: MatchContext): number | null | undefined {
   const want = componentAt(truth, level, ctx);
   if (want === undefined) return undefined;
   const seen = new Set<string>();
@@ -50,7 +45,12 @@ export function rankOfTruth(
 
 /** Fault type for comparison: lower-case, separators dropped ("CPU contention" = "cpu_contention"). */
 export function normalizeFaultType(t: unknown): string {
-  return typeof t === 'string' ? t.trim().toLowerCase().replace(/[^a-z0-9]/g, '') : '';
+  return typeof t === 'string'
+    ? t
+        .trim()
+        .toLowerCase()
+        .replace(/[^a-z0-9]/g, '')
+    : '';
 }
 
 /**
@@ -58,7 +58,13 @@ export function normalizeFaultType(t: unknown): string {
  * (FL@1), the 0-based place of the true fault type among the distinct types the answer gives
  * for that component, in order; null when the component is wrong or the type is not given.
  */
-export function faultTypeRank(answer: RootCause[] | null, truth: GroundTruth, type: string, level: Level, ctx?: MatchContext): number | null {
+export function faultTypeRank(
+  answer: RootCause[] | null,
+  truth: GroundTruth,
+  type: string,
+  level: Level,
+  ctx?: MatchContext,
+): number | null {
   if (rankOfTruth(answer, truth, level, ctx) !== 0) return null;
   const want = componentAt(truth, level, ctx);
   const types: string[] = [];

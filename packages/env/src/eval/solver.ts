@@ -23,7 +23,13 @@ export function solverFor(dataset: Dataset, policy: string, opts: SolverOptions 
   const episode = parseEpisodeSettings(opts.episode ?? {});
   const agent = def.create(dataset, parsePolicySettings(def, opts.settings));
   return async (c) => {
-    const record = await runEpisode({ dataset, case: c, policy: agent, protocol: opts.protocol ?? def.protocol ?? 'rot', settings: episode });
+    const record = await runEpisode({
+      dataset,
+      case: c,
+      policy: agent,
+      protocol: opts.protocol ?? def.protocol ?? 'rot',
+      settings: episode,
+    });
     return { answer: record.answer, episode: record };
   };
 }

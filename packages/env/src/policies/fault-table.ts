@@ -43,10 +43,16 @@ export function faultRows(faults: FaultInfo[], requests: RequestOutcome[]): Faul
       ...f,
       requests: rs.length,
       best: bestRank(rs.map((r) => r.rank)),
-      vote: voteRank(rs.map((r) => r.top), f.service),
+      vote: voteRank(
+        rs.map((r) => r.top),
+        f.service,
+      ),
       requestMrr: round3(summarizeRanks(rs.map((r) => r.rank)).mrr),
       top10: rs.filter((r) => r.rank !== null && r.rank < 10).length,
-      batchVotes: batchVoteRanks(rs.map((r) => r.top), f.service),
+      batchVotes: batchVoteRanks(
+        rs.map((r) => r.top),
+        f.service,
+      ),
     };
   });
 }
@@ -115,7 +121,8 @@ export function compareRows(pinned: FaultRow[], now: FaultRow[]): { lowered: str
     else if (r.top10 > p.top10) raised.push(`${p.faultId} requests in the top 10 ${p.top10} -> ${r.top10}`);
     const batches = summarizeRanks(r.batchVotes).mrr - summarizeRanks(p.batchVotes).mrr;
     if (batches < -1e-9) lowered.push(`${p.faultId} batch vote ranks ${JSON.stringify(p.batchVotes)} -> ${JSON.stringify(r.batchVotes)}`);
-    else if (batches > 1e-9 || JSON.stringify(r.batchVotes) !== JSON.stringify(p.batchVotes)) raised.push(`${p.faultId} batch vote ranks ${JSON.stringify(p.batchVotes)} -> ${JSON.stringify(r.batchVotes)}`);
+    else if (batches > 1e-9 || JSON.stringify(r.batchVotes) !== JSON.stringify(p.batchVotes))
+      raised.push(`${p.faultId} batch vote ranks ${JSON.stringify(p.batchVotes)} -> ${JSON.stringify(r.batchVotes)}`);
   }
   for (const r of now) if (!pinned.some((p) => p.faultId === r.faultId)) raised.push(`${r.faultId}: not in the table`);
   return { lowered, raised };

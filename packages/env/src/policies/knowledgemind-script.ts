@@ -59,7 +59,10 @@ function types(c: KmCandidate, s: KnowledgeMindScriptSettings): string[] {
     [s.type_delay, c.metrics.length - cpu - mem + Math.max(0, c.trace - c.patternChanges)],
   ];
   // Stable sort: at equal counts the order above decides.
-  return counts.sort((a, b) => b[1] - a[1]).slice(0, 3).map(([t]) => t);
+  return counts
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([t]) => t);
 }
 
 export function createKnowledgeMindScript(settings: KnowledgeMindScriptSettings): Policy {
@@ -67,7 +70,8 @@ export function createKnowledgeMindScript(settings: KnowledgeMindScriptSettings)
     name: 'knowledgemind-script',
     async next(ctx: PolicyContext): Promise<AssistantMessage> {
       const req = ctx.environment as KmRequest | undefined;
-      if (!req || typeof req !== 'object' || !('kind' in req)) throw new Error('knowledgemind-script plays the knowledgemind protocol only');
+      if (!req || typeof req !== 'object' || !('kind' in req))
+        throw new Error('knowledgemind-script plays the knowledgemind protocol only');
       if (req.kind === 'expand') {
         const raw = req.candidates.map((c) => verifierRaw(c, settings));
         const scaled = rescale(raw);
@@ -93,7 +97,8 @@ registerPolicy({
   name: 'knowledgemind-script',
   kind: 'agent',
   protocol: 'knowledgemind',
-  description: 'KnowledgeMind-scripted: anomaly-count verifier and simulation scores for the environment-run MCTS (a stand-in, not KnowledgeMind)',
+  description:
+    'KnowledgeMind-scripted: anomaly-count verifier and simulation scores for the environment-run MCTS (a stand-in, not KnowledgeMind)',
   settings: KnowledgeMindScriptSettingsSchema,
   create: (_dataset, settings) => createKnowledgeMindScript(settings),
 });

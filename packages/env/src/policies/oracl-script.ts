@@ -61,19 +61,30 @@ function judge(p: SketchPod, maxDelay: number, s: OraclScriptSettings): Scored {
     pattern: s.pattern_weight * pattern,
   };
   const why: string[] = [];
-  if (high.length) why.push(`High metrics ${high.slice(0, 3).map((m) => m.metric).join(', ')}`);
+  if (high.length)
+    why.push(
+      `High metrics ${high
+        .slice(0, 3)
+        .map((m) => m.metric)
+        .join(', ')}`,
+    );
   if (fresh || risen) why.push(`${fresh} new and ${risen} risen error log templates`);
   if (delay > 0.2) why.push(`own delay ${(p.ownExcessUs / 1000).toFixed(1)} ms`);
   if (pattern) why.push(`${pattern} changed call(s) below it`);
   const cpu = high.some((m) => /cpu/i.test(m.metric));
   const mem = high.some((m) => /mem/i.test(m.metric));
   const type =
-    cpu && parts.metric >= parts.error ? s.type_cpu
-    : mem && parts.metric >= parts.error ? s.type_memory
-    : parts.error > 0 ? s.type_error
-    : pattern > 0 ? s.type_pattern
-    : delay > 0 ? s.type_delay
-    : s.type_error;
+    cpu && parts.metric >= parts.error
+      ? s.type_cpu
+      : mem && parts.metric >= parts.error
+        ? s.type_memory
+        : parts.error > 0
+          ? s.type_error
+          : pattern > 0
+            ? s.type_pattern
+            : delay > 0
+              ? s.type_delay
+              : s.type_error;
   return { pod: p, score: parts.metric + parts.error + parts.delay + parts.pattern, type, why };
 }
 
@@ -90,7 +101,10 @@ export function oraclScriptAnswer(sketch: OraclSketch, s: OraclScriptSettings): 
   const fault = ranked.map((r) => `${r.pod.pod}: ${r.type} (score ${r.score.toFixed(2)})`).join('\n');
   const counter = ranked
     .slice(1)
-    .map((r) => `(templated) Without a fault in ${r.pod.service}, its evidence (${r.why.join('; ') || 'none'}) would remain; it ranks below ${top!.pod.service}.`)
+    .map(
+      (r) =>
+        `(templated) Without a fault in ${r.pod.service}, its evidence (${r.why.join('; ') || 'none'}) would remain; it ranks below ${top!.pod.service}.`,
+    )
     .join('\n');
   const root = ranked.map((r) => `${r.pod.pod} | ${r.type}`).join('\n');
   return `<think>${think}</think>\n<Fault>${fault || 'none'}</Fault>\n<Counterfactual>${counter || '(templated) no alternative candidate'}</Counterfactual>\n<root>${root}</root>`;

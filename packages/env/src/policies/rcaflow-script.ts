@@ -57,14 +57,27 @@ function typeOf(ev: Evidence, pod: string, service: string, s: RcaFlowScriptSett
   if (metrics.some((f) => /cpu/i.test(f.metric) && (f.component === pod || f.component === service))) return s.type_cpu;
   const logs = ev.logs.get(service)?.templates ?? [];
   const spans = [...ev.spans.values()].filter((k) => k.summary.pod === pod);
-  if (logs.some((t) => t.level === 'error' && (t.unseenInBaseline || (t.ratio ?? 0) >= s.log_ratio)) || spans.some((k) => raisedError(k.summary))) return s.type_error;
+  if (
+    logs.some((t) => t.level === 'error' && (t.unseenInBaseline || (t.ratio ?? 0) >= s.log_ratio)) ||
+    spans.some((k) => raisedError(k.summary))
+  )
+    return s.type_error;
   if (spans.some((k) => otherChanges(k.summary).missing.length > 0)) return s.type_pattern;
   return s.type_delay;
 }
 
 export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
   // The expert's weights for the evidence it does not tune here; silent log statements left out, as when its figures were measured.
-  const sus: SuspectSettings = { slowZ: settings.slow_z, fastRatio: settings.fast_ratio, logRatio: settings.log_ratio, callerErrorWeight: 0.6, risenLogWeight: 0.5, silentLogWeight: 0, fastLeadWeight: 0.6, calmFastLeadBonus: 0 };
+  const sus: SuspectSettings = {
+    slowZ: settings.slow_z,
+    fastRatio: settings.fast_ratio,
+    logRatio: settings.log_ratio,
+    callerErrorWeight: 0.6,
+    risenLogWeight: 0.5,
+    silentLogWeight: 0,
+    fastLeadWeight: 0.6,
+    calmFastLeadBonus: 0,
+  };
   return {
     name: 'rcaflow-script',
     async next(ctx: PolicyContext): Promise<AssistantMessage> {
@@ -73,7 +86,9 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
       const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name.startsWith('search_')));
       const suspects = rankSuspects(ev, sus);
       const ts = Math.round(ctx.case.timestampUs / 1e6);
-      const entry = ctx.messages.map((m) => (m.role === 'user' ? /Entry span: (\S+)/.exec(m.content)?.[1] : undefined)).find(Boolean) ?? ctx.case.entrySpanId;
+      const entry =
+        ctx.messages.map((m) => (m.role === 'user' ? /Entry span: (\S+)/.exec(m.content)?.[1] : undefined)).find(Boolean) ??
+        ctx.case.entrySpanId;
       const openTrace = (why: string): AssistantMessage => {
         const k = ev.calls.get('search_traces') ? nextSpan(ev, sus) : undefined;
         return hermes(why, 'search_traces', { parent_span_id: k?.summary.ref ?? entry });
@@ -82,10 +97,21 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
       const fallbackPod = [...ev.spans.values()].find((k) => k.depth === 0)?.summary.pod ?? '';
       if (req.kind === 'confidence') {
         const c = req.leaves.length ? req.leaves.filter((l) => l.success).length / req.leaves.length : 0;
-        return hermes(`${req.leaves.filter((l) => l.success).length} of ${req.leaves.length} steps found an anomaly.`, 'report_confidence', { confidence: +c.toFixed(4) });
+        return hermes(
+          `${req.leaves.filter((l) => l.success).length} of ${req.leaves.length} steps found an anomaly.`,
+          'report_confidence',
+          { confidence: +c.toFixed(4) },
+        );
       }
       if (req.kind === 'leaf' || req.kind === 'replan') {
-        const tool = req.kind === 'leaf' ? req.tool : nextSpan(ev, sus) ? 'search_traces' : top && !ev.metrics.has(top.pod) ? 'search_fluctuating_metrics' : 'search_logs';
+        const tool =
+          req.kind === 'leaf'
+            ? req.tool
+            : nextSpan(ev, sus)
+              ? 'search_traces'
+              : top && !ev.metrics.has(top.pod)
+                ? 'search_fluctuating_metrics'
+                : 'search_logs';
         if (tool === 'search_traces') return openTrace('I open the span most worth following.');
         if (tool === 'search_fluctuating_metrics') {
           const pod = top?.pod ?? fallbackPod;
@@ -97,7 +123,13 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
       const root_causes: RootCause[] = suspects.slice(0, settings.max_answers).map((x) => {
         const type = typeOf(ev, x.pod, x.service, settings);
         const peaks = (ev.metrics.get(x.pod)?.fluctuating ?? []).map((f) => f.peakTs * 1e6);
-        return { service: x.service, pod: x.pod, type, reason: type, time: openRcaTime(peaks.length ? Math.min(...peaks) : ctx.case.timestampUs) };
+        return {
+          service: x.service,
+          pod: x.pod,
+          type,
+          reason: type,
+          time: openRcaTime(peaks.length ? Math.min(...peaks) : ctx.case.timestampUs),
+        };
       });
       // Then the other pods on the opened path, deepest first: the fault is rarely above the evidence.
       for (const k of [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs)) {
@@ -117,7 +149,8 @@ registerPolicy({
   name: 'rcaflow-script',
   kind: 'agent',
   protocol: 'rcaflow',
-  description: 'RCAFlow-scripted: the fixed default workflow with evidence-chosen arguments and count-based confidence (a stand-in, not RCAFlow)',
+  description:
+    'RCAFlow-scripted: the fixed default workflow with evidence-chosen arguments and count-based confidence (a stand-in, not RCAFlow)',
   settings: RcaFlowScriptSettingsSchema,
   create: (_dataset, settings) => createRcaFlowScript(settings),
 });

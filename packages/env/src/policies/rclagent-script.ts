@@ -69,7 +69,12 @@ function deemed(ev: Evidence, k: KnownSpan, s: RclAgentScriptSettings): boolean 
 }
 
 /** Algorithm 1's DFS from the entry: the next span to open, and the spans deemed so far (in DFS order). */
-function search(ev: Evidence, root: KnownSpan | undefined, s: RclAgentScriptSettings, below?: Set<string>): { open?: KnownSpan; found: KnownSpan[] } {
+function search(
+  ev: Evidence,
+  root: KnownSpan | undefined,
+  s: RclAgentScriptSettings,
+  below?: Set<string>,
+): { open?: KnownSpan; found: KnownSpan[] } {
   const found: KnownSpan[] = [];
   let open: KnownSpan | undefined;
   const visit = (k: KnownSpan, expandDeemed: boolean): void => {
@@ -121,7 +126,9 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
       const r0 = lastAnswer(ctx, 0);
       const ts = Math.round(ctx.case.timestampUs / 1e6);
       const print = (answer: RootCause[], why: string): AssistantMessage =>
-        hermes(why, 'print_results', { root_causes: answer.length ? answer.slice(0, s.max_answers) : [{ pod: root?.summary.pod ?? 'unknown' }] });
+        hermes(why, 'print_results', {
+          root_causes: answer.length ? answer.slice(0, s.max_answers) : [{ pod: root?.summary.pod ?? 'unknown' }],
+        });
 
       if (ctx.final) {
         const r1 = lastAnswer(ctx, 1);
@@ -148,7 +155,9 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
       const r0Pods = new Set((r0 ?? []).map((r) => r.pod));
       const r0Spans = new Set([...ev.spans.values()].filter((k) => r0Pods.has(k.summary.pod)).map((k) => k.summary.spanId));
       const deeper = search(ev, root, s, r0Spans);
-      const openedBefore = ctx.toolCalls.filter((c) => c.name === 'search_traces' && c.turn > (ctx.toolCalls.find((x) => x.name === 'print_results')?.turn ?? Infinity)).length;
+      const openedBefore = ctx.toolCalls.filter(
+        (c) => c.name === 'search_traces' && c.turn > (ctx.toolCalls.find((x) => x.name === 'print_results')?.turn ?? Infinity),
+      ).length;
       if (deeper.open && openedBefore < s.phase2_opens) {
         return hermes(`I inspect deeper below my hypothesis: the children of ${deeper.open.summary.service}.`, 'search_traces', {
           parent_span_id: deeper.open.summary.ref,
@@ -158,7 +167,10 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
       for (const r of r0 ?? []) if (!candidates.some((c) => c.pod === r.pod)) candidates.push(r);
       const toCheck = candidates.slice(0, s.metric_checks).find((c) => c.pod && !ev.metrics.has(c.pod));
       if (toCheck && offered.has('search_fluctuating_metrics')) {
-        return hermes(`I ask the metric agent about ${toCheck.pod} around the request.`, 'search_fluctuating_metrics', { service_name: toCheck.pod, timestamp: ts });
+        return hermes(`I ask the metric agent about ${toCheck.pod} around the request.`, 'search_fluctuating_metrics', {
+          service_name: toCheck.pod,
+          timestamp: ts,
+        });
       }
       if (!offered.has('print_results')) {
         // Still in step 1 with nothing left below R0: metrics of R0 count as deeper.
@@ -175,7 +187,12 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
         })
         .sort((a, b) => b.sigma - a.sigma || a.first - b.first)
         .map((x) => x.c);
-      return print(confirmed.length ? confirmed : candidates, confirmed.length ? 'Candidates confirmed by metrics beyond their band.' : 'No metric confirms a candidate; I keep the trace candidates.');
+      return print(
+        confirmed.length ? confirmed : candidates,
+        confirmed.length
+          ? 'Candidates confirmed by metrics beyond their band.'
+          : 'No metric confirms a candidate; I keep the trace candidates.',
+      );
     },
   };
 }

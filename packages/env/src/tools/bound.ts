@@ -45,7 +45,7 @@ export function errorObservation(settings: ToolSettings, error: string, componen
 export function shown(value: unknown, max = 60): string {
   let s: string;
   try {
-    s = typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+    s = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   } catch {
     s = String(value);
   }

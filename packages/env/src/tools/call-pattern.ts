@@ -15,7 +15,10 @@ export function diffCalls(baseline: Baseline, parent: Span, children: Span[], mi
   const usual = baseline.childPattern(parent);
   if (!usual) return { missing: [], added: [], known: false };
   const seen = new Set(children.map(signature));
-  const missing = [...usual].filter(([k, rate]) => rate >= minRate && !seen.has(k)).map(([k]) => k).sort();
+  const missing = [...usual]
+    .filter(([k, rate]) => rate >= minRate && !seen.has(k))
+    .map(([k]) => k)
+    .sort();
   const added = [...seen].filter((k) => !usual.has(k)).sort();
   return { missing, added, known: true };
 }

@@ -57,7 +57,8 @@ function describe(r: RootCause, i: number): string {
 
 registerTool({
   name: 'print_results',
-  description: 'Give the final answer: the root causes as a ranked list of {node, service, pod, reason}, most likely first. Ends the investigation.',
+  description:
+    'Give the final answer: the root causes as a ranked list of {node, service, pod, reason}, most likely first. Ends the investigation.',
   args,
   offered,
   terminal: true,
@@ -67,7 +68,10 @@ registerTool({
     // a small model copies a span alias far more reliably than a service name (notes/tiny-model.md).
     const unknown = a.root_causes.find((r) => r.span !== undefined && !ctx.dataset.traces.span(ctx.aliases.resolve(r.span)));
     if (unknown) {
-      return errorObservation(ctx.settings, `unknown span id "${shownArg(unknown.span)}": pass a span id shown earlier in this conversation`);
+      return errorObservation(
+        ctx.settings,
+        `unknown span id "${shownArg(unknown.span)}": pass a span id shown earlier in this conversation`,
+      );
     }
     const answer: RootCause[] = a.root_causes.map((r) => {
       const out: RootCause = {};
@@ -85,6 +89,12 @@ registerTool({
     const lines = [`Recorded ${answer.length} root cause(s):`, ...shown.map(describe)];
     if (note) lines.push(note);
     const data: PrintResultsData = { answer };
-    return okObservation(ctx.settings, lines.join('\n'), data, answer.flatMap((r) => named(ctx, r)), !!note);
+    return okObservation(
+      ctx.settings,
+      lines.join('\n'),
+      data,
+      answer.flatMap((r) => named(ctx, r)),
+      !!note,
+    );
   },
 });

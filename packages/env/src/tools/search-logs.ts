@@ -69,9 +69,7 @@ function group(ctx: ToolContext, records: LogRecord[], minutes: number): LogTemp
     const first = rs[0];
     const services = [...new Set(rs.map((r) => r.service))].sort();
     const ratePerMin = rs.length / minutes;
-    const base = services
-      .map((s) => ctx.dataset.logs.baselineRate(s, first.templateId))
-      .filter((v): v is number => v !== undefined);
+    const base = services.map((s) => ctx.dataset.logs.baselineRate(s, first.templateId)).filter((v): v is number => v !== undefined);
     const baselineRatePerMin = base.length ? base.reduce((a, b) => a + b, 0) : undefined;
     const ratio = baselineRatePerMin ? ratePerMin / baselineRatePerMin : undefined;
     return {
@@ -96,7 +94,8 @@ export const statementOf = (template: string): string => template.replace(/<(\w+
 function podsByService(ctx: ToolContext, target: { level: string; name: string }): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const p of ctx.dataset.topology.pods) {
-    const hit = target.level === 'node' ? p.node === target.name : target.level === 'pod' ? p.pod === target.name : p.service === target.name;
+    const hit =
+      target.level === 'node' ? p.node === target.name : target.level === 'pod' ? p.pod === target.name : p.service === target.name;
     if (hit) out.set(p.service, [...(out.get(p.service) ?? []), p.pod]);
   }
   if (!out.size && target.level === 'service') out.set(target.name, [target.name]);
@@ -130,7 +129,8 @@ function silentStatements(ctx: ToolContext, target: { level: string; name: strin
     for (const [statement, { level, rate }] of usual) {
       const expected = rate * minutes;
       const n = seen.get(statement) ?? 0;
-      if (expected >= settings.silent_min_expected && n <= settings.silent_max_ratio * expected) out.push({ statement, level, service, pods, expected, seen: n });
+      if (expected >= settings.silent_min_expected && n <= settings.silent_max_ratio * expected)
+        out.push({ statement, level, service, pods, expected, seen: n });
     }
   }
   return out.sort((a, b) => a.seen / a.expected - b.seen / b.expected || b.expected - a.expected);
@@ -172,9 +172,7 @@ registerTool({
     const t = parseTimestamp(a.timestamp, settings.timestamp_formats);
     if (!t.ok) return errorObservation(settings, t.error, [target.name]);
     const halfUs = settings.log_delta_s * 1e6;
-    const records = sources(ctx, target).flatMap((c) =>
-      ctx.dataset.logs.query(c, t.us - halfUs, t.us + halfUs, ['error', 'warn']),
-    );
+    const records = sources(ctx, target).flatMap((c) => ctx.dataset.logs.query(c, t.us - halfUs, t.us + halfUs, ['error', 'warn']));
     const all = group(ctx, records, (2 * settings.log_delta_s) / 60).sort((x, y) => excess(y) - excess(x));
     const { shown: kept, note } = boundItems(all, settings.max_items, 'log templates');
     const lines = [`Error/warning logs of ${target.level} ${target.name} within ±${settings.log_delta_s}s of ${isoOfUs(t.us)}:`];
@@ -183,7 +181,11 @@ registerTool({
     if (note) lines.push(note);
     const silentAll = silentStatements(ctx, target, t.us);
     const { shown: silent, note: silentNote } = boundItems(silentAll, settings.max_items, 'silent statements');
-    if (silent.length) lines.push(`Statements usually logged that went silent around ${isoOfUs(t.us)}:`, ...silent.map((x) => silentLine(x, settings.silent_window_s)));
+    if (silent.length)
+      lines.push(
+        `Statements usually logged that went silent around ${isoOfUs(t.us)}:`,
+        ...silent.map((x) => silentLine(x, settings.silent_window_s)),
+      );
     if (silentNote) lines.push(silentNote);
     const data: SearchLogsData = {
       component: target.name,

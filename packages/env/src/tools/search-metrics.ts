@@ -56,9 +56,7 @@ registerTool({
     const series = new Map(
       [target.name, ...target.related].flatMap((c) => dataset.metrics.series(c)).map((s) => [`${s.component}|${s.name}`, s]),
     );
-    const measured = [...series.values()]
-      .map((s) => measureFluctuation(s, w))
-      .filter((f): f is Fluctuation => f !== undefined);
+    const measured = [...series.values()].map((s) => measureFluctuation(s, w)).filter((f): f is Fluctuation => f !== undefined);
     const breaking = measured
       .filter((f) => Math.abs(f.maxDeviationSigma) > settings.n_sigma)
       .sort((x, y) => Math.abs(y.maxDeviationSigma) - Math.abs(x.maxDeviationSigma));

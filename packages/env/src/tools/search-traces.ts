@@ -96,7 +96,7 @@ export function verdictOf(s: SpanSummary): Verdict {
  * its calls as one copy.
  */
 function verdictRank(a: SpanSummary, b: SpanSummary): number {
-  if ((a.childCount > 0) !== (b.childCount > 0)) return Number(b.childCount > 0) - Number(a.childCount > 0);
+  if (a.childCount > 0 !== b.childCount > 0) return Number(b.childCount > 0) - Number(a.childCount > 0);
   const va = verdictOf(a);
   const vb = verdictOf(b);
   if (va !== vb) return VERDICTS.indexOf(va) - VERDICTS.indexOf(vb);
@@ -109,7 +109,11 @@ function describe(s: SpanSummary, verdicts: boolean): string {
     s.usualMeanUs === undefined
       ? 'usual n/a'
       : `usual ${ms(s.usualMeanUs)}, x${(s.ratio ?? 0).toFixed(2)}${s.slow && !verdicts ? ' SLOW' : ''}`;
-  const parts = [verdicts ? `${s.ref} ${verdictOf(s)} ${s.service} pod=${s.pod} ${isoOfUs(s.startUs)}` : `${s.ref} ${isoOfUs(s.startUs)} ${s.service} pod=${s.pod}`];
+  const parts = [
+    verdicts
+      ? `${s.ref} ${verdictOf(s)} ${s.service} pod=${s.pod} ${isoOfUs(s.startUs)}`
+      : `${s.ref} ${isoOfUs(s.startUs)} ${s.service} pod=${s.pod}`,
+  ];
   if (s.node) parts.push(`node=${s.node}`);
   parts.push(`"${s.operation}" ${ms(s.durationUs)} (${usual})`);
   if (s.status !== 'unset') parts.push(`status=${s.status}`);

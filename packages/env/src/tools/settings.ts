@@ -66,7 +66,10 @@ export const ToolSettingsSchema = z
      */
     verdicts: z.boolean().default(false),
     /** Timestamp forms the tools accept: Unix seconds/ms/µs/ns (told apart by magnitude) and ISO-8601. Default all. */
-    timestamp_formats: z.array(z.enum(TIMESTAMP_FORMATS)).min(1).default([...TIMESTAMP_FORMATS]),
+    timestamp_formats: z
+      .array(z.enum(TIMESTAMP_FORMATS))
+      .min(1)
+      .default([...TIMESTAMP_FORMATS]),
   })
   .refine((s) => s.baseline_window_s > s.metric_delta_s, {
     message: 'baseline_window_s must be larger than metric_delta_s',

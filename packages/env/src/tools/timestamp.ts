@@ -32,7 +32,7 @@ function fromIso(s: string, accepted: readonly TimestampFormat[]): TimestampResu
   const ms = Date.parse(text);
   if (Number.isNaN(ms)) return { ok: false, error: `timestamp "${s}" is not a valid date` };
   const frac = /\.(\d+)/.exec(m[2] ?? '');
-  const subMsUs = frac ? Number((`${frac[1]}000000`).slice(3, 6)) : 0;
+  const subMsUs = frac ? Number(`${frac[1]}000000`.slice(3, 6)) : 0;
   return { ok: true, us: ms * 1000 + subMsUs, format: 'iso8601' };
 }
 

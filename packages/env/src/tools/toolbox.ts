@@ -19,7 +19,12 @@ export class Toolbox {
 
   constructor(dataset: Dataset, settings: ToolSettings | Record<string, unknown> = {}) {
     const s = parseToolSettings(settings);
-    this.ctx = { dataset, settings: s, aliases: new SpanAliases(s.span_aliases), pods: new PodAliases(s.pod_aliases, dataset.topology.pods) };
+    this.ctx = {
+      dataset,
+      settings: s,
+      aliases: new SpanAliases(s.span_aliases),
+      pods: new PodAliases(s.pod_aliases, dataset.topology.pods),
+    };
   }
 
   get settings(): ToolSettings {

@@ -8,7 +8,11 @@ import type { PathStep } from '@thinkfl/env';
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
   }
   return v;
 }
@@ -38,5 +42,7 @@ export function dedupedCalls(path: PathStep[]): [string, string][] {
 
 /** SHA-256 (hex) of the de-duplicated call sequence. */
 export function pathKey(path: PathStep[]): string {
-  return createHash('sha256').update(JSON.stringify(dedupedCalls(path))).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(dedupedCalls(path)))
+    .digest('hex');
 }

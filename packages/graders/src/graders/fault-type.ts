@@ -12,7 +12,8 @@ export const faultType: Grader = {
   description: 'KnowledgeMind FT@k: 1/(r+1) for the true type at place r with the top component right, else 0',
   grade(episode, ctx): GradeResult {
     if (ctx.faultType === undefined) return { score: 0, parts: { typeKnown: 0 } };
-    const answer = episode.answer?.map((item) => ({ ...normalizeItem(item), type: typeof item?.type === 'string' ? item.type : undefined })) ?? null;
+    const answer =
+      episode.answer?.map((item) => ({ ...normalizeItem(item), type: typeof item?.type === 'string' ? item.type : undefined })) ?? null;
     const truth = { ...normalizeItem(ctx.truth), level: ctx.truth.level };
     const r = faultTypeRank(answer, truth, ctx.faultType, ctx.truth.level, matchContext(ctx.podToService));
     return { score: r === null ? 0 : 1 / (r + 1), parts: { typeKnown: 1, rank: r ?? -1 } };

@@ -17,7 +17,8 @@ const time = (us: number): string => new Date(Math.floor(us / 1000)).toISOString
 export function scoringPointsOf(ctx: GradeContext): { points: string; failures: number } {
   if (ctx.openrca) return { points: ctx.openrca.scoringPoints, failures: ctx.openrca.failures };
   const lines: string[] = [];
-  if (ctx.faultStartUs !== undefined) lines.push(`The only root cause occurrence time is within 1 minutes (i.e., <=1min) of ${time(ctx.faultStartUs)}`);
+  if (ctx.faultStartUs !== undefined)
+    lines.push(`The only root cause occurrence time is within 1 minutes (i.e., <=1min) of ${time(ctx.faultStartUs)}`);
   const c = componentAt(ctx.truth, ctx.truth.level, matchContext(ctx.podToService));
   if (c) lines.push(`The only predicted root cause component is ${c}`);
   if (ctx.faultType) lines.push(`The only predicted root cause reason is ${ctx.faultType}`);

@@ -99,11 +99,13 @@ export function scoreOpenRca(prediction: string, scoringPoints: string): OpenRca
   const { times, components, reasons } = parseScoringPoints(scoringPoints);
   const n = Math.max(times.length, components.length, reasons.length);
   const points = times.length + components.length + reasons.length;
-  if (points === 0) throw new Error(`OpenRCA scoring points name no time, component or reason: ${JSON.stringify(scoringPoints.slice(0, 200))}`);
+  if (points === 0)
+    throw new Error(`OpenRCA scoring points name no time, component or reason: ${JSON.stringify(scoringPoints.slice(0, 200))}`);
   let best = 0;
   let passed: string[] = [];
   if (n === preds.length) {
-    if (n > MAX_OPENRCA_PERMUTED) throw new Error(`OpenRCA query with ${n} failures: at most ${MAX_OPENRCA_PERMUTED} are scored by permutation`);
+    if (n > MAX_OPENRCA_PERMUTED)
+      throw new Error(`OpenRCA query with ${n} failures: at most ${MAX_OPENRCA_PERMUTED} are scored by permutation`);
     let bestSoFar = -1;
     for (const perm of permutations(preds)) {
       let score = 0;

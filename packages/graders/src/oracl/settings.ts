@@ -26,7 +26,10 @@ export const oraclSettings = z
      * before close, with non-blank content, neither nested in nor crossing another tag's pair.
      * Default think, Fault, Counterfactual, root (Table II; Carrier is input, not output).
      */
-    tags: z.array(z.string().regex(/^[A-Za-z_][\w.-]*$/, 'a tag name')).min(1).default([...ORACL_TAGS]),
+    tags: z
+      .array(z.string().regex(/^[A-Za-z_][\w.-]*$/, 'a tag name'))
+      .min(1)
+      .default([...ORACL_TAGS]),
     /** L_min of Eq. 10, in characters of the final generation (graders see no tokens): no penalty up to it. Default 1500. */
     length_min: z.number().int().nonnegative().default(1500),
     /** L_max of Eq. 10, characters: the penalty is -1 from here on; above expert annotation length. Default 6000. */

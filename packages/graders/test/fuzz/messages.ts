@@ -6,7 +6,6 @@
 import type { AssistantMessage } from '@thinkfl/env';
 import { prng } from '../../../../testkit/prng';
 
-
 /** What the generator may name: real spans, components and times of the case. */
 export interface FuzzWorld {
   spanIds: string[];
@@ -46,21 +45,52 @@ export class MessageFuzzer {
   private timestamp(w: FuzzWorld): unknown {
     const sec = w.timestampUs / 1e6;
     return this.pick<unknown>([
-      Math.floor(sec), Math.floor(sec * 1000), w.timestampUs, w.timestampUs * 1000, new Date(sec * 1000).toISOString(),
-      String(Math.floor(sec)), '2023-01-29 08:45:00', 'yesterday', -1, 0, 1e300, null, { t: sec }, [sec], '2023-02-30T25:61:00Z', NaN,
+      Math.floor(sec),
+      Math.floor(sec * 1000),
+      w.timestampUs,
+      w.timestampUs * 1000,
+      new Date(sec * 1000).toISOString(),
+      String(Math.floor(sec)),
+      '2023-01-29 08:45:00',
+      'yesterday',
+      -1,
+      0,
+      1e300,
+      null,
+      { t: sec },
+      [sec],
+      '2023-02-30T25:61:00Z',
+      NaN,
     ]);
   }
 
   private component(w: FuzzWorld): unknown {
     return this.pick<unknown>([
-      this.pick(w.services), this.pick(w.pods), this.pick(w.nodes), 'ts-made-up-service', this.pick(UNICODE), 42, null, '', 'ts-',
+      this.pick(w.services),
+      this.pick(w.pods),
+      this.pick(w.nodes),
+      'ts-made-up-service',
+      this.pick(UNICODE),
+      42,
+      null,
+      '',
+      'ts-',
     ]);
   }
 
   private spanRef(w: FuzzWorld): unknown {
     return this.pick<unknown>([
-      this.pick(w.spanIds), this.pick(w.spanIds), `s${this.int(12)}`, 'deadbeefdeadbeef', this.pick(w.spanIds).toUpperCase(), 12345, null, '',
-      ['a'], { id: 'x' }, this.junk(30),
+      this.pick(w.spanIds),
+      this.pick(w.spanIds),
+      `s${this.int(12)}`,
+      'deadbeefdeadbeef',
+      this.pick(w.spanIds).toUpperCase(),
+      12345,
+      null,
+      '',
+      ['a'],
+      { id: 'x' },
+      this.junk(30),
     ]);
   }
 
@@ -75,7 +105,14 @@ export class MessageFuzzer {
         return { service_name: this.component(w), timestamp: this.timestamp(w) };
       case 'print_results': {
         const one = () =>
-          this.pick<unknown>([{ pod: this.pick(w.pods) }, { service: this.pick(w.services), reason: this.junk(20) }, { node: this.pick(w.nodes) }, { reason: 'only' }, 'ts-order-service', {}]);
+          this.pick<unknown>([
+            { pod: this.pick(w.pods) },
+            { service: this.pick(w.services), reason: this.junk(20) },
+            { node: this.pick(w.nodes) },
+            { reason: 'only' },
+            'ts-order-service',
+            {},
+          ]);
         return { root_causes: this.chance(0.1) ? this.pick<unknown>([[], 'all', null]) : Array.from({ length: 1 + this.int(4) }, one) };
       }
       default:
@@ -115,7 +152,13 @@ export class MessageFuzzer {
       case 3:
         return {
           content: pre,
-          tool_calls: [{ id: `call_${this.int(1e6)}`, type: 'function', function: { name: call.name as string, arguments: this.chance(0.9) ? this.json(call.arguments) : (call.arguments as string) } }],
+          tool_calls: [
+            {
+              id: `call_${this.int(1e6)}`,
+              type: 'function',
+              function: { name: call.name as string, arguments: this.chance(0.9) ? this.json(call.arguments) : (call.arguments as string) },
+            },
+          ],
         };
       case 4:
         return { content: `${pre}Action: ${String(call.name)}\nAction Input: ${this.json(call.arguments)}\nObservation:` };
@@ -124,28 +167,60 @@ export class MessageFuzzer {
       case 6: // truncated JSON
         return { content: `<tool_call>${body.slice(0, this.int(body.length))}` };
       case 7: // nested and stray tags
-        return { content: this.pick([`<tool_call><tool_call>${body}</tool_call></tool_call>`, `</tool_call>${body}<tool_call>`, `<tool_call>{"name": "<tool_call>", "arguments": {"x": "</tool_call>"}}</tool_call>`, '<tool_call></tool_call>']) };
+        return {
+          content: this.pick([
+            `<tool_call><tool_call>${body}</tool_call></tool_call>`,
+            `</tool_call>${body}<tool_call>`,
+            `<tool_call>{"name": "<tool_call>", "arguments": {"x": "</tool_call>"}}</tool_call>`,
+            '<tool_call></tool_call>',
+          ]),
+        };
       case 8: // mixed formats
-        return { content: `Action: search_logs\nAction Input: {}\n<tool_call>${body}</tool_call>\n${this.json({ name: 'print_results', parameters: {} })}` };
+        return {
+          content: `Action: search_logs\nAction Input: {}\n<tool_call>${body}</tool_call>\n${this.json({ name: 'print_results', parameters: {} })}`,
+        };
       case 9: // huge strings
         return this.chance(0.5)
-          ? { content: `<tool_call>${this.json({ name: 'search_traces', arguments: { parent_span_id: 'f'.repeat(20_000 + this.int(80_000)) } })}</tool_call>` }
+          ? {
+              content: `<tool_call>${this.json({ name: 'search_traces', arguments: { parent_span_id: 'f'.repeat(20_000 + this.int(80_000)) } })}</tool_call>`,
+            }
           : { content: this.junk(5_000 + this.int(30_000)) };
       case 10: // unicode
-        return { content: `${this.pick(UNICODE)}<tool_call>${this.json({ name: this.pick(UNICODE), arguments: { parent_span_id: this.pick(UNICODE) } })}</tool_call>${this.pick(UNICODE)}` };
+        return {
+          content: `${this.pick(UNICODE)}<tool_call>${this.json({ name: this.pick(UNICODE), arguments: { parent_span_id: this.pick(UNICODE) } })}</tool_call>${this.pick(UNICODE)}`,
+        };
       case 11: // malformed OpenAI tool_calls
         return {
           content: '',
-          tool_calls: this.pick<unknown>([[null], [{}], [{ function: { name: 'search_traces', arguments: '{"parent_span_id": ' } }], [{ id: 7, function: { name: 'search_logs', arguments: { a: 1 } } }], 'x', [1, 2]]) as never,
+          tool_calls: this.pick<unknown>([
+            [null],
+            [{}],
+            [{ function: { name: 'search_traces', arguments: '{"parent_span_id": ' } }],
+            [{ id: 7, function: { name: 'search_logs', arguments: { a: 1 } } }],
+            'x',
+            [1, 2],
+          ]) as never,
         };
       case 12: // brace soup and python dicts
-        return { content: this.pick(['{'.repeat(200 + this.int(2000)), `{'name': 'search_traces', 'arguments': {'parent_span_id': 'x'}}`, '{"name": 1, "parameters": 2}', '[]', 'null']) };
+        return {
+          content: this.pick([
+            '{'.repeat(200 + this.int(2000)),
+            `{'name': 'search_traces', 'arguments': {'parent_span_id': 'x'}}`,
+            '{"name": 1, "parameters": 2}',
+            '[]',
+            'null',
+          ]),
+        };
       case 13: // plain text, empty, whitespace
-        return { content: this.pick(['', ' \n\t', 'The root cause is the order service.', this.junk(200), 'Final Answer: ts-order-service']) };
+        return {
+          content: this.pick(['', ' \n\t', 'The root cause is the order service.', this.junk(200), 'Final Answer: ts-order-service']),
+        };
       case 14: // several calls in one message
         return { content: `<tool_call>${body}</tool_call><tool_call>${this.json(this.callObject(w))}</tool_call>` };
       default: // a valid answer in a random format
-        return { content: `<tool_call>${this.json({ name: 'print_results', arguments: { root_causes: [{ pod: this.pick(w.pods) }] } })}</tool_call>` };
+        return {
+          content: `<tool_call>${this.json({ name: 'print_results', arguments: { root_causes: [{ pod: this.pick(w.pods) }] } })}</tool_call>`,
+        };
     }
   }
 }

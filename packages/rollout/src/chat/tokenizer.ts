@@ -45,7 +45,10 @@ export class Tokenizer {
    * composition may shrink text; Infinity where unknown text can fuse into one token.
    */
   get maxCharsPerToken(): number {
-    const json = this.modelDir.tokenizerJSON as { normalizer?: unknown; model?: { unk_token?: unknown; fuse_unk?: boolean; byte_fallback?: boolean; max_input_chars_per_word?: number } };
+    const json = this.modelDir.tokenizerJSON as {
+      normalizer?: unknown;
+      model?: { unk_token?: unknown; fuse_unk?: boolean; byte_fallback?: boolean; max_input_chars_per_word?: number };
+    };
     const m = json.model ?? {};
     if (m.unk_token != null && m.fuse_unk && !m.byte_fallback) return Infinity;
     const longest = Math.max(1, m.max_input_chars_per_word ?? 1, ...this.inner.model.vocab.map((t) => t.length));

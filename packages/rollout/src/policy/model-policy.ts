@@ -105,7 +105,9 @@ export class ModelPolicy implements Policy {
     this.padLogprobs();
     const room = this.maxContext - promptIds.length;
     if (room <= 0) {
-      throw new ContextLimitError(`context limit: the prompt of turn ${ctx.turn} has ${promptIds.length} tokens, the model takes ${this.maxContext}`);
+      throw new ContextLimitError(
+        `context limit: the prompt of turn ${ctx.turn} has ${promptIds.length} tokens, the model takes ${this.maxContext}`,
+      );
     }
     const replayed = this.opts.replay?.[this.turns.length];
     if (replayed) return this.append(tokens, replayed.ids, [], replayed.text, false);
@@ -138,7 +140,13 @@ export class ModelPolicy implements Policy {
   }
 
   /** Records a turn's ids (sampled here, or replayed as context) and its message. */
-  private append(tokens: EpisodeTokens, ids: readonly number[], logprobs: readonly number[], text: string, sampled: boolean): AssistantMessage {
+  private append(
+    tokens: EpisodeTokens,
+    ids: readonly number[],
+    logprobs: readonly number[],
+    text: string,
+    sampled: boolean,
+  ): AssistantMessage {
     const message: AssistantMessage = { content: text };
     const start = tokens.ids.length;
     if (sampled) tokens.appendGenerated(ids, message);

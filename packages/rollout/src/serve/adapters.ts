@@ -32,7 +32,10 @@ export class Adapters {
     if (!this.loader) throw new ApiError(500, 'LoRA is not enabled. Use --enable-lora to enable LoRA.', 'InternalServerError');
     if (this.models.isBase(name)) throw new BadRequest(`The lora adapter '${name}' conflicts with a served base model.`, 'lora_name');
     if ((this.models.has(name) && !inplace) || this.loading.has(name)) {
-      throw new BadRequest(`The lora adapter '${name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`, 'lora_name');
+      throw new BadRequest(
+        `The lora adapter '${name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`,
+        'lora_name',
+      );
     }
     this.loading.add(name);
     try {
@@ -53,7 +56,8 @@ export class Adapters {
   unload(raw: unknown): string {
     const { lora_name: name } = parseBody(unloadAdapterSchema, raw);
     if (this.models.isBase(name)) throw new BadRequest(`'${name}' is the base model, not a lora adapter`, 'lora_name');
-    if (!this.models.remove(name)) throw new ApiError(404, `The lora adapter '${name}' cannot be found.`, 'not_found_error', 'model_not_found', 'lora_name');
+    if (!this.models.remove(name))
+      throw new ApiError(404, `The lora adapter '${name}' cannot be found.`, 'not_found_error', 'model_not_found', 'lora_name');
     return `Success: LoRA adapter '${name}' removed successfully.`;
   }
 }

@@ -23,7 +23,11 @@ export async function chatCompletions(ctx: RequestContext, raw: unknown): Promis
   const maxTokens = completionBudget(model, promptIds.length, body.max_completion_tokens ?? body.max_tokens, 512, asked);
   const sampling = samplingOf(body, maxTokens, 0);
   const head = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: model.id };
-  const usage = (gen: Generation) => ({ prompt_tokens: promptIds.length, completion_tokens: gen.tokenIds.length, total_tokens: promptIds.length + gen.tokenIds.length });
+  const usage = (gen: Generation) => ({
+    prompt_tokens: promptIds.length,
+    completion_tokens: gen.tokenIds.length,
+    total_tokens: promptIds.length + gen.tokenIds.length,
+  });
   const answer = (gen: Generation) => {
     const { content, toolCalls } = tools.length ? model.readToolCalls(gen.text, tools) : { content: gen.text, toolCalls: [] };
     return { content, toolCalls, finish: toolCalls.length ? 'tool_calls' : gen.finishReason };
@@ -31,7 +35,8 @@ export async function chatCompletions(ctx: RequestContext, raw: unknown): Promis
 
   if (body.stream) {
     return new EventStream(async (emit) => {
-      const chunk = (delta: Record<string, unknown>, finish: string | null) => emit({ ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+      const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+        emit({ ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
       // The first chunk waits for the first token: a refusal before it (429) is still answered as an HTTP status.
       let begun = false;
       const begin = () => {
@@ -67,7 +72,11 @@ export async function chatCompletions(ctx: RequestContext, raw: unknown): Promis
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: content.length || !toolCalls.length ? content : null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+        message: {
+          role: 'assistant',
+          content: content.length || !toolCalls.length ? content : null,
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+        },
         finish_reason: finish,
         ...(body.return_token_ids ? { token_ids: gen.tokenIds } : {}),
       },

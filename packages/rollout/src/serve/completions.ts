@@ -13,12 +13,18 @@ export async function completions(ctx: RequestContext, raw: unknown): Promise<Re
   const model = ctx.model(typeof fields.model === 'string' ? fields.model : undefined);
   boundRawPrompt(model, fields.prompt);
   const body = parseBody(completionBodySchema, raw);
-  const prompt = Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] !== 'number' ? body.prompt[0] : body.prompt;
-  const promptIds = typeof prompt === 'string' ? await promptTokens(model, prompt, 'prompt') : checkedPrompt(model, prompt as number[], 'prompt');
+  const prompt =
+    Array.isArray(body.prompt) && body.prompt.length === 1 && typeof body.prompt[0] !== 'number' ? body.prompt[0] : body.prompt;
+  const promptIds =
+    typeof prompt === 'string' ? await promptTokens(model, prompt, 'prompt') : checkedPrompt(model, prompt as number[], 'prompt');
   const maxTokens = completionBudget(model, promptIds.length, body.max_tokens, 16, 'max_tokens');
   const sampling = samplingOf(body, maxTokens, body.logprobs ?? 0);
   const head = { id: `cmpl-${randomUUID()}`, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: model.id };
-  const usage = (gen: Generation) => ({ prompt_tokens: promptIds.length, completion_tokens: gen.tokenIds.length, total_tokens: promptIds.length + gen.tokenIds.length });
+  const usage = (gen: Generation) => ({
+    prompt_tokens: promptIds.length,
+    completion_tokens: gen.tokenIds.length,
+    total_tokens: promptIds.length + gen.tokenIds.length,
+  });
   if (body.stream) {
     return new EventStream(async (emit) => {
       const deltas = new TextDeltas(model.decode, (id) => model.eosIds.includes(id), sampling.stop ?? []);
@@ -30,9 +36,15 @@ export async function completions(ctx: RequestContext, raw: unknown): Promise<Re
         onToken: (id, logprob) => {
           const text = deltas.push(id);
           if (!text && !perToken) return;
-          const logprobs = body.logprobs == null ? null : { tokens: [tokenName(model, body, id)], token_logprobs: [logprob], top_logprobs: null, text_offset: [offset] };
+          const logprobs =
+            body.logprobs == null
+              ? null
+              : { tokens: [tokenName(model, body, id)], token_logprobs: [logprob], top_logprobs: null, text_offset: [offset] };
           offset += model.tokenText(id).length;
-          emit({ ...head, choices: [{ index: 0, text, logprobs, finish_reason: null, ...(body.return_token_ids ? { token_ids: [id] } : {}) }] });
+          emit({
+            ...head,
+            choices: [{ index: 0, text, logprobs, finish_reason: null, ...(body.return_token_ids ? { token_ids: [id] } : {}) }],
+          });
         },
       });
       emit({ ...head, choices: [{ index: 0, text: deltas.finish(gen.text), logprobs: null, finish_reason: gen.finishReason }] });
@@ -55,7 +67,8 @@ export async function completions(ctx: RequestContext, raw: unknown): Promise<Re
   };
 }
 
-const tokenName = (model: ServedModel, body: CompletionBody, id: number) => (body.return_tokens_as_token_ids ? `token_id:${id}` : model.tokenText(id));
+const tokenName = (model: ServedModel, body: CompletionBody, id: number) =>
+  body.return_tokens_as_token_ids ? `token_id:${id}` : model.tokenText(id);
 
 function logprobsOf(model: ServedModel, gen: Generation, body: CompletionBody): Record<string, unknown> {
   const name = (id: number) => tokenName(model, body, id);

@@ -45,7 +45,10 @@ export class JsonThread {
     }
     const worker = this.started();
     // Transferred, not copied: a buffer of its own (Buffer.concat of a large body is one).
-    const own = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
+    const own =
+      bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length
+        ? bytes.buffer
+        : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

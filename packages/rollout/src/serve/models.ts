@@ -75,7 +75,13 @@ export class ServedModels {
     const e = name == null ? this.entries()[0] : this.byId.get(name);
     if (!e) {
       const known = [...this.byId.keys()];
-      throw new ApiError(404, `The model \`${name ?? ''}\` does not exist. Served: ${known.join(', ') || 'none'}.`, 'invalid_request_error', 'model_not_found', 'model');
+      throw new ApiError(
+        404,
+        `The model \`${name ?? ''}\` does not exist. Served: ${known.join(', ') || 'none'}.`,
+        'invalid_request_error',
+        'model_not_found',
+        'model',
+      );
     }
     e.holders++;
     let released = false;

@@ -27,7 +27,8 @@ export function boundRawPrompt(model: ServedModel, prompt: unknown): void {
   const one = Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] !== 'number' ? (prompt[0] as unknown) : prompt;
   if (typeof one === 'string') boundText(model, one, 'prompt');
   // Token ids may arrive packed in a Float64Array (json-thread.ts).
-  else if ((Array.isArray(one) || one instanceof Float64Array) && one.length >= model.contextLength) throw tooLong(model, String(one.length), 'prompt');
+  else if ((Array.isArray(one) || one instanceof Float64Array) && one.length >= model.contextLength)
+    throw tooLong(model, String(one.length), 'prompt');
 }
 
 /** Token ids of a prompt text; throws the 400 when it cannot leave room for one generated token. */
@@ -52,7 +53,13 @@ export function checkedPrompt(model: ServedModel, ids: number[], param: string):
  * Tokens the completion may have: the requested count, which must fit beside the prompt (a
  * 400 naming the numbers otherwise); unrequested, `fallback` cut to the room left.
  */
-export function completionBudget(model: ServedModel, promptLength: number, requested: number | null | undefined, fallback: number, param: string): number {
+export function completionBudget(
+  model: ServedModel,
+  promptLength: number,
+  requested: number | null | undefined,
+  fallback: number,
+  param: string,
+): number {
   const room = model.contextLength - promptLength;
   if (requested == null) return Math.min(fallback, room);
   if (requested > room) {

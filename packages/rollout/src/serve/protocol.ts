@@ -80,7 +80,11 @@ export const chatBodySchema = z.object({
     .array(
       z.object({
         type: z.literal('function'),
-        function: z.object({ name: z.string().min(1), description: z.string().default(''), parameters: z.record(z.string(), z.unknown()).default({}) }),
+        function: z.object({
+          name: z.string().min(1),
+          description: z.string().default(''),
+          parameters: z.record(z.string(), z.unknown()).default({}),
+        }),
       }),
     )
     .nullish(),
@@ -101,7 +105,11 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 }
 
 /** vLLM's POST /v1/load_lora_adapter; load_inplace replaces the weights of a name already loaded. */
-export const loadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_path: z.string().min(1), load_inplace: z.boolean().nullish() });
+export const loadAdapterSchema = z.object({
+  lora_name: z.string().min(1),
+  lora_path: z.string().min(1),
+  load_inplace: z.boolean().nullish(),
+});
 
 /** vLLM's POST /v1/unload_lora_adapter. */
 export const unloadAdapterSchema = z.object({ lora_name: z.string().min(1), lora_int_id: z.number().int().nullish() });

@@ -180,7 +180,8 @@ async function handle(served: Served, req: IncomingMessage, res: ServerResponse)
 async function streamEvents(res: ServerResponse, stream: EventStream): Promise<void> {
   await stream.run((chunk) => {
     if (res.destroyed) return;
-    if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    if (!res.headersSent)
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.write(`data: ${JSON.stringify(chunk)}\n\n`);
   });
   if (!res.destroyed) res.end('data: [DONE]\n\n');
@@ -233,14 +234,27 @@ function metrics({ gate, generated, sleep }: Served): string {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
   metric('thinkfl_generations_running', 'gauge', 'Generations running now.', gate.running);
   metric('thinkfl_generations_waiting', 'gauge', 'Generation requests queued for a free slot.', gate.waiting);
-  metric('thinkfl_generations_completed_total', 'counter', 'Generations finished with their client still there (answered or failed).', gate.completed);
-  metric('thinkfl_generations_cancelled_total', 'counter', 'Generations stopped because their client closed the connection.', gate.cancelled);
+  metric(
+    'thinkfl_generations_completed_total',
+    'counter',
+    'Generations finished with their client still there (answered or failed).',
+    gate.completed,
+  );
+  metric(
+    'thinkfl_generations_cancelled_total',
+    'counter',
+    'Generations stopped because their client closed the connection.',
+    gate.cancelled,
+  );
   if (sleep) {
     metric('thinkfl_sleeping', 'gauge', 'Whether the server is asleep (POST /sleep, until POST /wake_up).', sleep.sleeping ? 1 : 0);
     metric('thinkfl_sleeps_total', 'counter', 'POST /sleep calls answered.', sleep.sleeps);
     metric('thinkfl_wake_ups_total', 'counter', 'POST /wake_up calls answered.', sleep.wakeUps);
   }
-  lines.push('# HELP thinkfl_model_generations_total Generations finished per served model (base model or loaded adapter).', '# TYPE thinkfl_model_generations_total counter');
+  lines.push(
+    '# HELP thinkfl_model_generations_total Generations finished per served model (base model or loaded adapter).',
+    '# TYPE thinkfl_model_generations_total counter',
+  );
   for (const [id, n] of generated) lines.push(`thinkfl_model_generations_total{model=${JSON.stringify(id)}} ${n}`);
   return `${lines.join('\n')}\n`;
 }

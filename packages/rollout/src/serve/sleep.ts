@@ -30,7 +30,8 @@ export class SleepMode {
   async sleep(query: URLSearchParams): Promise<{ status: string; level: number }> {
     const level = Number(query.get('level') ?? '1');
     const mode = query.get('mode') ?? 'abort';
-    if (!Number.isInteger(level) || level < 0 || level > 2) throw new BadRequest(`level: must be 0, 1 or 2, got ${query.get('level')}`, 'level');
+    if (!Number.isInteger(level) || level < 0 || level > 2)
+      throw new BadRequest(`level: must be 0, 1 or 2, got ${query.get('level')}`, 'level');
     if (level === 2) throw new BadRequest('level 2 (weights discarded) is not supported by this server', 'level');
     if (mode !== 'abort' && mode !== 'wait') throw new BadRequest(`mode: ${mode} is not supported by this server (abort or wait)`, 'mode');
     this.gate.pause();

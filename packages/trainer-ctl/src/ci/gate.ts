@@ -8,9 +8,14 @@ import { runSeries } from './series';
 
 export class ExpectationsFailed extends Error {
   override name = 'ExpectationsFailed';
-  constructor(readonly verdicts: Verdict[], readonly junitFile: string) {
+  constructor(
+    readonly verdicts: Verdict[],
+    readonly junitFile: string,
+  ) {
     const failed = verdicts.filter((v) => !v.ok);
-    super(`run.expect: ${failed.length} of ${verdicts.length} expectations failed: ${failed.map((v) => `${v.name} (${v.detail})`).join('; ')}; report ${junitFile}`);
+    super(
+      `run.expect: ${failed.length} of ${verdicts.length} expectations failed: ${failed.map((v) => `${v.name} (${v.detail})`).join('; ')}; report ${junitFile}`,
+    );
   }
 }
 

@@ -20,7 +20,11 @@ const validate: CommandModule<object, ValidateArgs> = {
   builder: (y) =>
     y
       .positional('files', { type: 'string', array: true, demandOption: true, describe: 'run config YAML files' })
-      .option('paths', { type: 'boolean', default: true, describe: 'check that dataset, model and other input paths exist (--no-paths to skip)' })
+      .option('paths', {
+        type: 'boolean',
+        default: true,
+        describe: 'check that dataset, model and other input paths exist (--no-paths to skip)',
+      })
       .option('print', { type: 'boolean', default: false, describe: 'print each config with every default applied' }),
   handler: (argv) => {
     let failed = 0;
@@ -31,7 +35,10 @@ const validate: CommandModule<object, ValidateArgs> = {
           const estimate = estimateMemory(config);
           process.stdout.write(`${file}: memory estimate (lower bound)\n${formatMemoryEstimate(estimate)}`);
           if (estimate.problems.length > 0) {
-            throw new ConfigError(file, estimate.problems.map((message) => ({ path: 'resources', message })));
+            throw new ConfigError(
+              file,
+              estimate.problems.map((message) => ({ path: 'resources', message })),
+            );
           }
         }
         process.stdout.write(`${file}: ok (run ${config.run.name}, run directory ${runDir})\n`);
@@ -56,6 +63,10 @@ const schema: CommandModule = {
 export const command: CommandModule = {
   command: 'config <command>',
   describe: 'run config tools: validate, schema',
-  builder: (y) => y.command(validate as unknown as CommandModule).command(schema).demandCommand(1),
+  builder: (y) =>
+    y
+      .command(validate as unknown as CommandModule)
+      .command(schema)
+      .demandCommand(1),
   handler: () => undefined,
 };

@@ -11,7 +11,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { evaluate, formatComparison, formatSummary, gapLines, policyNames, spreadCases, type EpisodeRecord, type EvalResult } from '@thinkfl/env';
+import {
+  evaluate,
+  formatComparison,
+  formatSummary,
+  gapLines,
+  policyNames,
+  spreadCases,
+  type EpisodeRecord,
+  type EvalResult,
+} from '@thinkfl/env';
 import { createProgress } from '../progress';
 import { enclosingRunConfig, openSolver, playSettingsFromConfig, specLabel, type PlaySettings, type PolicySpec } from '../eval/solvers';
 import { CASE_SPLITS, loadSplit, type CaseSplitName } from '../eval/splits';
@@ -76,26 +85,50 @@ export const command: CommandModule<object, EvalArgs> = {
   builder: (y) =>
     y
       .option('dataset', { type: 'string', demandOption: true, describe: 'dataset directory (written by trainer-ctl import)' })
-      .option('policy', { type: 'string', array: true, default: [] as string[], choices: policyNames(), describe: 'scripted policy or baseline to evaluate (repeatable; listed before --model policies)' })
+      .option('policy', {
+        type: 'string',
+        array: true,
+        default: [] as string[],
+        choices: policyNames(),
+        describe: 'scripted policy or baseline to evaluate (repeatable; listed before --model policies)',
+      })
       .option('model', {
         type: 'string',
         array: true,
         default: [] as string[],
-        describe: 'model or checkpoint directory on the onnx backend (a checkpoint is exported first; repeatable); with --openai, a model name on that server',
+        describe:
+          'model or checkpoint directory on the onnx backend (a checkpoint is exported first; repeatable); with --openai, a model name on that server',
       })
-      .option('openai', { type: 'string', describe: 'base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1); --model names its models' })
-      .option('config', { type: 'string', describe: 'run config whose episode and generation settings models play with (default: the model directory\'s run)' })
-      .option('protocol', { type: 'string', describe: "episode protocol of agent policies (default: the run config's, else a scripted policy's own, else rot)" })
+      .option('openai', {
+        type: 'string',
+        describe: 'base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1); --model names its models',
+      })
+      .option('config', {
+        type: 'string',
+        describe: "run config whose episode and generation settings models play with (default: the model directory's run)",
+      })
+      .option('protocol', {
+        type: 'string',
+        describe: "episode protocol of agent policies (default: the run config's, else a scripted policy's own, else rot)",
+      })
       .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature of model turns; 0 is greedy' })
-      .option('max-tokens', { type: 'number', describe: 'most tokens per model turn (default: the run config\'s generation.sampling.maxTokens, else 512)' })
+      .option('max-tokens', {
+        type: 'number',
+        describe: "most tokens per model turn (default: the run config's generation.sampling.maxTokens, else 512)",
+      })
       .option('concurrency', { type: 'number', default: 1, describe: 'episodes played at once (requests in flight for --openai)' })
-      .option('threads', { type: 'number', default: 0, describe: 'onnxruntime threads per operator for --model directories; 0 lets it choose' })
+      .option('threads', {
+        type: 'number',
+        default: 0,
+        describe: 'onnxruntime threads per operator for --model directories; 0 lets it choose',
+      })
       .option('limit', { type: 'number', describe: 'evaluate at most this many cases, spread over the faults' })
       .option('split', {
         type: 'string',
         choices: CASE_SPLITS,
         default: 'all' as CaseSplitName,
-        describe: "cases by the run config's dataset.split: all, train (training faults), eval (held-out faults), redeploy (held-out faults with every pod re-hashed, as after a redeploy)",
+        describe:
+          "cases by the run config's dataset.split: all, train (training faults), eval (held-out faults), redeploy (held-out faults with every pod re-hashed, as after a redeploy)",
       })
       .option('redeploy-seed', { type: 'number', default: 1, describe: 'seed of the new pod names of --split redeploy' })
       .option('out', { type: 'string', describe: 'results JSON (default runs/eval-<policy>-<timestamp>.json)' })
@@ -105,7 +138,8 @@ export const command: CommandModule<object, EvalArgs> = {
         positiveInt(a.concurrency, '--concurrency');
         positiveInt(a['max-tokens'], '--max-tokens');
         if (a.openai !== undefined && !a.model.length) throw new Error('--openai needs --model NAME: the model to ask the server for');
-        if (!a.policy.length && !a.model.length) throw new Error('name a policy to evaluate: --policy NAME, --model DIR or --openai URL --model NAME');
+        if (!a.policy.length && !a.model.length)
+          throw new Error('name a policy to evaluate: --policy NAME, --model DIR or --openai URL --model NAME');
         return true;
       }),
   handler: async (args) => {
@@ -147,17 +181,38 @@ export const command: CommandModule<object, EvalArgs> = {
         results.push({ policy: solver.label, protocol: solver.protocol, ...result });
         for (const r of result.requests) {
           const c = caseOf.get(r.case_id)!;
-          episodeLines.push(JSON.stringify({ policy: solver.label, case_id: r.case_id, fault_id: r.fault_id, truth: c.truth, answer: r.answer, ranks: r.ranks, error: r.error, episode: episodes.get(r.case_id) }));
+          episodeLines.push(
+            JSON.stringify({
+              policy: solver.label,
+              case_id: r.case_id,
+              fault_id: r.fault_id,
+              truth: c.truth,
+              answer: r.answer,
+              ranks: r.ranks,
+              error: r.error,
+              episode: episodes.get(r.case_id),
+            }),
+          );
         }
       } finally {
         await solver.close();
       }
     }
 
-    const out = resolve(args.out ?? `runs/eval-${specs.length === 1 ? specLabel(specs[0]).replace(/[^A-Za-z0-9._-]+/g, '_') : 'compare'}-${stamp()}.json`);
-    const header = { dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) }, split: args.split, createdAt: new Date().toISOString(), cases: cases.length };
+    const out = resolve(
+      args.out ?? `runs/eval-${specs.length === 1 ? specLabel(specs[0]).replace(/[^A-Za-z0-9._-]+/g, '_') : 'compare'}-${stamp()}.json`,
+    );
+    const header = {
+      dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) },
+      split: args.split,
+      createdAt: new Date().toISOString(),
+      cases: cases.length,
+    };
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify(results.length === 1 ? { ...header, ...results[0] } : { ...header, policies: results }, null, 1)}\n`);
+    writeFileSync(
+      out,
+      `${JSON.stringify(results.length === 1 ? { ...header, ...results[0] } : { ...header, policies: results }, null, 1)}\n`,
+    );
     if (args.episodes) {
       const file = resolve(args.episodes);
       mkdirSync(dirname(file), { recursive: true });
@@ -166,8 +221,17 @@ export const command: CommandModule<object, EvalArgs> = {
 
     const faults = new Set(cases.map((c) => c.faultId)).size;
     const names = results.map((r) => `${r.policy}${r.protocol ? ` (protocol ${r.protocol})` : ''}`).join(', ');
-    console.log(`dataset ${dataset.meta.name}${args.split === 'all' ? '' : ` (split ${args.split})`}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`);
-    console.log(results.length === 1 ? formatSummary(results[0], results[0].levels) : formatComparison(results.map((r) => ({ policy: r.policy, summary: r })), results[0].levels));
+    console.log(
+      `dataset ${dataset.meta.name}${args.split === 'all' ? '' : ` (split ${args.split})`}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`,
+    );
+    console.log(
+      results.length === 1
+        ? formatSummary(results[0], results[0].levels)
+        : formatComparison(
+            results.map((r) => ({ policy: r.policy, summary: r })),
+            results[0].levels,
+          ),
+    );
     for (const r of results) {
       const errors = r.requests.filter((q) => q.error).length;
       if (errors) console.log(`${r.policy}: ${errors} request(s) failed (counted as misses; see "error" in the JSON)`);

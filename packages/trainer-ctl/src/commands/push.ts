@@ -17,7 +17,10 @@ export const command: CommandModule<object, Args> = {
     y
       .positional('run_dir', { type: 'string', demandOption: true, describe: 'run directory' })
       .option('repo', { type: 'string', demandOption: true, describe: 'hub repository id, <org>/<name>' })
-      .option('from', { type: 'string', describe: 'directory to upload (default: checkpoints/update-N, else adapters/vN or policies/vN, newest)' })
+      .option('from', {
+        type: 'string',
+        describe: 'directory to upload (default: checkpoints/update-N, else adapters/vN or policies/vN, newest)',
+      })
       .option('public', { type: 'boolean', default: false, describe: 'create the repository public (default private)' })
       .option('base-model', { type: 'string', describe: "backbone's hub id for the card's base_model" }),
   handler: async (args) => {

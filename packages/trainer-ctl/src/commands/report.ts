@@ -22,12 +22,18 @@ export const command: CommandModule<object, ReportArgs> = {
     y
       .positional('run-dir', { type: 'string', demandOption: true, describe: 'the run directory (runs/<run.name>)' })
       .option('out', { type: 'string', describe: 'HTML file to write (default RUN_DIR/report.html)' })
-      .option('baselines', { type: 'boolean', default: true, describe: 'play the scripted baselines on each evaluation\'s cases (--no-baselines skips them)' }),
+      .option('baselines', {
+        type: 'boolean',
+        default: true,
+        describe: "play the scripted baselines on each evaluation's cases (--no-baselines skips them)",
+      }),
   handler: async (args) => {
     const runDir = resolve(args['run-dir']);
     const data = await gatherReport(runDir, { baselines: args.baselines });
     const out = resolve(args.out ?? join(runDir, 'report.html'));
     writeFileSync(out, reportHtml(data));
-    console.log(`report: ${out} (${Object.keys(data.series).length} series, ${data.evals.length} evaluations, ${data.episodes.length} episodes)`);
+    console.log(
+      `report: ${out} (${Object.keys(data.series).length} series, ${data.evals.length} evaluations, ${data.episodes.length} episodes)`,
+    );
   },
 };

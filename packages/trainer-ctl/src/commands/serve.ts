@@ -38,12 +38,25 @@ export const command: CommandModule<object, Args> = {
       .option('name', { type: 'string', describe: 'model name to answer with (default: the directory name)' })
       .option('max-body-mb', { type: 'number', default: 32, describe: 'largest request body, MiB; a larger one gets HTTP 413' })
       .option('max-concurrent', { type: 'number', default: 4, describe: 'generations running at once' })
-      .option('max-queue', { type: 'number', default: 64, describe: 'generation requests waiting for a slot; one more gets HTTP 429 with Retry-After' })
-      .option('enable-lora', { type: 'boolean', default: false, describe: "load policies at run time (vLLM's --enable-lora); without it /v1/load_lora_adapter answers 500 as vLLM's does" })
-      .option('enable-sleep-mode', { type: 'boolean', default: false, describe: "serve vLLM's POST /sleep, POST /wake_up and GET /is_sleeping (its --enable-sleep-mode with VLLM_SERVER_DEV_MODE=1)" })
+      .option('max-queue', {
+        type: 'number',
+        default: 64,
+        describe: 'generation requests waiting for a slot; one more gets HTTP 429 with Retry-After',
+      })
+      .option('enable-lora', {
+        type: 'boolean',
+        default: false,
+        describe: "load policies at run time (vLLM's --enable-lora); without it /v1/load_lora_adapter answers 500 as vLLM's does",
+      })
+      .option('enable-sleep-mode', {
+        type: 'boolean',
+        default: false,
+        describe: "serve vLLM's POST /sleep, POST /wake_up and GET /is_sleeping (its --enable-sleep-mode with VLLM_SERVER_DEV_MODE=1)",
+      })
       .check((a) => {
         for (const k of ['max-concurrent', 'max-queue'] as const) {
-          if (!Number.isInteger(a[k]) || a[k] < (k === 'max-queue' ? 0 : 1)) throw new Error(`--${k} must be an integer ${k === 'max-queue' ? '>= 0' : '>= 1'}`);
+          if (!Number.isInteger(a[k]) || a[k] < (k === 'max-queue' ? 0 : 1))
+            throw new Error(`--${k} must be an integer ${k === 'max-queue' ? '>= 0' : '>= 1'}`);
         }
         if (!(a['max-body-mb'] > 0)) throw new Error('--max-body-mb must be positive');
         return true;

@@ -17,14 +17,21 @@ interface StatusArgs {
 
 export const command: CommandModule<object, StatusArgs> = {
   command: 'status <run-dir>',
-  describe: 'show a run\'s stage, step, recent metrics and workers alive',
+  describe: "show a run's stage, step, recent metrics and workers alive",
   builder: (y) =>
     y
       .positional('run-dir', { type: 'string', demandOption: true, describe: 'the run directory (runs/<run.name>)' })
       .option('tail', { type: 'number', default: 5, describe: 'metrics lines to show' })
-      .option('redis', { type: 'string', describe: 'Redis URL (default THINKFL_REDIS_URL, then the one the run recorded in run.json; REDIS_PASSWORD supplies its password)' })
+      .option('redis', {
+        type: 'string',
+        describe: 'Redis URL (default THINKFL_REDIS_URL, then the one the run recorded in run.json; REDIS_PASSWORD supplies its password)',
+      })
       .option('json', { type: 'boolean', default: false, describe: 'print the status as JSON' })
-      .option('watch', { type: 'boolean', default: false, describe: 'follow the run until it is done: redrawn in place on a terminal, one plain line per step otherwise' })
+      .option('watch', {
+        type: 'boolean',
+        default: false,
+        describe: 'follow the run until it is done: redrawn in place on a terminal, one plain line per step otherwise',
+      })
       .option('interval', { type: 'number', default: 2, describe: 'seconds between refreshes with --watch' })
       .check((a) => {
         if (a.watch && a.json) throw new Error('--watch and --json do not go together');
@@ -33,7 +40,12 @@ export const command: CommandModule<object, StatusArgs> = {
       }),
   handler: async (args) => {
     if (args.watch) {
-      await watchStatus(resolve(args['run-dir']), { intervalMs: args.interval * 1000, stream: process.stdout, tail: args.tail, redisUrl: args.redis });
+      await watchStatus(resolve(args['run-dir']), {
+        intervalMs: args.interval * 1000,
+        stream: process.stdout,
+        tail: args.tail,
+        redisUrl: args.redis,
+      });
       return;
     }
     const s = await runStatus(resolve(args['run-dir']), { tail: args.tail, redisUrl: args.redis });

@@ -26,7 +26,7 @@ export const command: CommandModule<object, TrainArgs> = {
           'Redis URL of the queues (default THINKFL_REDIS_URL, then queue.redis_url; REDIS_PASSWORD supplies a password the URL lacks); ' +
           'workers are then started separately with `trainer-ctl worker rollout|train`',
       })
-      .option('resume', { type: 'boolean', default: false, describe: 'continue the run directory\'s run from its last completed step' }),
+      .option('resume', { type: 'boolean', default: false, describe: "continue the run directory's run from its last completed step" }),
   handler: async (args) => {
     try {
       await trainRun({ configFile: args.config, runDir: args['run-dir'], redisUrl: args.redis, resume: args.resume });

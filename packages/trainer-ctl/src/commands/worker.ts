@@ -42,18 +42,24 @@ export const command: CommandModule<object, WorkerArgs> = {
         describe: `Redis URL of the run (default ${REDIS_URL_ENV}, then queue.redis_url); keep the password out of it: ${REDIS_PASSWORD_ENV} supplies it`,
       })
       .option('run-dir', { type: 'string', describe: 'run directory (default <run.output_dir>/<run.name>)' })
-      .option('id', { type: 'string', describe: 'worker id in the run\'s worker registry (default <kind>-<host>-<pid>)' })
+      .option('id', { type: 'string', describe: "worker id in the run's worker registry (default <kind>-<host>-<pid>)" })
       .option('concurrency', { type: 'number', describe: 'rollout jobs played at once (default workers.rollout.concurrency)' })
-      .option('lock-duration-ms', { type: 'number', describe: 'job lock lifetime; a dead worker\'s job is retried after it (default 30000)' })
+      .option('lock-duration-ms', {
+        type: 'number',
+        describe: "job lock lifetime; a dead worker's job is retried after it (default 30000)",
+      })
       .option('stalled-interval-ms', { type: 'number', describe: 'how often to look for jobs of dead workers (default 30000)' })
       .option('node-rank', {
         type: 'number',
-        describe: "train: this node's index among workers.train.nodes (default workers.train.node_rank); above 0 it serves its node's ranks of the engine and takes no jobs",
+        describe:
+          "train: this node's index among workers.train.nodes (default workers.train.node_rank); above 0 it serves its node's ranks of the engine and takes no jobs",
       })
       .check((a) => {
-        if (a['node-rank'] !== undefined && (!Number.isInteger(a['node-rank']) || a['node-rank'] < 0)) throw new Error('--node-rank must be an integer >= 0');
+        if (a['node-rank'] !== undefined && (!Number.isInteger(a['node-rank']) || a['node-rank'] < 0))
+          throw new Error('--node-rank must be an integer >= 0');
         if (a['node-rank'] !== undefined && a.kind !== 'train') throw new Error('--node-rank is for `worker train`');
-        if (a.concurrency !== undefined && (!Number.isInteger(a.concurrency) || a.concurrency < 1)) throw new Error('--concurrency must be a positive integer');
+        if (a.concurrency !== undefined && (!Number.isInteger(a.concurrency) || a.concurrency < 1))
+          throw new Error('--concurrency must be a positive integer');
         return true;
       }),
   handler: async (args) => {

@@ -111,10 +111,13 @@ export function baseParameters(a: Architecture): number {
 
 /** Parameters the adapters add, all trainable. */
 export function loraParameters(a: Architecture, lora: Lora): number {
-  return a.layers * lora.target_modules.reduce((n, m) => {
-    const [i, o] = linearShape(a, m);
-    return n + lora.r * (i + o);
-  }, 0);
+  return (
+    a.layers *
+    lora.target_modules.reduce((n, m) => {
+      const [i, o] = linearShape(a, m);
+      return n + lora.r * (i + o);
+    }, 0)
+  );
 }
 
 interface DeepSpeedSettings {
@@ -184,9 +187,10 @@ export function estimateMemory(c: RunConfig): MemoryEstimate {
         `but resources.gpus is ${res.gpus}`,
     );
   }
-  const budgetWhy = shared && !sleeping
-    ? `resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${util}), colocated with vLLM`
-    : `resources.gpu_memory_gib ${res.gpu_memory_gib}${sleeping ? ', the vLLM replica asleep' : ''}`;
+  const budgetWhy =
+    shared && !sleeping
+      ? `resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${util}), colocated with vLLM`
+      : `resources.gpu_memory_gib ${res.gpu_memory_gib}${sleeping ? ', the vLLM replica asleep' : ''}`;
   if (train.total > train.budget) {
     problems.push(
       `a train rank needs at least ${gib(train.total)} (weights ${gib(train.weights)} + gradients ${gib(train.gradients)} + ` +

@@ -43,7 +43,7 @@ export const RunConfigSchema = deepStrict(
     ctx.addIssue({
       code: 'custom',
       path: ['model', 'architecture'],
-      message: 'resources needs model.architecture (the backbone\'s config.json numbers) to estimate memory',
+      message: "resources needs model.architecture (the backbone's config.json numbers) to estimate memory",
     });
   }
   const train = c.workers.train;
@@ -86,7 +86,7 @@ export const RunConfigSchema = deepStrict(
       code: 'custom',
       path: ['generation', 'backend', 'policy_format'],
       message:
-        'weights without model.lora is the full model, which neither vLLM\'s load_lora_adapter (adapters only) nor trainer-ctl serve ' +
+        "weights without model.lora is the full model, which neither vLLM's load_lora_adapter (adapters only) nor trainer-ctl serve " +
         '(ONNX) can load; set model.lora, or policy_format onnx for trainer-ctl serve replicas',
     });
   }

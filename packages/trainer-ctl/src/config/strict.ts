@@ -20,9 +20,7 @@ export function deepStrict<T extends z.ZodType>(schema: T): T {
   const def = schema._zod.def as unknown as Def;
   switch (def.type) {
     case 'object': {
-      const shape = Object.fromEntries(
-        Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [k, deepStrict(v)]),
-      );
+      const shape = Object.fromEntries(Object.entries(def.shape as Record<string, z.ZodType>).map(([k, v]) => [k, deepStrict(v)]));
       const catchall = def.catchall as z.ZodType | undefined;
       // A deliberate catchall (a map of arbitrary keys) stays; a missing one becomes "none allowed".
       return withDef(schema, { ...def, shape, catchall: catchall ?? z.never() }) as T;

@@ -11,7 +11,9 @@ import type { RunState } from './state';
 
 /** Deletes surplus checkpoints; returns the directories deleted. */
 export function pruneCheckpoints(runDir: string, state: RunState, keepLast: number): string[] {
-  const keep = new Set([...Object.values(state.stage_checkpoints ?? {}), ...(state.engine_checkpoint ? [state.engine_checkpoint] : [])].map((d) => resolve(d)));
+  const keep = new Set(
+    [...Object.values(state.stage_checkpoints ?? {}), ...(state.engine_checkpoint ? [state.engine_checkpoint] : [])].map((d) => resolve(d)),
+  );
   const all = listCheckpoints(runDir);
   for (const c of all.slice(-keepLast)) keep.add(resolve(c.dir));
   const gone = all.map((c) => resolve(c.dir)).filter((d) => !keep.has(d));

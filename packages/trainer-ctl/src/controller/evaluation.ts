@@ -5,7 +5,16 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { evaluate, formatSummary, type Case, type Dataset, type EpisodeRecord, type EvalResult, type EvalSummary, type Level } from '@thinkfl/env';
+import {
+  evaluate,
+  formatSummary,
+  type Case,
+  type Dataset,
+  type EpisodeRecord,
+  type EvalResult,
+  type EvalSummary,
+  type Level,
+} from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
@@ -42,7 +51,11 @@ export function evalGroupId(name: string, policyVersion: number, i: number, case
  * Plays every case of `ctx.cases` greedily with the policy of `policyVersion` and scores it;
  * writes nothing (runEvaluation keeps a held-out evaluation's files, tracking its own line).
  */
-export async function playGreedy(ctx: EvalContext, name: string, policyVersion: number): Promise<{ report: EvalReport; episodes: EpisodeRecord[] }> {
+export async function playGreedy(
+  ctx: EvalContext,
+  name: string,
+  policyVersion: number,
+): Promise<{ report: EvalReport; episodes: EpisodeRecord[] }> {
   const { config, transport } = ctx;
   const jobs: RolloutJob[] = ctx.cases.map((c, i) => ({
     runId: ctx.runId,
@@ -77,7 +90,13 @@ export async function playGreedy(ctx: EvalContext, name: string, policyVersion: 
     format_valid: share(formatValid),
     answered: share((e) => e.stopReason === 'answered'),
     tool_calls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
-    summary: { levels: result.levels, per_request: result.per_request, per_fault: result.per_fault, per_fault_vote: result.per_fault_vote, faults_without_cases: result.faults_without_cases },
+    summary: {
+      levels: result.levels,
+      per_request: result.per_request,
+      per_fault: result.per_fault,
+      per_fault_vote: result.per_fault_vote,
+      faults_without_cases: result.faults_without_cases,
+    },
     requests: result.requests,
   };
   await transport.dropGroups(jobs.map((j) => j.groupId));
@@ -88,7 +107,11 @@ export async function playGreedy(ctx: EvalContext, name: string, policyVersion: 
 export async function runEvaluation(ctx: EvalContext, name: string, policyVersion: number): Promise<EvalReport> {
   const { report, episodes } = await playGreedy(ctx, name, policyVersion);
   writeFileSync(join(ctx.runDir, `eval-${name}.json`), `${JSON.stringify(report, null, 1)}\n`);
-  appendEpisodes(ctx.runDir, { eval: name }, episodes.slice(0, ctx.config.logging.episodes_per_step).map((episode) => ({ episode })));
+  appendEpisodes(
+    ctx.runDir,
+    { eval: name },
+    episodes.slice(0, ctx.config.logging.episodes_per_step).map((episode) => ({ episode })),
+  );
   return report;
 }
 

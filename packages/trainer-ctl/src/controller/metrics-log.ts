@@ -42,7 +42,10 @@ export function readMetrics(runDir: string): MetricsRecord[] {
 export function truncateMetrics(runDir: string, lines: number): void {
   const file = join(runDir, METRICS_FILE);
   if (!existsSync(file)) return;
-  const kept = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).slice(0, lines);
+  const kept = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .slice(0, lines);
   writeFileSync(file, kept.map((l) => `${l}\n`).join(''));
 }
 

@@ -67,14 +67,21 @@ function checkTinyModel(dir: string, want: NonNullable<RunConfig['model']['creat
 export async function prepareInputs(config: RunConfig, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   const { dataset, model } = config;
   const metaFile = join(dataset.path, 'meta.json');
-  const version = existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { formatVersion?: number }).formatVersion : undefined;
+  const version = existsSync(metaFile)
+    ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { formatVersion?: number }).formatVersion
+    : undefined;
   // A dataset an older importer wrote is imported again when the config says how; else loading it names the mismatch.
   if (version !== undefined && version !== FORMAT_VERSION && dataset.import) {
     log(`prepare: ${dataset.path} has dataset format ${version}, this code reads ${FORMAT_VERSION}: importing it again`);
   }
   if ((version === undefined || version !== FORMAT_VERSION) && dataset.import) {
     log(`prepare: importing ${dataset.import.format} from ${dataset.import.src} into ${dataset.path}`);
-    const imported = await importDataset({ format: dataset.import.format, src: dataset.import.src, out: dataset.path, settings: dataset.import.settings });
+    const imported = await importDataset({
+      format: dataset.import.format,
+      src: dataset.import.src,
+      out: dataset.path,
+      settings: dataset.import.settings,
+    });
     for (const line of gapLines(imported.meta.gaps)) log(`prepare: warning: ${line}`);
   }
   // A directory with its config.json is used as it is, offline; otherwise hub_id fills it.
@@ -84,7 +91,8 @@ export async function prepareInputs(config: RunConfig, log: (line: string) => vo
   }
   if (existsSync(model.dir) && model.create_tiny) checkTinyModel(model.dir, model.create_tiny);
   if (!existsSync(model.dir) && model.create_tiny) {
-    if (!existsSync(join(dataset.path, 'meta.json'))) throw new Error(`prepare: the tiny model is fitted to the dataset, and ${dataset.path} holds none`);
+    if (!existsSync(join(dataset.path, 'meta.json')))
+      throw new Error(`prepare: the tiny model is fitted to the dataset, and ${dataset.path} holds none`);
     log(`prepare: creating the tiny model in ${model.dir}`);
     const script = join(REPO_ROOT, 'scripts', 'create-tiny-model.ts');
     const { seed, ...sizes } = model.create_tiny;

@@ -67,7 +67,13 @@ export interface WorkerProcess {
  * Starts `trainer-ctl worker <kind> <args...>` with stdout and stderr in RUN_DIR/logs/<name>.log;
  * `env` adds to the environment (secrets go there: a command line is visible to every local user).
  */
-export function startWorkerProcess(runDir: string, name: string, kind: 'rollout' | 'train', args: string[], env: Record<string, string> = {}): WorkerProcess {
+export function startWorkerProcess(
+  runDir: string,
+  name: string,
+  kind: 'rollout' | 'train',
+  args: string[],
+  env: Record<string, string> = {},
+): WorkerProcess {
   const logs = join(runDir, 'logs');
   mkdirSync(logs, { recursive: true });
   const out = openSync(join(logs, `${name}.log`), 'a');

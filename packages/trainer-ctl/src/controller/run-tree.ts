@@ -15,7 +15,10 @@ import type { RedisTransport } from './redis-transport';
 /** The reason a worker gave for giving up (its last "fatal:" log line), as ": <reason>". */
 function fatalLine(logFile: string): string {
   if (!existsSync(logFile)) return '';
-  const line = readFileSync(logFile, 'utf8').split('\n').reverse().find((l) => / fatal: /.test(l));
+  const line = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .reverse()
+    .find((l) => / fatal: /.test(l));
   return line ? `: ${line.slice(line.indexOf(' fatal: ') + 8)}` : '';
 }
 

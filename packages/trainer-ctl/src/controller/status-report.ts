@@ -7,7 +7,16 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { STAGE_NAMES } from '../config/index';
-import { hasRedactedPassword, listWorkers, redactSecrets, redactUrl, REDIS_PASSWORD_ENV, REDIS_URL_ENV, resolveRedisUrl, type WorkerBeat } from '../queue/index';
+import {
+  hasRedactedPassword,
+  listWorkers,
+  redactSecrets,
+  redactUrl,
+  REDIS_PASSWORD_ENV,
+  REDIS_URL_ENV,
+  resolveRedisUrl,
+  type WorkerBeat,
+} from '../queue/index';
 import type { EvalReport } from './evaluation';
 import { readMetrics, type MetricsRecord } from './metrics-log';
 import { readState, type RunState } from './state';
@@ -48,13 +57,17 @@ export async function runStatus(runDir: string, opts: { tail?: number; redisUrl?
   const state = readState(runDir);
   if (!state) throw new Error(`${runDir}: no state.json (not a run directory, or the run has not started)`);
   const stage = state.done ? 'done' : (STAGE_NAMES.find((s) => !state.stages[s].done) ?? 'done');
-  const recent = readMetrics(runDir).slice(0, state.metrics_lines).slice(-(opts.tail ?? 5));
+  const recent = readMetrics(runDir)
+    .slice(0, state.metrics_lines)
+    .slice(-(opts.tail ?? 5));
   const evals = readdirSync(runDir)
     .filter((f) => /^eval-.+\.json$/.test(f))
     .map((f) => JSON.parse(readFileSync(join(runDir, f), 'utf8')) as EvalReport)
     .map(({ name, policy_version, format_valid, summary }) => ({ name, policy_version, format_valid, summary }))
     .sort((a, b) => EVAL_ORDER.indexOf(a.name) - EVAL_ORDER.indexOf(b.name));
-  const info = existsSync(join(runDir, RUN_INFO_FILE)) ? (JSON.parse(readFileSync(join(runDir, RUN_INFO_FILE), 'utf8')) as { redis_url?: string }) : {};
+  const info = existsSync(join(runDir, RUN_INFO_FILE))
+    ? (JSON.parse(readFileSync(join(runDir, RUN_INFO_FILE), 'utf8')) as { redis_url?: string })
+    : {};
   // run.json holds the URL redacted; the password comes from the environment, as for workers.
   const url = resolveRedisUrl(opts.redisUrl, info.redis_url);
   const status: RunStatus = { run_dir: runDir, state, stage, recent, evals, ...(url && { redis_url: redactUrl(url) }) };
@@ -88,7 +101,13 @@ export function metricsLine(m: MetricsRecord): string {
   if (m.kind === 'track') {
     return `  track after ${m.update} updates (${m.cases} training cases, greedy): format ${fmt(m.format_valid)} per-request MRR (service) ${fmt(m['per_request/service/mrr'] ?? '-')}`;
   }
-  const r = m as MetricsRecord & { reward: { mean: number }; format_valid: number; zero_variance_share: number; train: Record<string, number>; toolCalls: number };
+  const r = m as MetricsRecord & {
+    reward: { mean: number };
+    format_valid: number;
+    zero_variance_share: number;
+    train: Record<string, number>;
+    toolCalls: number;
+  };
   return (
     `  ${m.stage} step ${m.step} (update ${m.update ?? '-'}): reward ${fmt(r.reward.mean)} format ${fmt(r.format_valid)} ` +
     `zero-var ${fmt(r.zero_variance_share)} calls ${fmt(r.tool_calls)} loss ${fmt(r.train.loss ?? '-')} kl ${fmt(r.train.kl ?? '-')}`
@@ -100,16 +119,26 @@ export function formatStatus(s: RunStatus): string {
   const lines = [`run ${st.run_name} (${s.run_dir})`, `stage: ${s.stage}`];
   if (s.stage !== 'done') {
     const p = st.stages[s.stage as keyof RunState['stages']];
-    lines.push(`step: ${p.steps} done in ${s.stage}${s.stage === 'priming' ? `, sft ${st.sft.done ? 'done' : `${st.sft.updates} updates`}` : ''}`);
+    lines.push(
+      `step: ${p.steps} done in ${s.stage}${s.stage === 'priming' ? `, sft ${st.sft.done ? 'done' : `${st.sft.updates} updates`}` : ''}`,
+    );
   }
-  lines.push(`updates: ${st.updates}, policy v${st.policy_version}, checkpoint: ${st.checkpoint ?? 'none'}, state written ${st.updated_at}`);
+  lines.push(
+    `updates: ${st.updates}, policy v${st.policy_version}, checkpoint: ${st.checkpoint ?? 'none'}, state written ${st.updated_at}`,
+  );
   for (const e of s.evals) lines.push(evalLine(e));
   lines.push(s.recent.length ? 'recent metrics:' : 'recent metrics: none yet', ...s.recent.map(metricsLine));
   if (!s.redis_url) lines.push('workers: unknown (no Redis URL recorded)');
   else if (s.redis_error) lines.push(`workers: Redis ${s.redis_url} not reachable (${s.redis_error})`);
   else {
     const alive = s.workers!.filter((w) => w.alive);
-    lines.push(`workers alive: ${alive.length}`, ...s.workers!.map((w) => `  ${w.id} ${w.kind} pid ${w.pid ?? '?'} on ${w.host ?? '?'}: last seen ${w.age_s.toFixed(0)} s ago${w.alive ? '' : ' (gone)'}`));
+    lines.push(
+      `workers alive: ${alive.length}`,
+      ...s.workers!.map(
+        (w) =>
+          `  ${w.id} ${w.kind} pid ${w.pid ?? '?'} on ${w.host ?? '?'}: last seen ${w.age_s.toFixed(0)} s ago${w.alive ? '' : ' (gone)'}`,
+      ),
+    );
   }
   return lines.join('\n');
 }

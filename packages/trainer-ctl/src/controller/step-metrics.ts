@@ -50,7 +50,9 @@ const round = (x: number) => Math.round(x * 1e6) / 1e6;
 const short = (s: Stat) => ({ mean: round(s.mean), std: round(s.std) });
 
 export function stepRecord(input: StepRecordInput) {
-  const samples = input.groups.flatMap((g) => g.trajectories.map((t, i) => ({ t, grade: g.grade.samples[i], adv: g.advantages[i], kept: g.kept })));
+  const samples = input.groups.flatMap((g) =>
+    g.trajectories.map((t, i) => ({ t, grade: g.grade.samples[i], adv: g.advantages[i], kept: g.kept })),
+  );
   const graderNames = [...new Set(samples.flatMap((s) => Object.keys(s.grade.graders)))];
   const graders = Object.fromEntries(graderNames.map((n) => [n, short(stat(samples.map((s) => s.grade.graders[n]?.score ?? 0)))]));
   const kept = samples.filter((s) => s.kept);
@@ -84,7 +86,12 @@ export function stepRecord(input: StepRecordInput) {
     /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
     ...(branched.length > 0 && { branchTurn: round(stat(branched).mean) }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
-    timing: { ...input.timings, episode_generate_ms: worker('generateMs'), episode_tools_ms: worker('toolsMs'), episode_wall_ms: worker('wallMs') },
+    timing: {
+      ...input.timings,
+      episode_generate_ms: worker('generateMs'),
+      episode_tools_ms: worker('toolsMs'),
+      episode_wall_ms: worker('wallMs'),
+    },
     at: new Date().toISOString(),
   };
 }

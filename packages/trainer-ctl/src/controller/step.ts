@@ -62,7 +62,13 @@ function rolloutJobs(ctx: StepContext, input: StepInput, slot: number, c: Case, 
 
 /** A kept group's samples as train rows, in sample order. */
 const trainRows = (g: GradedGroup): TrainSample[] =>
-  g.trajectories.map((t, i) => ({ ids: t.ids, mask: t.mask, advantage: g.advantages[i], oldLogprobs: t.logprobs, temperature: t.temperature }));
+  g.trajectories.map((t, i) => ({
+    ids: t.ids,
+    mask: t.mask,
+    advantage: g.advantages[i],
+    oldLogprobs: t.logprobs,
+    temperature: t.temperature,
+  }));
 
 function groupTimeoutMs(ctx: StepContext): number {
   // A job may be retried after its own timeout; allow a few attempts before calling the step stuck.
@@ -99,7 +105,10 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
       const done = Promise.all([arrived, previous]).then(async ([played]) => {
         const tg = Date.now();
         groupIds.push(groupId, ...played.helperGroupIds);
-        const group = { ...(await gradeTrajectories(ctx, input.stage, groupId, c, played.trajectories)), ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }) };
+        const group = {
+          ...(await gradeTrajectories(ctx, input.stage, groupId, c, played.trajectories)),
+          ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }),
+        };
         if (group.kept) transport.stageTrainRows?.(input.update, trainRows(group), want + refill.length);
         grade_ms += Date.now() - tg;
         return group;
@@ -119,7 +128,14 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
   const samples: TrainSample[] = groups.filter((g) => g.kept).flatMap(trainRows);
   let result: TrainResult | undefined;
   if (samples.length > 0) {
-    const job: TrainJob = { runId: ctx.runId, stage: input.stage, update: input.update, kind: 'grpo', samples, checkpoint: input.checkpoint };
+    const job: TrainJob = {
+      runId: ctx.runId,
+      stage: input.stage,
+      update: input.update,
+      kind: 'grpo',
+      samples,
+      checkpoint: input.checkpoint,
+    };
     const tu = Date.now();
     result = await transport.train(job, config.workers.train.job_timeout_s * 1000);
     timings.update_ms = Date.now() - tu;

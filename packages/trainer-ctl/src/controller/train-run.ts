@@ -47,7 +47,8 @@ function openState(config: RunConfig, runDir: string, resume: boolean | undefine
     if (resume || policy === 'require') throw new Error(`${runDir}: no state.json, nothing to resume`);
     return initialState(config.run.name, config.model.dir);
   }
-  if (policy === 'never') throw new Error(`${runDir} already holds a run (state.json) and checkpoints.resume is never; choose another --run-dir`);
+  if (policy === 'never')
+    throw new Error(`${runDir} already holds a run (state.json) and checkpoints.resume is never; choose another --run-dir`);
   if (state.run_name !== config.run.name) throw new Error(`${runDir} holds run ${state.run_name}, not ${config.run.name}`);
   // The train worker resumes from the latest checkpoint; steps after it are played again.
   const ckpt = latestCheckpoint(runDir, note);
@@ -173,7 +174,13 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
     await tree.addRedis(embedded);
     url = embedded.url;
   }
-  writeJsonAtomically(join(runDir, RUN_INFO_FILE), { run_id: runId, redis_url: redactUrl(url!), embedded: !external, config_file: resolve(opts.configFile), pid: process.pid });
+  writeJsonAtomically(join(runDir, RUN_INFO_FILE), {
+    run_id: runId,
+    redis_url: redactUrl(url!),
+    embedded: !external,
+    config_file: resolve(opts.configFile),
+    pid: process.pid,
+  });
   const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note, dataDir(runDir));
   await tree.addTransport(transport);
   // A refused password fails here in one clear line instead of hanging the first queue command.
@@ -201,11 +208,26 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
   if (state.metrics_lines > 0) scalars.restart(state.metrics_lines + 1);
   note(`run ${runId}: ${split.train.length} training cases, ${split.eval.length} held-out cases; run dir ${runDir}`);
   await runStages(
-    { config, runId, runDir, dataset, train: split.train, eval: split.eval, transport, diversity, teacher: configTeacher(config, dataset, split.train), stream: opts.stream, print, scalars },
+    {
+      config,
+      runId,
+      runDir,
+      dataset,
+      train: split.train,
+      eval: split.eval,
+      transport,
+      diversity,
+      teacher: configTeacher(config, dataset, split.train),
+      stream: opts.stream,
+      print,
+      scalars,
+    },
     state,
   );
   await tree.close();
-  print(`run ${runId} complete: ${state.updates} updates, policy v${state.policy_version}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`);
+  print(
+    `run ${runId} complete: ${state.updates} updates, policy v${state.policy_version}${state.checkpoint ? `, checkpoint ${state.checkpoint}` : ''}`,
+  );
   gateRun(runDir, config, print);
   return state;
 }

@@ -215,9 +215,13 @@ function launcherArgs(ranks: number, opts: EngineOptions): string[] {
   if (n && n.count > 1) {
     const at = n.rendezvous.lastIndexOf(':');
     return [
-      '-m', 'torch.distributed.run',
-      `--nnodes=${n.count}`, `--node-rank=${n.rank}`, `--nproc-per-node=${ranks}`,
-      `--master-addr=${n.rendezvous.slice(0, at)}`, `--master-port=${n.rendezvous.slice(at + 1)}`,
+      '-m',
+      'torch.distributed.run',
+      `--nnodes=${n.count}`,
+      `--node-rank=${n.rank}`,
+      `--nproc-per-node=${ranks}`,
+      `--master-addr=${n.rendezvous.slice(0, at)}`,
+      `--master-port=${n.rendezvous.slice(at + 1)}`,
       `--rdzv-conf=timeout=${Math.ceil(n.timeoutS)}`,
     ];
   }

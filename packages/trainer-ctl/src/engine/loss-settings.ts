@@ -60,7 +60,14 @@ function requireWhen<K extends keyof z.input<typeof base>>(when: K, is: string, 
 }
 
 const rules = [
-  requireWhen('aggregation', 'seq-mean-token-sum-norm', 'norm_length', z.number().int().positive(), 'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length', 'norm_length'),
+  requireWhen(
+    'aggregation',
+    'seq-mean-token-sum-norm',
+    'norm_length',
+    z.number().int().positive(),
+    'seq-mean-token-sum-norm (Dr.GRPO) needs norm_length',
+    'norm_length',
+  ),
   requireWhen(
     'ratio_level',
     'sequence',
@@ -72,7 +79,10 @@ const rules = [
 ];
 
 export const LossSettingsSchema = rules
-  .reduce((schema, r) => schema.refine(r.check, { message: r.message, path: r.path }), base as z.ZodType<z.output<typeof base>, z.input<typeof base>>)
+  .reduce(
+    (schema, r) => schema.refine(r.check, { message: r.message, path: r.path }),
+    base as z.ZodType<z.output<typeof base>, z.input<typeof base>>,
+  )
   .meta({ allOf: rules.map((r) => r.json) });
 
 export type LossSettings = z.infer<typeof LossSettingsSchema>;

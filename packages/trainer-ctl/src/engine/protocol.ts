@@ -14,7 +14,9 @@ import { TinyModelConfigSchema } from './tiny-model-config';
 
 const Dtype = z.enum(['float32', 'float64', 'bfloat16', 'float16']);
 export type Dtype = z.infer<typeof Dtype>;
-const ModelName = z.enum(['policy', 'reference']).describe("Which model runs: the policy, or the KL reference (set_reference). Default 'policy'.");
+const ModelName = z
+  .enum(['policy', 'reference'])
+  .describe("Which model runs: the policy, or the KL reference (set_reference). Default 'policy'.");
 const TokenIds = z.array(z.array(z.number().int().min(0))).describe('Token ids, one list per sequence.');
 const PerToken = z.array(z.array(z.number())).describe('One value per token id, one list per sequence.');
 const Mask = z.array(z.array(z.number())).describe('1 where the token is trained on (generated), else 0, per token id.');
@@ -52,7 +54,10 @@ const LoadArgs = z
      * model in float32 and bfloat16 (interleaved, the fastest of autocast_probe.reps each) and takes the
      * faster; on CUDA bfloat16 where supported, else float32. null: dtype.
      */
-    autocast: z.union([Dtype, z.literal('auto')]).nullable().optional(),
+    autocast: z
+      .union([Dtype, z.literal('auto')])
+      .nullable()
+      .optional(),
     /**
      * Directory of the 'auto' measurements, one file per key (CPU model and flags, torch version,
      * model shape, LoRA, checkpointing, threads, probe length): a key found there is not measured
@@ -244,7 +249,11 @@ const Models = { model: ModelName.optional() };
 
 /** Every op: its args and result schemas. */
 export const ENGINE_OPS = {
-  info: op(Empty, z.object({ python: z.string(), torch: z.string(), cuda: z.boolean(), loaded: z.boolean() }).strict(), 'Versions and whether a model is loaded.'),
+  info: op(
+    Empty,
+    z.object({ python: z.string(), torch: z.string(), cuda: z.boolean(), loaded: z.boolean() }).strict(),
+    'Versions and whether a model is loaded.',
+  ),
   create_tiny: op(
     z.object({ out_dir: z.string(), config: TinyModelConfigSchema, seed: z.number().int().optional() }).strict(),
     z.object({ parameters: z.number().int() }).strict(),
@@ -294,11 +303,22 @@ export const ENGINE_OPS = {
   ),
   memory: op(
     z.object({ reset: z.boolean().optional() }).strict(),
-    z.object({ rss: z.number().int(), peak_rss: z.number().int(), cuda_allocated: z.number().int().optional(), cuda_peak: z.number().int().optional() }).strict(),
+    z
+      .object({
+        rss: z.number().int(),
+        peak_rss: z.number().int(),
+        cuda_allocated: z.number().int().optional(),
+        cuda_peak: z.number().int().optional(),
+      })
+      .strict(),
     'Process memory in bytes: resident now and peak since the last reset; reset starts a new peak (CPU and CUDA).',
   ),
   loss: op(LossArgs, LossValues, 'The GRPO loss math on given per-token values (float64), for the test vectors.'),
-  gradcheck: op(z.object({ seed: z.number().int().optional() }).strict(), GradcheckResult, 'torch.autograd.gradcheck of the losses in float64.'),
+  gradcheck: op(
+    z.object({ seed: z.number().int().optional() }).strict(),
+    GradcheckResult,
+    'torch.autograd.gradcheck of the losses in float64.',
+  ),
   batch_stats: op(
     z.object({ batch: BatchFileArg }).strict(),
     BatchStats,

@@ -9,7 +9,15 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { getPolicy, runEpisode, solverFor, type Dataset, type Solve } from '@thinkfl/env';
-import { ChatPolicy, loadChatModel, ModelPolicy, openBackend, type ChatModel, type GenerationBackend, type ModelPolicySettingsInput } from '@thinkfl/rollout';
+import {
+  ChatPolicy,
+  loadChatModel,
+  ModelPolicy,
+  openBackend,
+  type ChatModel,
+  type GenerationBackend,
+  type ModelPolicySettingsInput,
+} from '@thinkfl/rollout';
 import { loadRunConfig } from '../config/index';
 import { TrainEngine } from '../engine/index';
 
@@ -65,7 +73,9 @@ export function enclosingRunConfig(modelDir: string): string | undefined {
 }
 
 /** Episode and generation settings from a run config, so a model plays as it was trained. */
-export function playSettingsFromConfig(file: string): Pick<PlaySettings, 'protocol' | 'episode' | 'maxTokens' | 'renderTools' | 'maxContext'> {
+export function playSettingsFromConfig(
+  file: string,
+): Pick<PlaySettings, 'protocol' | 'episode' | 'maxTokens' | 'renderTools' | 'maxContext'> {
   const { config } = loadRunConfig(file, { checkPaths: false });
   const { protocol, ...episode } = config.episode;
   return {
@@ -80,7 +90,8 @@ export function playSettingsFromConfig(file: string): Pick<PlaySettings, 'protoc
 /** A directory the onnx backend can open: the model directory itself, or a checkpoint exported by the train engine. */
 async function onnxDir(dir: string): Promise<{ dir: string; cleanup: () => void }> {
   if (existsSync(join(dir, 'onnx', 'model.onnx')) || existsSync(join(dir, 'model.onnx'))) return { dir, cleanup: () => {} };
-  if (!existsSync(join(dir, 'config.json'))) throw new Error(`--model ${dir}: neither an ONNX model (onnx/model.onnx) nor a checkpoint (config.json and weights)`);
+  if (!existsSync(join(dir, 'config.json')))
+    throw new Error(`--model ${dir}: neither an ONNX model (onnx/model.onnx) nor a checkpoint (config.json and weights)`);
   // A checkpoint holds weights only (policies/v<N> hold the ONNX export): export it the way the train worker does.
   const out = mkdtempSync(join(tmpdir(), 'eval-export-'));
   const engine = new TrainEngine();
@@ -97,7 +108,10 @@ async function onnxDir(dir: string): Promise<{ dir: string; cleanup: () => void 
 }
 
 /** A model (or checkpoint) directory on the in-process onnx backend, with its tokenizer and chat template. */
-export async function openOnnxModel(dir: string, threads: number): Promise<{ chat: ChatModel; backend: GenerationBackend; close(): Promise<void> }> {
+export async function openOnnxModel(
+  dir: string,
+  threads: number,
+): Promise<{ chat: ChatModel; backend: GenerationBackend; close(): Promise<void> }> {
   const chat = loadChatModel(dir);
   const model = await onnxDir(dir);
   const backend = await openBackend({ kind: 'onnx', model_dir: model.dir, threads }, '--model').catch((e: Error) => {
@@ -126,7 +140,13 @@ export function modelPolicySettings(s: PlaySettings, temperature: number, seed?:
 }
 
 /** One fresh policy per episode (a ModelPolicy holds one episode's tokens) over a shared backend. */
-function modelSolver(dataset: Dataset, backend: GenerationBackend, play: (b: GenerationBackend) => ChatPolicy | ModelPolicy, s: PlaySettings, protocol: string): Solve {
+function modelSolver(
+  dataset: Dataset,
+  backend: GenerationBackend,
+  play: (b: GenerationBackend) => ChatPolicy | ModelPolicy,
+  s: PlaySettings,
+  protocol: string,
+): Solve {
   return async (c) => {
     const record = await runEpisode({ dataset, case: c, policy: play(backend), protocol, settings: s.episode });
     return { answer: record.answer, episode: record };
@@ -149,6 +169,12 @@ export async function openSolver(dataset: Dataset, spec: PolicySpec, s: PlaySett
     return { label, solve, protocol, close };
   }
   const backend = await openBackend({ kind: 'openai', base_url: spec.baseUrl, model: spec.model, concurrency: s.concurrency }, '--openai');
-  const solve = modelSolver(dataset, backend, (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label), s, protocol);
+  const solve = modelSolver(
+    dataset,
+    backend,
+    (b) => new ChatPolicy(b, { temperature: s.temperature, maxTokens: s.maxTokens }, label),
+    s,
+    protocol,
+  );
   return { label, solve, protocol, close: () => backend.close() };
 }

@@ -16,7 +16,13 @@ import type { GroupKind } from './types';
  * A played episode's first `branchTurn` assistant turns as a replay (ModelPolicy's `replay`):
  * each turn's token ids, cut from the episode's ids by its turn spans, and its text.
  */
-export function replayTurns(ids: readonly number[], turns: readonly [number, number][], messages: readonly ChatMessage[], branchTurn: number, where: string): ReplayTurn[] {
+export function replayTurns(
+  ids: readonly number[],
+  turns: readonly [number, number][],
+  messages: readonly ChatMessage[],
+  branchTurn: number,
+  where: string,
+): ReplayTurn[] {
   const texts = messages.filter((m) => m.role === 'assistant').map((m) => m.content);
   if (texts.length !== turns.length) throw new Error(`${where}: ${turns.length} turn spans for ${texts.length} assistant messages`);
   return turns.slice(0, branchTurn).map(([start, end], i) => ({ ids: ids.slice(start, end), text: texts[i] }));

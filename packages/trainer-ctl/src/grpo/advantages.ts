@@ -17,12 +17,12 @@ export const AdvantageSettingsSchema = z
       .enum(ADVANTAGE_ESTIMATOR_NAMES)
       .default('grpo')
       .describe(
-        'How a group\'s rewards become advantages. grpo: (r_i - mean)/(std + eps) (DeepSeekMath GRPO, outcome ' +
+        "How a group's rewards become advantages. grpo: (r_i - mean)/(std + eps) (DeepSeekMath GRPO, outcome " +
           'supervision). drgrpo: r_i - mean, no std scaling (Dr.GRPO, Liu et al. 2025). rloo: r_i minus the mean ' +
           'of the other G-1 rewards (Ahmadian et al. 2024). thinkfl: w_i = exp(beta r_i) / sum_j exp(beta r_j), ' +
           'the softmax weights that multiply log pi(a_i|x) in ThinkFL Eq. 2-3 (beta = softmax_beta; no baseline, ' +
           'every w_i > 0, equal rewards give 1/G each). softmax_centred: G*w_i - 1, the same weights centred so ' +
-          'that they sum to 0; this project\'s variant, not from the paper. Default grpo.',
+          "that they sum to 0; this project's variant, not from the paper. Default grpo.",
       ),
     std: z
       .enum(['sample', 'population'])
@@ -35,7 +35,7 @@ export const AdvantageSettingsSchema = z
       .number()
       .positive()
       .default(1e-4)
-      .describe('eps added to the std in grpo\'s (r_i - mean)/(std + eps); unit of the reward. Default 1e-4 (TRL).'),
+      .describe("eps added to the std in grpo's (r_i - mean)/(std + eps); unit of the reward. Default 1e-4 (TRL)."),
     softmax_beta: z
       .number()
       .positive()

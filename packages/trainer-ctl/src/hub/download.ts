@@ -18,7 +18,16 @@ import { HubApiError, listFiles, type ListFileEntry } from '@huggingface/hub';
 import type { HubAccess } from './endpoint';
 
 /** Files of a model repository a backbone needs. */
-const WANTED = [/^config\.json$/, /^generation_config\.json$/, /^tokenizer(_config)?\.json$/, /^special_tokens_map\.json$/, /^(vocab\.json|merges\.txt|tokenizer\.model)$/, /\.jinja$/, /\.safetensors$/, /\.safetensors\.index\.json$/];
+const WANTED = [
+  /^config\.json$/,
+  /^generation_config\.json$/,
+  /^tokenizer(_config)?\.json$/,
+  /^special_tokens_map\.json$/,
+  /^(vocab\.json|merges\.txt|tokenizer\.model)$/,
+  /\.jinja$/,
+  /\.safetensors$/,
+  /\.safetensors\.index\.json$/,
+];
 /** Weights taken only when the repository has no safetensors. */
 const FALLBACK = [/^pytorch_model(-\d+-of-\d+)?\.bin$/, /^pytorch_model\.bin\.index\.json$/];
 
@@ -45,9 +54,12 @@ function describe(e: unknown, o: DownloadOptions): Error {
   if (e instanceof HubApiError) {
     const where = `model.hub_id ${o.hubId} at revision ${o.revision} on ${o.endpoint}`;
     if (e.statusCode === 401 || e.statusCode === 403) {
-      return new HubDownloadError(`${where}: access refused (HTTP ${e.statusCode}); the repository is gated or private: accept its terms on the hub and set HF_TOKEN to a token with access${o.token ? ' (the HF_TOKEN given has none)' : ''}`);
+      return new HubDownloadError(
+        `${where}: access refused (HTTP ${e.statusCode}); the repository is gated or private: accept its terms on the hub and set HF_TOKEN to a token with access${o.token ? ' (the HF_TOKEN given has none)' : ''}`,
+      );
     }
-    if (e.statusCode === 404) return new HubDownloadError(`${where}: no such repository or revision (HTTP 404): check the id and model.revision`);
+    if (e.statusCode === 404)
+      return new HubDownloadError(`${where}: no such repository or revision (HTTP 404): check the id and model.revision`);
     return new HubDownloadError(`${where}: HTTP ${e.statusCode}: ${e.message}`);
   }
   return e as Error;
@@ -58,7 +70,13 @@ export async function downloadModel(o: DownloadOptions): Promise<string[]> {
   const log = o.log ?? (() => undefined);
   const listed: ListFileEntry[] = [];
   try {
-    for await (const e of listFiles({ repo: o.hubId, revision: o.revision, recursive: true, hubUrl: o.endpoint, ...(o.token ? { accessToken: o.token } : {}) })) {
+    for await (const e of listFiles({
+      repo: o.hubId,
+      revision: o.revision,
+      recursive: true,
+      hubUrl: o.endpoint,
+      ...(o.token ? { accessToken: o.token } : {}),
+    })) {
       if (e.type === 'file') listed.push(e);
     }
   } catch (e) {
@@ -67,7 +85,8 @@ export async function downloadModel(o: DownloadOptions): Promise<string[]> {
   const matches = (res: RegExp[]) => listed.filter((e) => !e.path.includes('/') && res.some((re) => re.test(e.path)));
   const entries = matches(WANTED);
   if (!entries.some((e) => e.path.endsWith('.safetensors'))) entries.push(...matches(FALLBACK));
-  if (!entries.some((e) => e.path === 'config.json')) throw new HubDownloadError(`model.hub_id ${o.hubId} at ${o.revision}: the repository has no config.json; is it a model?`);
+  if (!entries.some((e) => e.path === 'config.json'))
+    throw new HubDownloadError(`model.hub_id ${o.hubId} at ${o.revision}: the repository has no config.json; is it a model?`);
   for (const e of entries) {
     const target = join(o.dir, e.path);
     if (existsSync(target) && statSync(target).size === e.size && (await checksum(target, e)) === expected(e)) continue;
@@ -103,7 +122,9 @@ async function fetchFile(o: DownloadOptions, e: ListFileEntry, target: string, l
   if (size !== e.size || sum !== expected(e)) {
     // A damaged part is not resumed from: the next attempt starts over.
     rmSync(part, { force: true });
-    throw new HubDownloadError(`${o.hubId}@${o.revision}: ${e.path}: checksum mismatch: got ${size} bytes with ${e.lfs ? 'sha256' : 'git sha1'} ${sum}, the hub lists ${e.size} bytes with ${expected(e)}; the partial file was removed, run again to download it anew`);
+    throw new HubDownloadError(
+      `${o.hubId}@${o.revision}: ${e.path}: checksum mismatch: got ${size} bytes with ${e.lfs ? 'sha256' : 'git sha1'} ${sum}, the hub lists ${e.size} bytes with ${expected(e)}; the partial file was removed, run again to download it anew`,
+    );
   }
   renameSync(part, target);
 }

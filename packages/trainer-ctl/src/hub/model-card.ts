@@ -21,11 +21,22 @@ const pct = (x: number) => `${(100 * x).toFixed(1)}`;
 
 /** The table rows in Markdown: evaluation, policy version, cases, then per level AC@1, AC@3, MRR. */
 export function evaluationTable(runDir: string): string {
-  const files = existsSync(runDir) ? readdirSync(runDir).filter((f) => /^eval-.+\.json$/.test(f)).sort() : [];
+  const files = existsSync(runDir)
+    ? readdirSync(runDir)
+        .filter((f) => /^eval-.+\.json$/.test(f))
+        .sort()
+    : [];
   if (!files.length) return '_No evaluation was recorded in this run._';
   const reports = files.map((f) => JSON.parse(readFileSync(join(runDir, f), 'utf8')) as EvalFile);
   const levels = [...new Set(reports.flatMap((r) => r.summary.levels))];
-  const head = ['evaluation', 'policy version', 'cases', 'format valid %', 'answered %', ...levels.flatMap((l) => [`${l} AC@1 %`, `${l} AC@3 %`, `${l} MRR`])];
+  const head = [
+    'evaluation',
+    'policy version',
+    'cases',
+    'format valid %',
+    'answered %',
+    ...levels.flatMap((l) => [`${l} AC@1 %`, `${l} AC@3 %`, `${l} MRR`]),
+  ];
   const rows = reports.map((r) => [
     r.name,
     String(r.policy_version),
@@ -41,7 +52,13 @@ export function evaluationTable(runDir: string): string {
 }
 
 /** `library` is what loads the files: peft for a LoRA adapter (on base_model), transformers for a full model. */
-export function modelCard(opts: { repo: string; runDir: string; source: string; library: 'peft' | 'transformers'; baseModel?: string }): string {
+export function modelCard(opts: {
+  repo: string;
+  runDir: string;
+  source: string;
+  library: 'peft' | 'transformers';
+  baseModel?: string;
+}): string {
   return `---
 library_name: ${opts.library}
 tags: [thinkfl, grpo, root-cause-analysis${opts.library === 'peft' ? ', lora' : ''}]

@@ -40,7 +40,10 @@ const newest = (root: string, re: RegExp) =>
 
 /** What push uploads when not told: checkpoints/update-N, then adapters/vN, then policies/vN, newest first. */
 export function pushSource(runDir: string): string {
-  const dir = newest(join(runDir, 'checkpoints'), /^update-\d+$/) ?? newest(join(runDir, 'adapters'), /^v\d+$/) ?? newest(join(runDir, 'policies'), /^v\d+$/);
+  const dir =
+    newest(join(runDir, 'checkpoints'), /^update-\d+$/) ??
+    newest(join(runDir, 'adapters'), /^v\d+$/) ??
+    newest(join(runDir, 'policies'), /^v\d+$/);
   if (!dir) throw new Error(`${runDir}: no checkpoints/, adapters/ or policies/ to push; is it a run directory?`);
   return dir;
 }
@@ -49,7 +52,17 @@ export const ADAPTER_CONFIG = 'adapter_config.json';
 /** A PEFT adapter's weights. */
 const ADAPTER_FILES = [/^adapter_model\.safetensors$/];
 /** A full model: what transformers loads, as download.ts takes it from the hub. */
-const MODEL_FILES = [/^config\.json$/, /^generation_config\.json$/, /^tokenizer(_config)?\.json$/, /^special_tokens_map\.json$/, /^(vocab\.json|merges\.txt|tokenizer\.model)$/, /\.jinja$/, /^chat_template\.json$/, /\.safetensors$/, /\.safetensors\.index\.json$/];
+const MODEL_FILES = [
+  /^config\.json$/,
+  /^generation_config\.json$/,
+  /^tokenizer(_config)?\.json$/,
+  /^special_tokens_map\.json$/,
+  /^(vocab\.json|merges\.txt|tokenizer\.model)$/,
+  /\.jinja$/,
+  /^chat_template\.json$/,
+  /\.safetensors$/,
+  /\.safetensors\.index\.json$/,
+];
 
 /** A LoRA directory holds the adapter at its top and no full model beside it (models.py's rule). */
 export const isAdapterDir = (dir: string) => existsSync(join(dir, ADAPTER_CONFIG)) && !existsSync(join(dir, 'config.json'));
@@ -78,10 +91,13 @@ export async function pushRun(o: PushOptions): Promise<{ commit?: string; files:
   const adapter = isAdapterDir(from);
   const baseModel = o.baseModel ?? runHubId(o.runDir);
   if (adapter && !baseModel) {
-    throw new Error(`${from} is a LoRA adapter: its base must be named by hub id (--base-model, or model.hub_id in ${join(o.runDir, 'config.yaml')}), or a downloaded adapter cannot be loaded`);
+    throw new Error(
+      `${from} is a LoRA adapter: its base must be named by hub id (--base-model, or model.hub_id in ${join(o.runDir, 'config.yaml')}), or a downloaded adapter cannot be loaded`,
+    );
   }
   const paths = policyFiles(from);
-  if (!paths.some((p) => p.endsWith('.safetensors'))) throw new Error(`${from}: no ${adapter ? 'adapter_model.safetensors' : '*.safetensors weights'} to push`);
+  if (!paths.some((p) => p.endsWith('.safetensors')))
+    throw new Error(`${from}: no ${adapter ? 'adapter_model.safetensors' : '*.safetensors weights'} to push`);
   const credentials = { hubUrl: o.endpoint, accessToken: o.token };
   try {
     await createRepo({ repo: o.repo, private: o.private ?? true, ...credentials });
@@ -94,11 +110,27 @@ export async function pushRun(o: PushOptions): Promise<{ commit?: string; files:
   const files: { path: string; content: Blob }[] = paths.map((p) => ({ path: p, content: DiskBlob.of(join(from, p)) }));
   if (adapter) {
     const config = JSON.parse(readFileSync(join(from, ADAPTER_CONFIG), 'utf8')) as Record<string, unknown>;
-    files.unshift({ path: ADAPTER_CONFIG, content: new Blob([`${JSON.stringify({ ...config, base_model_name_or_path: baseModel }, null, 2)}\n`]) });
+    files.unshift({
+      path: ADAPTER_CONFIG,
+      content: new Blob([`${JSON.stringify({ ...config, base_model_name_or_path: baseModel }, null, 2)}\n`]),
+    });
   }
-  const card = modelCard({ repo: o.repo, runDir: o.runDir, source, library: adapter ? 'peft' : 'transformers', ...(baseModel ? { baseModel } : {}) });
+  const card = modelCard({
+    repo: o.repo,
+    runDir: o.runDir,
+    source,
+    library: adapter ? 'peft' : 'transformers',
+    ...(baseModel ? { baseModel } : {}),
+  });
   files.push({ path: 'README.md', content: new Blob([card]) });
-  const out = await uploadFiles({ repo: o.repo, files, commitTitle: `thinkfl: ${source}`, useXet: false, fetch: streamingFetch, ...credentials });
+  const out = await uploadFiles({
+    repo: o.repo,
+    files,
+    commitTitle: `thinkfl: ${source}`,
+    useXet: false,
+    fetch: streamingFetch,
+    ...credentials,
+  });
   o.log?.(`push: ${files.length} files to ${o.repo}${out?.commit ? ` (commit ${out.commit.oid})` : ''}`);
   return { commit: out?.commit.oid, files: files.map((f) => f.path) };
 }

@@ -37,7 +37,13 @@ export const streamingFetch: typeof fetch = (input, init) => {
       res.on('error', reject);
       res.on('end', () => {
         const status = res.statusCode ?? 0;
-        resolve(new Response(EMPTY.has(status) ? null : Buffer.concat(chunks), { status, statusText: res.statusMessage ?? '', headers: headersOf(res.headers) }));
+        resolve(
+          new Response(EMPTY.has(status) ? null : Buffer.concat(chunks), {
+            status,
+            statusText: res.statusMessage ?? '',
+            headers: headersOf(res.headers),
+          }),
+        );
       });
     });
     req.on('error', reject);

@@ -88,7 +88,10 @@ export const TENSORBOARD_DIR = 'tensorboard';
 export class EventFileWriter {
   readonly file: string;
 
-  constructor(dir: string, private readonly now: () => number = Date.now) {
+  constructor(
+    dir: string,
+    private readonly now: () => number = Date.now,
+  ) {
     mkdirSync(dir, { recursive: true });
     const secs = Math.floor(now() / 1000);
     this.file = join(dir, `events.out.tfevents.${secs}.${hostname()}.${process.pid}`);

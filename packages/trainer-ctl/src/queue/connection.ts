@@ -23,7 +23,16 @@ const authFailures = new WeakMap<Redis, RedisAuthError>();
 
 const isAuthError = (e: Error): boolean => /^(WRONGPASS|NOAUTH)\b/.test(e.message);
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 
 /**
  * An error of the connection itself (Redis unreachable or gone), which BullMQ forwards from
@@ -49,7 +58,9 @@ export function connectRedis(url: string, opts: ConnectOptions = {}): Redis {
       return;
     }
     if (authFailures.has(redis)) return;
-    const err = new RedisAuthError(`Redis ${where}: authentication failed (${e.message.split(/[.\n]/)[0]}); check the password (REDIS_PASSWORD) and user`);
+    const err = new RedisAuthError(
+      `Redis ${where}: authentication failed (${e.message.split(/[.\n]/)[0]}); check the password (REDIS_PASSWORD) and user`,
+    );
     authFailures.set(redis, err);
     redis.disconnect();
     redis.emit(AUTH_FAILED, err);

@@ -133,7 +133,11 @@ export class GroupStore {
         void this.indices(groupId).then(
           (have) => {
             const missing = [...Array(size).keys()].filter((i) => !have.includes(i));
-            finish(new GroupTimeoutError(`group ${groupId}: ${have.length} of ${size} samples after ${timeoutMs} ms; missing sample indices ${missing.join(', ')}`));
+            finish(
+              new GroupTimeoutError(
+                `group ${groupId}: ${have.length} of ${size} samples after ${timeoutMs} ms; missing sample indices ${missing.join(', ')}`,
+              ),
+            );
           },
           (e: Error) => finish(e),
         );
@@ -151,7 +155,11 @@ export class GroupStore {
     if (!groupIds.length) return;
     for (const g of groupIds) {
       // Each group's files share one directory; a replaced sample's old file goes with it.
-      const dirs = new Set((await this.redis.hvals(keys.group(this.runId, g))).flatMap((v) => (isRef(v) ? [dirname((JSON.parse(v) as StoredRef).file.path)] : [])));
+      const dirs = new Set(
+        (await this.redis.hvals(keys.group(this.runId, g))).flatMap((v) =>
+          isRef(v) ? [dirname((JSON.parse(v) as StoredRef).file.path)] : [],
+        ),
+      );
       for (const d of dirs) if (basename(d) === groupDirName(g)) rmSync(d, { recursive: true, force: true });
     }
     await this.redis.del(...groupIds.map((g) => keys.group(this.runId, g)));
@@ -179,10 +187,14 @@ export class GroupStore {
     const { ids, mask, logprobs, ...rest } = t;
     // A fresh name per put: a stored reference never sees its file replaced.
     const path = join(this.files.dataDir, 'groups', groupDirName(t.groupId), `${t.sampleIndex}.${randomUUID()}.safetensors`);
-    const file = writeTokenBatch(path, { count: 1, row: () => ({ ids, mask, logprobs }) }, {
-      where: `group ${t.groupId} sample ${t.sampleIndex}`,
-      metadata: { trajectory: JSON.stringify(rest) },
-    });
+    const file = writeTokenBatch(
+      path,
+      { count: 1, row: () => ({ ids, mask, logprobs }) },
+      {
+        where: `group ${t.groupId} sample ${t.sampleIndex}`,
+        metadata: { trajectory: JSON.stringify(rest) },
+      },
+    );
     return JSON.stringify({ file } satisfies StoredRef);
   }
 

@@ -24,7 +24,8 @@ export class PolicyRegistry {
 
   /** Makes `ref` the current policy. A resumed trainer may publish an older version than Redis holds. */
   async publish(ref: PolicyRef): Promise<void> {
-    if (!Number.isInteger(ref.version) || ref.version < 0) throw new Error(`policy version must be a non-negative integer, got ${ref.version}`);
+    if (!Number.isInteger(ref.version) || ref.version < 0)
+      throw new Error(`policy version must be a non-negative integer, got ${ref.version}`);
     const json = JSON.stringify({ version: ref.version, dir: ref.dir });
     await this.redis.multi().set(keys.policy(this.runId), json).publish(keys.policyChannel(this.runId), json).exec();
   }

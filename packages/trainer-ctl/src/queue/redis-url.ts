@@ -28,7 +28,11 @@ export const redactUrl = (url: string): string => redactSecrets(url);
  * (queue.redis_url, or the redacted URL a run recorded); REDIS_PASSWORD fills in the password
  * when the URL has none or a redacted one. Undefined when none gives a URL.
  */
-export function resolveRedisUrl(flag: string | undefined, configured?: string | null, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function resolveRedisUrl(
+  flag: string | undefined,
+  configured?: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
   const raw = flag || env[REDIS_URL_ENV] || configured;
   if (!raw) return undefined;
   const password = env[REDIS_PASSWORD_ENV];

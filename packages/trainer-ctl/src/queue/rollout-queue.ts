@@ -18,7 +18,8 @@ const ENQUEUE_CHUNK = 256;
  */
 export function rolloutJobId(groupId: string, sampleIndex: number): string {
   if (groupId.includes(':')) throw new Error(`group id ${JSON.stringify(groupId)}: must not contain ':' (BullMQ job ids)`);
-  if (!Number.isInteger(sampleIndex) || sampleIndex < 0) throw new Error(`group ${groupId}: sample index must be a non-negative integer, got ${sampleIndex}`);
+  if (!Number.isInteger(sampleIndex) || sampleIndex < 0)
+    throw new Error(`group ${groupId}: sample index must be a non-negative integer, got ${sampleIndex}`);
   return `${groupId}#${sampleIndex}`;
 }
 
@@ -42,7 +43,8 @@ export class RolloutQueue {
    */
   async enqueueGroup(jobs: readonly RolloutJob[]): Promise<void> {
     for (const j of jobs) {
-      if (j.runId !== this.runId) throw new Error(`rollout job ${j.groupId}#${j.sampleIndex}: run id ${j.runId}, queue belongs to ${this.runId}`);
+      if (j.runId !== this.runId)
+        throw new Error(`rollout job ${j.groupId}#${j.sampleIndex}: run id ${j.runId}, queue belongs to ${this.runId}`);
     }
     for (let from = 0; from < jobs.length; from += ENQUEUE_CHUNK) await this.addChunk(jobs.slice(from, from + ENQUEUE_CHUNK));
   }

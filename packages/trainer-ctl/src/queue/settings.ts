@@ -4,7 +4,10 @@ import { formatZodIssues } from '@thinkfl/env';
 
 export const QueueSettingsSchema = z.strictObject({
   /** BullMQ key prefix of the run's queues (the run config's queue.prefix). Default thinkfl. */
-  prefix: z.string().regex(/^[A-Za-z0-9._-]+$/).default('thinkfl'),
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/)
+    .default('thinkfl'),
   /** Tries of a job whose handler throws before it fails for good. Default 3. */
   attempts: z.number().int().min(1).default(3),
   /** Base delay of the exponential backoff between tries, ms. Default 1000. */

@@ -136,10 +136,12 @@ export class TokenBatchWriter {
       const r = rows.row(i);
       const n = r.ids.length;
       if (r.mask.length !== n) throw new Error(`${where}: row ${i}: mask has ${r.mask.length} entries for ${n} ids`);
-      if (r.logprobs && r.logprobs.length !== n) throw new Error(`${where}: row ${i}: logprobs has ${r.logprobs.length} entries for ${n} ids`);
+      if (r.logprobs && r.logprobs.length !== n)
+        throw new Error(`${where}: row ${i}: logprobs has ${r.logprobs.length} entries for ${n} ids`);
       for (let k = 0; k < n; k++) {
         const id = r.ids[k];
-        if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff) throw new Error(`${where}: row ${i}: token id ${id} at ${k} is not a non-negative int32`);
+        if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff)
+          throw new Error(`${where}: row ${i}: token id ${id} at ${k} is not a non-negative int32`);
         const m = r.mask[k];
         if (m !== 0 && m !== 1) throw new Error(`${where}: row ${i}: mask value ${m} at ${k} (0 or 1)`);
       }
@@ -151,13 +153,18 @@ export class TokenBatchWriter {
       }
       offsets[i + 1] = offsets[i] + BigInt(n);
     }
-    for (const [what, c] of [['logprobs', withLogprobs], ['advantage', withAdvantage]] as const) {
+    for (const [what, c] of [
+      ['logprobs', withLogprobs],
+      ['advantage', withAdvantage],
+    ] as const) {
       if (c !== 0 && c !== rows.count) throw new Error(`${where}: ${c} of ${rows.count} rows carry ${what}; give all or none`);
     }
     const cols = { logprobs: withLogprobs > 0, advantages: withAdvantage > 0 };
     this.columns ??= cols;
     if (cols.logprobs !== this.columns.logprobs || cols.advantages !== this.columns.advantages) {
-      throw new Error(`${where}: logprobs/advantages ${cols.logprobs}/${cols.advantages}, earlier blocks ${this.columns.logprobs}/${this.columns.advantages}; give all or none`);
+      throw new Error(
+        `${where}: logprobs/advantages ${cols.logprobs}/${cols.advantages}, earlier blocks ${this.columns.logprobs}/${this.columns.advantages}; give all or none`,
+      );
     }
     const t = Number(offsets[rows.count]);
     const k = this.blocks;
@@ -194,7 +201,8 @@ export class TokenBatchWriter {
       const size = x.shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[x.dtype];
       const from = at + used - 8 - this.reserve;
       x.fill(put);
-      if (at + used - 8 - this.reserve - from !== size) throw new Error(`${this.path}: tensor ${x.name} wrote ${at + used - 8 - this.reserve - from} bytes, its shape needs ${size}`);
+      if (at + used - 8 - this.reserve - from !== size)
+        throw new Error(`${this.path}: tensor ${x.name} wrote ${at + used - 8 - this.reserve - from} bytes, its shape needs ${size}`);
       this.header[`b${k}.${x.name}`] = { dtype: x.dtype, shape: x.shape, data_offsets: [from, from + size] };
     }
     flush();
@@ -233,7 +241,15 @@ export class TokenBatchWriter {
       } finally {
         closeSync(dirFd);
       }
-      return { path: this.path, bytes: 8 + this.reserve + this.data, sha256, rows: this.rows, tokens: this.tokens, logprobs: this.columns!.logprobs, advantages: this.columns!.advantages };
+      return {
+        path: this.path,
+        bytes: 8 + this.reserve + this.data,
+        sha256,
+        rows: this.rows,
+        tokens: this.tokens,
+        logprobs: this.columns!.logprobs,
+        advantages: this.columns!.advantages,
+      };
     } catch (e) {
       this.abort();
       throw asDiskError(e, this.path) ?? e;
@@ -314,7 +330,8 @@ export function tokenBatchDigest(path: string): { sha256: string; bytes: number 
       digests.push(h.digest());
       end = Math.max(end, to);
     }
-    if (8 + n + end !== size) throw new StepFileError(`${path}: ${size} bytes, its header describes ${8 + n + end} (torn or replaced file)`);
+    if (8 + n + end !== size)
+      throw new StepFileError(`${path}: ${size} bytes, its header describes ${8 + n + end} (torn or replaced file)`);
     return { sha256: digestOf(digests), bytes: size };
   } finally {
     closeSync(fd);
@@ -329,7 +346,9 @@ export class StepFileError extends Error {
 export function verifyFile(ref: FileRef): void {
   const got = tokenBatchDigest(ref.path);
   if (got.bytes !== ref.bytes || got.sha256 !== ref.sha256) {
-    throw new StepFileError(`${ref.path}: ${got.bytes} bytes with sha256 ${got.sha256}; the reference says ${ref.bytes} bytes with sha256 ${ref.sha256} (torn or replaced file)`);
+    throw new StepFileError(
+      `${ref.path}: ${got.bytes} bytes with sha256 ${got.sha256}; the reference says ${ref.bytes} bytes with sha256 ${ref.sha256} (torn or replaced file)`,
+    );
   }
 }
 
@@ -356,7 +375,11 @@ function rowColumn(
 }
 
 /** Writes B rows as a one-block token-batch file and returns its reference. */
-export function writeTokenBatch(path: string, rows: TokenRowSource, opts: { where?: string; metadata?: Record<string, string> } = {}): TokenBatchRef {
+export function writeTokenBatch(
+  path: string,
+  rows: TokenRowSource,
+  opts: { where?: string; metadata?: Record<string, string> } = {},
+): TokenBatchRef {
   return writing(path, () => {
     const w = new TokenBatchWriter(path, { metadata: opts.metadata });
     try {
@@ -392,7 +415,8 @@ export function readTokenBatch(ref: FileRef): TokenBatchColumns {
   const n = Number(all.readBigUInt64LE(0));
   const header = JSON.parse(all.subarray(8, 8 + n).toString('utf8')) as Header & { __metadata__: Record<string, string> };
   const metadata = header.__metadata__ ?? {};
-  if (metadata.format !== TOKEN_BATCH_FORMAT) throw new StepFileError(`${ref.path}: format ${metadata.format ?? '(none)'}, expected ${TOKEN_BATCH_FORMAT}`);
+  if (metadata.format !== TOKEN_BATCH_FORMAT)
+    throw new StepFileError(`${ref.path}: format ${metadata.format ?? '(none)'}, expected ${TOKEN_BATCH_FORMAT}`);
   const blocks = blockRanges(header).length;
   const part = (k: number, col: string) => {
     const t = header[`b${k}.${col}`];
@@ -404,7 +428,7 @@ export function readTokenBatch(ref: FileRef): TokenBatchColumns {
     if (parts.some((p) => !p)) return undefined;
     const bytes = new Uint8Array(parts.reduce((a, p) => a + p!.length, 0));
     let at = 0;
-    for (const p of parts) (bytes.set(p!, at), (at += p!.length));
+    for (const p of parts) bytes.set(p!, at), (at += p!.length);
     return new Ctor(bytes.buffer);
   };
   const offsets: number[] = [0];

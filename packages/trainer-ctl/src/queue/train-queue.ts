@@ -15,7 +15,8 @@ import type { QueueSettings } from './settings';
 import { TokenBatchWriter, writeTokenBatch, type TokenRowSource } from './step-file';
 
 /** Token-batch file of an update's train job in the run's data directory. */
-export const stepFilePath = (dataDir: string, update: number) => join(dataDir, 'steps', `update-${String(update).padStart(6, '0')}.safetensors`);
+export const stepFilePath = (dataDir: string, update: number) =>
+  join(dataDir, 'steps', `update-${String(update).padStart(6, '0')}.safetensors`);
 
 /**
  * Deletes the step files of updates below `below` (a checkpoint holds them: resuming never
@@ -75,7 +76,12 @@ export class TrainQueue {
     if (!this.dataDir || samples.length === 0) return;
     if (this.staged && this.staged.update !== update) this.dropStaged();
     try {
-      this.staged ??= { update, writer: new TokenBatchWriter(stepFilePath(this.dataDir, update), { reserveBlocks: maxBlocks }), ids: [], broken: false };
+      this.staged ??= {
+        update,
+        writer: new TokenBatchWriter(stepFilePath(this.dataDir, update), { reserveBlocks: maxBlocks }),
+        ids: [],
+        broken: false,
+      };
       const st = this.staged;
       if (st.broken) return;
       if (st.writer.full) throw new Error(`more than ${maxBlocks} blocks`);
@@ -140,7 +146,9 @@ export class TrainQueue {
         throw new Error(`train job ${id} failed after ${job.attemptsMade} attempt(s): ${job.failedReason}`);
       }
       if (Date.now() >= deadline) {
-        throw new TrainTimeoutError(`train job ${id}: no result after ${timeoutMs} ms (state ${state}); is a train worker running on this queue?`);
+        throw new TrainTimeoutError(
+          `train job ${id}: no result after ${timeoutMs} ms (state ${state}); is a train worker running on this queue?`,
+        );
       }
       await this.finishedOrAfter(id, Math.min(this.settings.pollMs, Math.max(1, deadline - Date.now())));
     }

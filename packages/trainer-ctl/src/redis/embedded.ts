@@ -23,10 +23,7 @@ export interface EmbeddedRedisOptions {
   onEvent?: (event: EmbeddedRedisEvent) => void;
 }
 
-export type EmbeddedRedisEvent =
-  | { kind: 'died'; how: string }
-  | { kind: 'restarted'; restarts: number }
-  | { kind: 'lost'; error: Error };
+export type EmbeddedRedisEvent = { kind: 'died'; how: string } | { kind: 'restarted'; restarts: number } | { kind: 'lost'; error: Error };
 
 export interface EmbeddedRedis {
   url: string;
@@ -93,19 +90,28 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 function serverArgs(port: number, dir: string): string[] {
   return [
-    '--port', String(port),
-    '--bind', '127.0.0.1',
-    '--dir', dir,
-    '--appendonly', 'yes',
-    '--appendfsync', 'everysec',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'everysec',
     // The append-only file is the one persistence; no RDB snapshots on top of it.
-    '--save', '',
+    '--save',
+    '',
     // Every job leaves a few KB of commands in the file (added, started, finished, removed) while
     // the live data stays a few MB: rewriting from 8 MB on keeps the file near the live data
     // instead of growing to Redis's default 64 MB first (docs/scale.md).
-    '--auto-aof-rewrite-min-size', '8mb',
-    '--daemonize', 'no',
-    '--logfile', '',
+    '--auto-aof-rewrite-min-size',
+    '8mb',
+    '--daemonize',
+    'no',
+    '--logfile',
+    '',
   ];
 }
 
@@ -174,7 +180,8 @@ function supervise(
           o.onEvent?.({ kind: 'restarted', restarts });
           return;
         }
-        if (!stopping) o.onEvent?.({ kind: 'lost', error: lastError ?? new Error(`redis-server on port ${o.port} died after ${restarts} restart(s)`) });
+        if (!stopping)
+          o.onEvent?.({ kind: 'lost', error: lastError ?? new Error(`redis-server on port ${o.port} died after ${restarts} restart(s)`) });
       })();
     });
   watch(first);

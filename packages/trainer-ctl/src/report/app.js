@@ -26,22 +26,89 @@
     for (const s of STAGES) for (const p of series[`${s}/${suffix}`] || []) pts.push(p);
     return pts;
   }
-  const graders = [...new Set(Object.keys(series).map((t) => /^(?:priming|exploration|refinement)\/graders\/([^/]+)\/mean$/.exec(t)).filter(Boolean).map((m) => m[1]))];
+  const graders = [
+    ...new Set(
+      Object.keys(series)
+        .map((t) => /^(?:priming|exploration|refinement)\/graders\/([^/]+)\/mean$/.exec(t))
+        .filter(Boolean)
+        .map((m) => m[1]),
+    ),
+  ];
 
   const scale = (k) => (pts) => pts.map((p) => ({ x: p.x, y: p.y === null ? null : p.y * k }));
   const CHARTS = [
-    { title: 'Reward and graders (mean, std)', lines: [['reward mean', stageLine('reward/mean')], ['reward std', stageLine('reward/std')], ...graders.flatMap((g) => [[`${g} mean`, stageLine(`graders/${g}/mean`)], [`${g} std`, stageLine(`graders/${g}/std`)]])] },
-    { title: 'Format validity, answered, zero-variance share', lines: [['format validity', stageLine('format_valid')], ['answered', stageLine('answered')], ['zero-variance groups', stageLine('zero_variance_share')]] },
-    { title: 'KL, clip fraction, entropy', lines: [['kl', stageLine('train/kl')], ['clip fraction', stageLine('train/clip_fraction')], ['dual clip fraction', stageLine('train/dual_clip_fraction')], ['entropy', stageLine('train/entropy')]] },
-    { title: 'Loss (GRPO and SFT)', lines: [['grpo loss', stageLine('train/loss')], ['pg loss', stageLine('train/pg_loss')], ['kl loss', stageLine('train/kl_loss')], ['sft loss', series['sft/train/loss'] || []]] },
-    { title: 'Advantages', lines: [['mean', stageLine('advantage/mean')], ['std', stageLine('advantage/std')], ['min', stageLine('advantage/min')], ['max', stageLine('advantage/max')]] },
-    { title: 'Length (tokens per episode)', lines: [['response', stageLine('response_tokens')], ['total', stageLine('total_tokens')]] },
+    {
+      title: 'Reward and graders (mean, std)',
+      lines: [
+        ['reward mean', stageLine('reward/mean')],
+        ['reward std', stageLine('reward/std')],
+        ...graders.flatMap((g) => [
+          [`${g} mean`, stageLine(`graders/${g}/mean`)],
+          [`${g} std`, stageLine(`graders/${g}/std`)],
+        ]),
+      ],
+    },
+    {
+      title: 'Format validity, answered, zero-variance share',
+      lines: [
+        ['format validity', stageLine('format_valid')],
+        ['answered', stageLine('answered')],
+        ['zero-variance groups', stageLine('zero_variance_share')],
+      ],
+    },
+    {
+      title: 'KL, clip fraction, entropy',
+      lines: [
+        ['kl', stageLine('train/kl')],
+        ['clip fraction', stageLine('train/clip_fraction')],
+        ['dual clip fraction', stageLine('train/dual_clip_fraction')],
+        ['entropy', stageLine('train/entropy')],
+      ],
+    },
+    {
+      title: 'Loss (GRPO and SFT)',
+      lines: [
+        ['grpo loss', stageLine('train/loss')],
+        ['pg loss', stageLine('train/pg_loss')],
+        ['kl loss', stageLine('train/kl_loss')],
+        ['sft loss', series['sft/train/loss'] || []],
+      ],
+    },
+    {
+      title: 'Advantages',
+      lines: [
+        ['mean', stageLine('advantage/mean')],
+        ['std', stageLine('advantage/std')],
+        ['min', stageLine('advantage/min')],
+        ['max', stageLine('advantage/max')],
+      ],
+    },
+    {
+      title: 'Length (tokens per episode)',
+      lines: [
+        ['response', stageLine('response_tokens')],
+        ['total', stageLine('total_tokens')],
+      ],
+    },
     { title: 'Tool calls per episode', lines: [['tool calls', stageLine('toolCalls')]] },
     {
       title: 'Training cases played greedily (logging.track)',
-      lines: [['format validity', series['track/format_valid'] || []], ['per-request MRR (service)', series['track/per_request/service/mrr'] || []], ['per-fault MRR (service)', series['track/per_fault/service/mrr'] || []], ['R@1 per request (service)', series['track/per_request/service/R@1'] || []]],
+      lines: [
+        ['format validity', series['track/format_valid'] || []],
+        ['per-request MRR (service)', series['track/per_request/service/mrr'] || []],
+        ['per-fault MRR (service)', series['track/per_fault/service/mrr'] || []],
+        ['R@1 per request (service)', series['track/per_request/service/R@1'] || []],
+      ],
     },
-    { title: 'Time per step (s)', lines: [['generation', scale(1e-3)(stageLine('timing/rollout_ms'))], ['grading', scale(1e-3)(stageLine('timing/grade_ms'))], ['update', scale(1e-3)(stageLine('timing/update_ms'))], ['sft update', scale(1e-3)(series['sft/timing/update_ms'] || [])]] },
+    {
+      title: 'Time per step (s)',
+      lines: [
+        ['generation', scale(1e-3)(stageLine('timing/rollout_ms'))],
+        ['grading', scale(1e-3)(stageLine('timing/grade_ms'))],
+        ['update', scale(1e-3)(stageLine('timing/update_ms'))],
+        ['sft update', scale(1e-3)(series['sft/timing/update_ms'] || [])],
+      ],
+    },
   ];
 
   const charts = [];
@@ -61,8 +128,24 @@
       height: 260,
       scales: { x: { time: false } },
       // Steps and evaluations are whole numbers: no ticks between them.
-      axes: [{ label: xValues ? '' : 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], ...(xValues ? { values: (_u, ticks) => ticks.map((t) => xValues[t] || '') } : {}) }, {}],
-      series: [{ label: 'step' }, ...used.map(([label], i) => ({ label, stroke: COLORS[i % COLORS.length], width: 2, points: { show: xs.length < 40 }, spanGaps: true }))],
+      axes: [
+        {
+          label: xValues ? '' : 'step',
+          incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000],
+          ...(xValues ? { values: (_u, ticks) => ticks.map((t) => xValues[t] || '') } : {}),
+        },
+        {},
+      ],
+      series: [
+        { label: 'step' },
+        ...used.map(([label], i) => ({
+          label,
+          stroke: COLORS[i % COLORS.length],
+          width: 2,
+          points: { show: xs.length < 40 },
+          spanGaps: true,
+        })),
+      ],
     };
     charts.push(new uPlot(opts, [xs, ...ys], box));
   }
@@ -73,15 +156,31 @@
 
   // Held-out evaluation per stage: the trained policy and the scripted baselines on the same cases.
   const evals = document.getElementById('evals');
-  const SCOPES = [['per_request', 'per request'], ['per_fault', 'per fault'], ['per_fault_vote', 'per fault by vote']];
+  const SCOPES = [
+    ['per_request', 'per request'],
+    ['per_fault', 'per fault'],
+    ['per_fault_vote', 'per fault by vote'],
+  ];
   for (const e of data.evals) {
     const level = e.levels[0];
-    const head = el('tr', {}, el('th', {}, 'policy'), ...SCOPES.flatMap(([, label]) => ['R@1', 'R@3', 'R@5', 'MRR'].map((m) => el('th', {}, `${label} ${m}`))));
+    const head = el(
+      'tr',
+      {},
+      el('th', {}, 'policy'),
+      ...SCOPES.flatMap(([, label]) => ['R@1', 'R@3', 'R@5', 'MRR'].map((m) => el('th', {}, `${label} ${m}`))),
+    );
     const rows = e.rows.map((r, i) =>
-      el('tr', { class: i === 0 ? 'policy' : 'baseline' }, el('td', {}, r.policy), ...SCOPES.flatMap(([scope]) => {
-        const s = r.summary[scope]?.[level];
-        return s ? [fmt(s.recall[1], 2), fmt(s.recall[3], 2), fmt(s.recall[5], 2), fmt(s.mrr, 3)].map((v) => el('td', {}, v)) : [1, 2, 3, 4].map(() => el('td', {}, '-'));
-      })),
+      el(
+        'tr',
+        { class: i === 0 ? 'policy' : 'baseline' },
+        el('td', {}, r.policy),
+        ...SCOPES.flatMap(([scope]) => {
+          const s = r.summary[scope]?.[level];
+          return s
+            ? [fmt(s.recall[1], 2), fmt(s.recall[3], 2), fmt(s.recall[5], 2), fmt(s.mrr, 3)].map((v) => el('td', {}, v))
+            : [1, 2, 3, 4].map(() => el('td', {}, '-'));
+        }),
+      ),
     );
     evals.append(
       el('h3', {}, `after ${e.name}: policy v${e.policyVersion}, ${e.cases} held-out cases, ${level} level`),
@@ -92,7 +191,13 @@
   if (data.evals.length) {
     const names = data.evals.map((e) => e.name);
     const policies = data.evals[0].rows.map((r) => r.policy);
-    const lines = policies.map((p, i) => [i === 0 ? 'trained policy' : p, data.evals.map((e, x) => ({ x, y: e.rows.find((r) => (i === 0 ? r === e.rows[0] : r.policy === p))?.summary?.per_fault?.[e.levels[0]]?.mrr ?? null }))]);
+    const lines = policies.map((p, i) => [
+      i === 0 ? 'trained policy' : p,
+      data.evals.map((e, x) => ({
+        x,
+        y: e.rows.find((r) => (i === 0 ? r === e.rows[0] : r.policy === p))?.summary?.per_fault?.[e.levels[0]]?.mrr ?? null,
+      })),
+    ]);
     lineChart(document.getElementById('eval-chart'), 'Held-out per-fault MRR by stage', lines, names);
   } else evals.append(el('p', {}, 'No evaluation yet.'));
 
@@ -111,14 +216,25 @@
     view.replaceChildren(
       el('p', {}, `${ep.tag}, reward ${fmt(ep.reward)}, ${ep.toolCalls} tool calls, ${ep.stopReason}`),
       el('p', {}, 'answer: ', el('b', {}, rc(ep.answer)), ' truth: ', el('b', {}, rc(ep.truth ? [ep.truth] : null))),
-      ...ep.messages.map((m) => el('div', { class: `msg ${m.role}` }, el('div', { class: 'role' }, m.role), el('pre', {}, m.content || JSON.stringify(m.tool_calls || '')))),
+      ...ep.messages.map((m) =>
+        el(
+          'div',
+          { class: `msg ${m.role}` },
+          el('div', { class: 'role' }, m.role),
+          el('pre', {}, m.content || JSON.stringify(m.tool_calls || '')),
+        ),
+      ),
     );
   }
   function showCase(id) {
     list.replaceChildren(
       ...(byCase.get(id) || []).map((i) => {
         const ep = data.episodes[i];
-        return el('li', { onclick: () => showEpisode(i) }, `${ep.tag}: reward ${fmt(ep.reward)}, ${ep.toolCalls} calls, answer ${rc(ep.answer)} (truth ${rc(ep.truth ? [ep.truth] : null)})`);
+        return el(
+          'li',
+          { onclick: () => showEpisode(i) },
+          `${ep.tag}: reward ${fmt(ep.reward)}, ${ep.toolCalls} calls, answer ${rc(ep.answer)} (truth ${rc(ep.truth ? [ep.truth] : null)})`,
+        );
       }),
     );
     const first = (byCase.get(id) || [])[0];

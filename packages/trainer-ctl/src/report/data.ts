@@ -5,7 +5,17 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { evaluate, loadDataset, policyNames, solverFor, type Dataset, type EpisodeRecord, type EvalSummary, type GroundTruth, type Level } from '@thinkfl/env';
+import {
+  evaluate,
+  loadDataset,
+  policyNames,
+  solverFor,
+  type Dataset,
+  type EpisodeRecord,
+  type EvalSummary,
+  type GroundTruth,
+  type Level,
+} from '@thinkfl/env';
 import { loadRunConfig, type RunConfig } from '../config/index';
 import type { EvalReport } from '../controller/evaluation';
 import { EPISODES_FILE, readJsonLines } from '../controller/metrics-log';
@@ -75,17 +85,18 @@ async function baselines(dataset: Dataset, config: RunConfig, caseIds: string[])
 }
 
 function readEpisodes(runDir: string, truthOf: (caseId: string) => GroundTruth | undefined): ReportEpisode[] {
-  return readJsonLines<{ stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord }>(join(runDir, EPISODES_FILE))
-    .map((e) => ({
-      tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
-      caseId: e.episode.caseId,
-      reward: e.reward,
-      toolCalls: e.episode.toolCalls.length,
-      stopReason: e.episode.stopReason,
-      answer: e.episode.answer,
-      truth: truthOf(e.episode.caseId),
-      messages: e.episode.messages,
-    }));
+  return readJsonLines<{ stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord }>(
+    join(runDir, EPISODES_FILE),
+  ).map((e) => ({
+    tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
+    caseId: e.episode.caseId,
+    reward: e.reward,
+    toolCalls: e.episode.toolCalls.length,
+    stopReason: e.episode.stopReason,
+    answer: e.episode.answer,
+    truth: truthOf(e.episode.caseId),
+    messages: e.episode.messages,
+  }));
 }
 
 export async function gatherReport(runDir: string, opts: { baselines?: boolean } = {}): Promise<ReportData> {
@@ -105,7 +116,15 @@ export async function gatherReport(runDir: string, opts: { baselines?: boolean }
       if (!played.has(key)) played.set(key, await baselines(dataset, config, ids));
       rows.push(...played.get(key)!);
     }
-    evals.push({ name: e.name, policyVersion: e.policy_version, cases: e.cases, formatValid: e.format_valid, answered: e.answered, levels: e.summary.levels, rows });
+    evals.push({
+      name: e.name,
+      policyVersion: e.policy_version,
+      cases: e.cases,
+      formatValid: e.format_valid,
+      answered: e.answered,
+      levels: e.summary.levels,
+      rows,
+    });
   }
   return {
     run: state.run_name,

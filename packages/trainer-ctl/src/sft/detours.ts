@@ -19,7 +19,10 @@ export const DetourSettingsSchema = z
     /** Most detours in one conversation. Default 2. */
     max_per_episode: z.number().int().min(0).default(2),
     /** Kinds drawn from, uniformly. Default all. */
-    kinds: z.array(z.enum(DETOUR_KINDS)).min(1).default([...DETOUR_KINDS]),
+    kinds: z
+      .array(z.enum(DETOUR_KINDS))
+      .min(1)
+      .default([...DETOUR_KINDS]),
   })
   .strict();
 export type DetourSettings = z.output<typeof DetourSettingsSchema>;
@@ -72,7 +75,8 @@ export class DetourPolicy implements Policy {
     const msg = await this.inner.next(ctx);
     const s = this.settings;
     // The answer is never a detour: a detour there would leave the teacher no turn to answer on its own.
-    if (ctx.final || ctx.turn === 0 || isAnswer(msg) || this.detourTurns.length >= s.max_per_episode || this.rng.next() >= s.rate) return msg;
+    if (ctx.final || ctx.turn === 0 || isAnswer(msg) || this.detourTurns.length >= s.max_per_episode || this.rng.next() >= s.rate)
+      return msg;
     const kind = s.kinds[Math.floor(this.rng.next() * s.kinds.length)];
     const detour = this.detour(kind, ctx, msg);
     if (!detour) return msg;

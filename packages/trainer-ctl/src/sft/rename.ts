@@ -67,7 +67,9 @@ export function namePermutation(topology: Pick<Topology, 'services' | 'pods'>, s
  */
 export function renamedEpisode(ep: TeacherEpisode, mapping: ReadonlyMap<string, string>): TeacherEpisode {
   const rename = nameRenamer(mapping);
-  const record = JSON.parse(JSON.stringify(ep.record), (_key, value: unknown) => (typeof value === 'string' ? rename(value) : value)) as TeacherEpisode['record'];
+  const record = JSON.parse(JSON.stringify(ep.record), (_key, value: unknown) =>
+    typeof value === 'string' ? rename(value) : value,
+  ) as TeacherEpisode['record'];
   return { ...ep, record };
 }
 
@@ -75,8 +77,15 @@ export function renamedEpisode(ep: TeacherEpisode, mapping: ReadonlyMap<string, 
  * Each episode replaced by `copies` renamed copies (its own permutation each, seeded by `seed`
  * and the episode's index); copies 0 returns the episodes as they are.
  */
-export function renamedEpisodes(episodes: readonly TeacherEpisode[], topology: Pick<Topology, 'services' | 'pods'>, settings: RenameSettingsInput, seed: number): TeacherEpisode[] {
+export function renamedEpisodes(
+  episodes: readonly TeacherEpisode[],
+  topology: Pick<Topology, 'services' | 'pods'>,
+  settings: RenameSettingsInput,
+  seed: number,
+): TeacherEpisode[] {
   const { copies } = RenameSettingsSchema.parse(settings);
   if (copies === 0) return [...episodes];
-  return episodes.flatMap((ep, i) => Array.from({ length: copies }, (_, k) => renamedEpisode(ep, namePermutation(topology, seed + i * copies + k))));
+  return episodes.flatMap((ep, i) =>
+    Array.from({ length: copies }, (_, k) => renamedEpisode(ep, namePermutation(topology, seed + i * copies + k))),
+  );
 }

@@ -81,7 +81,12 @@ type RootCauseArgs = Record<string, unknown>;
  * `callsOnly` the free text around the call is dropped too. Other messages are unchanged
  * (or, with `callsOnly`, reduced to their call).
  */
-function rewriteAnswers(policy: Policy, suffix: string, f: (r: RootCauseArgs[], ctx: PolicyContext) => RootCauseArgs[], callsOnlyText = false): Policy {
+function rewriteAnswers(
+  policy: Policy,
+  suffix: string,
+  f: (r: RootCauseArgs[], ctx: PolicyContext) => RootCauseArgs[],
+  callsOnlyText = false,
+): Policy {
   return {
     name: `${policy.name}-${suffix}`,
     async next(ctx) {
@@ -90,7 +95,9 @@ function rewriteAnswers(policy: Policy, suffix: string, f: (r: RootCauseArgs[], 
       if (!found) return m;
       const call = JSON.parse(found[1]) as { name: string; arguments: { root_causes?: RootCauseArgs[] } };
       const answer = call.name === 'print_results' && Array.isArray(call.arguments.root_causes);
-      const text = answer ? JSON.stringify({ ...call, arguments: { ...call.arguments, root_causes: f(call.arguments.root_causes!, ctx) } }) : found[1];
+      const text = answer
+        ? JSON.stringify({ ...call, arguments: { ...call.arguments, root_causes: f(call.arguments.root_causes!, ctx) } })
+        : found[1];
       return { ...m, content: callsOnlyText ? `<tool_call>\n${text}\n</tool_call>` : m.content.replace(found[1], () => text) };
     },
   };
@@ -131,7 +138,8 @@ export function answersBySpan(policy: Policy): Policy {
   return rewriteAnswers(policy, 'spans', (rs, ctx) => {
     const { byPod, byService } = spansShown(ctx);
     return rs.map((r) => {
-      const span = (typeof r.pod === 'string' && byPod.get(r.pod)) || (typeof r.service === 'string' && byService.get(r.service)) || undefined;
+      const span =
+        (typeof r.pod === 'string' && byPod.get(r.pod)) || (typeof r.service === 'string' && byService.get(r.service)) || undefined;
       if (!span) return r;
       const { node: _n, service: _s, pod: _p, ...rest } = r;
       return { span: span.ref, ...rest };

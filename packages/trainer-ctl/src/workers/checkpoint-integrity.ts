@@ -56,7 +56,11 @@ export function syncTree(dir: string): void {
 
 /** Records the checkpoint in `dir` (every file already written): its update count and its files' sizes. */
 export function writeTrainerState(dir: string, updates: number): void {
-  const files = Object.fromEntries(filesUnder(dir).filter((f) => f !== TRAINER_STATE_FILE).map((f) => [f, statSync(join(dir, f)).size]));
+  const files = Object.fromEntries(
+    filesUnder(dir)
+      .filter((f) => f !== TRAINER_STATE_FILE)
+      .map((f) => [f, statSync(join(dir, f)).size]),
+  );
   const state: TrainerState = { updates, savedAt: new Date().toISOString(), files };
   writeFileSync(join(dir, TRAINER_STATE_FILE), `${JSON.stringify(state)}\n`);
 }
@@ -81,7 +85,12 @@ export function safetensorsProblem(file: string): string | undefined {
     } catch {
       return 'header is not JSON';
     }
-    const end = Math.max(0, ...Object.entries(header).filter(([k]) => k !== '__metadata__').map(([, t]) => t.data_offsets?.[1] ?? 0));
+    const end = Math.max(
+      0,
+      ...Object.entries(header)
+        .filter(([k]) => k !== '__metadata__')
+        .map(([, t]) => t.data_offsets?.[1] ?? 0),
+    );
     if (8 + n + end !== size) return `${size} bytes, its tensors need ${8 + n + end}`;
     return undefined;
   } finally {
@@ -97,7 +106,11 @@ export function checkedTrainerState(dir: string): TrainerState {
     state = JSON.parse(readFileSync(file, 'utf8')) as TrainerState;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new Error(code === 'ENOENT' ? `no ${TRAINER_STATE_FILE} (cut before it was written)` : `${TRAINER_STATE_FILE} is unreadable (${(e as Error).message})`);
+    throw new Error(
+      code === 'ENOENT'
+        ? `no ${TRAINER_STATE_FILE} (cut before it was written)`
+        : `${TRAINER_STATE_FILE} is unreadable (${(e as Error).message})`,
+    );
   }
   if (!Number.isInteger(state.updates) || state.updates < 0) throw new Error(`${TRAINER_STATE_FILE} has no update count`);
   for (const [f, size] of Object.entries(state.files ?? {})) {

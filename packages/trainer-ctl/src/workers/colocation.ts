@@ -23,7 +23,10 @@ export function colocatedSteps(config: RunConfig, log: (line: string) => void): 
     } finally {
       await replicas.wakeUp().then(
         () => log(`colocated: vLLM replica(s) awake after update ${update}`),
-        (e: Error) => log(`colocated: waking the vLLM replicas after update ${update} failed (${e.message}); the rollout side wakes a replica it finds asleep before loading on it`),
+        (e: Error) =>
+          log(
+            `colocated: waking the vLLM replicas after update ${update} failed (${e.message}); the rollout side wakes a replica it finds asleep before loading on it`,
+          ),
       );
     }
   };

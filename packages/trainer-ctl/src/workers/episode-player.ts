@@ -64,12 +64,18 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
   const cases = new Map<string, Case>(dataset.cases.map((c) => [c.id, c]));
   const chat: ChatModel = chatModelFromConfig(config);
   const holder: { backend?: GenerationBackend } = {};
-  const sync = new PolicySync(opts.registry, backendLoader(config, opts.registry.runId, holder, opts.log), opts.syncTimeoutMs ?? config.workers.sync_timeout_s * 1000, opts.log);
+  const sync = new PolicySync(
+    opts.registry,
+    backendLoader(config, opts.registry.runId, holder, opts.log),
+    opts.syncTimeoutMs ?? config.workers.sync_timeout_s * 1000,
+    opts.log,
+  );
   const { protocol, ...episodeSettings } = config.episode;
 
   const play: RolloutPlayer = async (job: RolloutJob) => {
     const c = cases.get(job.caseId);
-    if (!c) throw new UnrecoverableError(`rollout job ${job.groupId}#${job.sampleIndex}: case ${job.caseId} is not in ${config.dataset.path}`);
+    if (!c)
+      throw new UnrecoverableError(`rollout job ${job.groupId}#${job.sampleIndex}: case ${job.caseId} is not in ${config.dataset.path}`);
     const version = await sync.ensure(job.policyVersion);
     const started = performance.now();
     const policy = new ModelPolicy({

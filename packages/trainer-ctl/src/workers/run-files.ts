@@ -37,7 +37,9 @@ export function scanCheckpoints(runDir: string): { good: Checkpoint[]; torn: Tor
   const good: Checkpoint[] = [];
   const torn: TornCheckpoint[] = [];
   if (!existsSync(root)) return { good, torn };
-  for (const n of readdirSync(root).filter((x) => /^update-\d+$/.test(x)).sort()) {
+  for (const n of readdirSync(root)
+    .filter((x) => /^update-\d+$/.test(x))
+    .sort()) {
     const dir = join(root, n);
     try {
       good.push({ dir, updates: checkedTrainerState(dir).updates });

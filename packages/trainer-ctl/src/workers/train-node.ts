@@ -21,7 +21,8 @@ const RESTART_DELAY_MS = 2000;
 export function startTrainNode(config: RunConfig, nodeRank: number, log: (line: string) => void, engine: EngineOptions = {}): TrainNode {
   const t = config.workers.train;
   if (t.nodes < 2) throw new Error(`--node-rank ${nodeRank}: workers.train.nodes is ${t.nodes}; a single-node engine has only node 0`);
-  if (nodeRank < 1 || nodeRank >= t.nodes) throw new Error(`--node-rank ${nodeRank}: this node serves ranks only as node 1 to ${t.nodes - 1} (node 0 is the train worker)`);
+  if (nodeRank < 1 || nodeRank >= t.nodes)
+    throw new Error(`--node-rank ${nodeRank}: this node serves ranks only as node 1 to ${t.nodes - 1} (node 0 is the train worker)`);
   let closing = false;
   let starts = 0;
   let current: TrainEngine | undefined;

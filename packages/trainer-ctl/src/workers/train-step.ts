@@ -43,7 +43,8 @@ function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
   const temps = given.length === 1 ? Array<number>(b.rows).fill(given[0]) : given;
   if (temps.length !== b.rows) throw new Error(`${where}: ${given.length} sampling temperatures for ${b.rows} rows of ${b.path}`);
   const cold = temps.findIndex((t) => !(t > 0));
-  if (cold >= 0) throw new Error(`${where}: row ${cold} has sampling temperature ${temps[cold]}; grpo needs the temperature > 0 it was sampled at`);
+  if (cold >= 0)
+    throw new Error(`${where}: row ${cold} has sampling temperature ${temps[cold]}; grpo needs the temperature > 0 it was sampled at`);
   return {
     op: 'grpo_step',
     args: { ...base, lr: config.grpo.optimizer.lr, loss: config.grpo.loss, temperature: temps },
@@ -57,7 +58,8 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   if (job.batch) return fileStep(job, config, where);
   if (job.samples.length === 0) throw new Error(`${where}: no samples`);
   job.samples.forEach((s, i) => {
-    if (s.mask.length !== s.ids.length) throw new Error(`${where}: samples[${i}]: mask has ${s.mask.length} entries for ${s.ids.length} ids`);
+    if (s.mask.length !== s.ids.length)
+      throw new Error(`${where}: samples[${i}]: mask has ${s.mask.length} entries for ${s.ids.length} ids`);
     if (s.oldLogprobs && s.oldLogprobs.length !== s.ids.length) {
       throw new Error(`${where}: samples[${i}]: oldLogprobs has ${s.oldLogprobs.length} entries for ${s.ids.length} ids`);
     }
@@ -76,7 +78,9 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   if (missing >= 0) throw new Error(`${where}: samples[${missing}] has no advantage (required for grpo)`);
   const cold = job.samples.findIndex((s) => s.temperature === undefined || !(s.temperature > 0));
   if (cold >= 0) {
-    throw new Error(`${where}: samples[${cold}] has sampling temperature ${job.samples[cold].temperature}; grpo needs the temperature > 0 it was sampled at`);
+    throw new Error(
+      `${where}: samples[${cold}] has sampling temperature ${job.samples[cold].temperature}; grpo needs the temperature > 0 it was sampled at`,
+    );
   }
   const withOld = job.samples.filter((s) => s.oldLogprobs).length;
   if (withOld !== 0 && withOld !== job.samples.length) {

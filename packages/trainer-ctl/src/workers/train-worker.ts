@@ -28,7 +28,18 @@ import type { QueueSettings } from '../queue/settings';
 import { pruneStepFiles, TrainQueue } from '../queue/train-queue';
 import { TrainResultStore } from '../queue/train-results';
 import { syncTree } from './checkpoint-integrity';
-import { checkpointDir, dataDir, latestCheckpoint, removeUnfinishedWrites, listCheckpoints, policyDir, prunePolicies, writeAtomically, writeTrainerState, type Checkpoint } from './run-files';
+import {
+  checkpointDir,
+  dataDir,
+  latestCheckpoint,
+  removeUnfinishedWrites,
+  listCheckpoints,
+  policyDir,
+  prunePolicies,
+  writeAtomically,
+  writeTrainerState,
+  type Checkpoint,
+} from './run-files';
 import type { StepResult } from '../engine/protocol';
 import { engineStep, mergeSteps, stepMetrics, type EngineStep } from './train-step';
 
@@ -205,7 +216,8 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     for (const args of s.args) parts.push(await engine.request('sft_step', args));
     return mergeSteps(parts);
   };
-  const step = (job: TrainJob): Promise<StepResult> => (opts.aroundStep ? opts.aroundStep(job.update, () => stepAlone(job)) : stepAlone(job));
+  const step = (job: TrainJob): Promise<StepResult> =>
+    opts.aroundStep ? opts.aroundStep(job.update, () => stepAlone(job)) : stepAlone(job);
 
   const queue = new TrainQueue(opts.connection, opts.runId, opts.settings);
   /**
@@ -215,11 +227,16 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
    */
   const restartEngine = async (target: number): Promise<void> => {
     await engine.dispose();
-    const ckpt = listCheckpoints(runDir).filter((c) => c.updates <= target).at(-1);
+    const ckpt = listCheckpoints(runDir)
+      .filter((c) => c.updates <= target)
+      .at(-1);
     await openEngine(ckpt);
     while (updates < target) {
       const job = await queue.data(updates);
-      if (!job) throw new UnrecoverableError(`engine restart: the train job of update ${updates} is gone, so update ${target} cannot be rebuilt; resume the run`);
+      if (!job)
+        throw new UnrecoverableError(
+          `engine restart: the train job of update ${updates} is gone, so update ${target} cannot be rebuilt; resume the run`,
+        );
       if (job.kind !== 'checkpoint') await step(job);
       updates++;
     }
@@ -268,7 +285,9 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
       throw new UnrecoverableError(`train job update ${job.update}: already done (${updates} updates) and its result is gone`);
     }
     if (job.update > updates) {
-      throw new UnrecoverableError(`train job update ${job.update}: the engine has done ${updates} updates; submit update ${updates} first`);
+      throw new UnrecoverableError(
+        `train job update ${job.update}: the engine has done ${updates} updates; submit update ${updates} first`,
+      );
     }
     const started = Date.now();
     if (job.kind === 'checkpoint') {
@@ -280,7 +299,9 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
     const out = await step(job);
     updates = job.update + 1;
     unfinished = { update: job.update, metrics: { ...stepMetrics(out), train_ms: Date.now() - started } };
-    log(`update ${job.update} (${job.kind}, ${job.batch?.rows ?? job.samples.length} samples${job.batch ? ` from ${job.batch.path}` : ''}): loss ${out.loss}`);
+    log(
+      `update ${job.update} (${job.kind}, ${job.batch?.rows ?? job.samples.length} samples${job.batch ? ` from ${job.batch.path}` : ''}): loss ${out.loss}`,
+    );
     return finish(job, unfinished.metrics);
   };
 
@@ -311,7 +332,9 @@ export async function startTrainWorker(opts: TrainWorkerOptions): Promise<TrainW
           }
           if (restarts >= limit) {
             // The job fails for good; the worker's owner decides what happens to the worker.
-            const death = new Error(`train engine died${limit > 0 ? ` ${limit + 1} times` : ''} (workers.train.engine_restarts ${limit}): ${why}`);
+            const death = new Error(
+              `train engine died${limit > 0 ? ` ${limit + 1} times` : ''} (workers.train.engine_restarts ${limit}): ${why}`,
+            );
             opts.onEngineDeath?.(death);
             throw new UnrecoverableError(death.message);
           }

@@ -90,7 +90,11 @@ function layout(src: string): { files: { file: string; kind: Kind }[]; parts: st
     if (files.some((f) => f.kind === kind)) continue;
     const known = Object.values(TABLES).join('; ');
     if (unknown.length) {
-      throw new DataError(unknown[0], 1, `header matches no table of the aiops2022 layout (${known}), and the source has no ${TABLES[kind]}`);
+      throw new DataError(
+        unknown[0],
+        1,
+        `header matches no table of the aiops2022 layout (${known}), and the source has no ${TABLES[kind]}`,
+      );
     }
     const keeps = `the aiops2022 layout keeps spans, metrics and ground truth in CSV files anywhere under it, told apart by their headers (${known})`;
     throw new LayoutError(src, `holds no CSV of ${TABLES[kind]}`, keeps);

@@ -14,7 +14,8 @@ import type { Interval, SourceGaps } from '../gaps';
 import type { NezhaTree } from './nezha-source';
 
 const KEEPS = {
-  faults: "the Nezha layout keeps the day's injected faults there: a JSON map hour -> [{inject_time, inject_timestamp, inject_pod, inject_type}]",
+  faults:
+    "the Nezha layout keeps the day's injected faults there: a JSON map hour -> [{inject_time, inject_timestamp, inject_pod, inject_type}]",
   trace:
     'the Nezha layout keeps the traces of the fault day there, one CSV per minute: HH_MM_trace.csv with ' +
     'TraceID,SpanID,ParentID,PodName,OperationName,StartTimeUnixNano,EndTimeUnixNano,Duration',
@@ -91,7 +92,13 @@ function missingRuns(
     run.last = m;
     run.files.push(`${minuteName(m)}_${kind}.csv`);
     const ids = traceids.get(m);
-    run.requests = ids && run.requests !== undefined ? run.requests + readFileSync(ids, 'utf8').split('\n').filter((l) => l.trim()).length : undefined;
+    run.requests =
+      ids && run.requests !== undefined
+        ? run.requests +
+          readFileSync(ids, 'utf8')
+            .split('\n')
+            .filter((l) => l.trim()).length
+        : undefined;
   }
   close();
   return out;
@@ -118,7 +125,9 @@ export function nezhaLayout(tree: NezhaTree, date: string, withLogs: boolean): N
     baseline = `${tree.show(constructDir)} ${problem} (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`;
   }
   if (!metricFiles.some((f) => f.endsWith('/front_service.csv'))) {
-    parts.push(`${tree.show(join(metricDir, 'front_service.csv'))} is missing: the dataset has no front-end-wide success rate and latency series`);
+    parts.push(
+      `${tree.show(join(metricDir, 'front_service.csv'))} is missing: the dataset has no front-end-wide success rate and latency series`,
+    );
   }
 
   // The published data archive holds an empty log/ folder: logs are there only with files in it.

@@ -63,7 +63,8 @@ export async function readNezhaLogs(files: string[], onFile?: (file: string) => 
       if (level !== 'error' && level !== 'warn' && level !== 'info') continue;
       // Some rows carry an overflowed (negative) TimeUnixNano; their ISO Timestamp is intact.
       const tsUs = nsStringToUs(f[c.TimeUnixNano]) ?? isoToUs(f[c.Timestamp]);
-      if (tsUs === undefined) throw new DataError(file, rec.line, `neither TimeUnixNano nor Timestamp is a time: '${f[c.TimeUnixNano]}', '${f[c.Timestamp]}'`);
+      if (tsUs === undefined)
+        throw new DataError(file, rec.line, `neither TimeUnixNano nor Timestamp is a time: '${f[c.TimeUnixNano]}', '${f[c.Timestamp]}'`);
       if (nsStringToUs(f[c.TimeUnixNano]) === undefined) badTimes++;
       const pod = f[c.PodName];
       const rec2: LogRecord = { tsUs, service: serviceOfDeploymentPod(pod), pod, level, templateId: templates.idOf(message) };

@@ -78,13 +78,18 @@ export interface NezhaMetrics {
   inferred: string[];
 }
 
-export async function readNezhaMetrics(files: string[], frontendService: string | undefined, logNodes: Map<string, string>): Promise<NezhaMetrics> {
+export async function readNezhaMetrics(
+  files: string[],
+  frontendService: string | undefined,
+  logNodes: Map<string, string>,
+): Promise<NezhaMetrics> {
   const series: MetricSeriesData[] = [];
   const pods = new Map<string, Points>();
   for (const file of files) {
     const name = basename(file);
     if (name === 'front_service.csv' && frontendService !== undefined) {
-      for (const [col, pts] of await readTable(file, ['Time', 'ServiceName'])) series.push(seriesData(frontendService, 'service', col, pts));
+      for (const [col, pts] of await readTable(file, ['Time', 'ServiceName']))
+        series.push(seriesData(frontendService, 'service', col, pts));
       continue;
     }
     const m = /^(.+)_metric\.csv$/.exec(name);

@@ -22,7 +22,10 @@ import { readNezhaSpans } from './nezha-spans';
 export const NezhaSettings = z
   .object({
     /** Day to import, YYYY-MM-DD; names the tgz files and the data folders. Default 2023-01-29. */
-    date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).default('2023-01-29'),
+    date: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/)
+      .default('2023-01-29'),
     /** Length of a fault window after inject_time, in seconds (faults last about 3 minutes). Default 180. */
     faultWindowSec: z.number().positive().default(180),
     /** inject_timestamp agrees with inject_time when within this many seconds. Default 60. */
@@ -53,7 +56,10 @@ function frontendOf(setting: string | undefined, spans: Span[]): { service: stri
   if (ranked[0][1] * 2 > total) {
     return { service: ranked[0][0], chosenBy: `detected: the service of ${ranked[0][1]} of the ${total} entry spans` };
   }
-  const seen = ranked.slice(0, 5).map(([svc, n]) => `${svc} (${n})`).join(', ');
+  const seen = ranked
+    .slice(0, 5)
+    .map(([svc, n]) => `${svc} (${n})`)
+    .join(', ');
   throw new SettingsError(
     `importer.frontendService: front_service.csv's series need the front-end service, and no service holds most entry spans ` +
       `(${seen}); set it`,
@@ -83,7 +89,8 @@ export const nezha: Importer<typeof NezhaSettings> = {
       const frontend = hasFront ? frontendOf(s.frontendService, spans) : undefined;
       if (frontend) progress(`front-end service ${frontend.service} (${frontend.chosenBy})`);
       const parts = [...layout.gaps.parts];
-      if (hasFront && !frontend) parts.push('front_service.csv left out: no entry span tells the front-end service (set importer.frontendService)');
+      if (hasFront && !frontend)
+        parts.push('front_service.csv left out: no entry span tells the front-end service (set importer.frontendService)');
       progress('metrics');
       const metrics = await readNezhaMetrics(layout.metricFiles, frontend?.service, logs.nodeOfPod);
       if (metrics.inferred.length) progress(`metrics: ${metrics.inferred.length} pods placed on a node by their Node* series`);

@@ -36,7 +36,8 @@ export interface OpenRcaQuery {
 const RECORD = ['level', 'component', 'timestamp', 'datetime', 'reason'] as const;
 const QUERY = ['task_index', 'instruction', 'scoring_points'] as const;
 const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
-const WINDOW = /(January|February|March|April|May|June|July|August|September|October|November|December)\s+(\d{1,2}),\s*(\d{4}),?\s+(?:from\s+)?(\d{1,2}:\d{2})\s+to\s+(\d{1,2}:\d{2})/i;
+const WINDOW =
+  /(January|February|March|April|May|June|July|August|September|October|November|December)\s+(\d{1,2}),\s*(\d{4}),?\s+(?:from\s+)?(\d{1,2}:\d{2})\s+to\s+(\d{1,2}:\d{2})/i;
 
 const pad = (n: number) => String(n).padStart(2, '0');
 

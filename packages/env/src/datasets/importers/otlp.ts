@@ -42,7 +42,14 @@ function attrs(list: unknown): Map<string, string> {
   return out;
 }
 
-const STATUS: Record<string, Span['status']> = { '0': 'unset', '1': 'ok', '2': 'error', STATUS_CODE_UNSET: 'unset', STATUS_CODE_OK: 'ok', STATUS_CODE_ERROR: 'error' };
+const STATUS: Record<string, Span['status']> = {
+  '0': 'unset',
+  '1': 'ok',
+  '2': 'error',
+  STATUS_CODE_UNSET: 'unset',
+  STATUS_CODE_OK: 'ok',
+  STATUS_CODE_ERROR: 'error',
+};
 
 const list = (v: unknown): unknown[] | undefined => (Array.isArray(v) ? v : v === undefined ? [] : undefined);
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -58,7 +58,11 @@ export class StaticTopology implements Topology {
     if (hit) return hit;
     const pods = this.pods.filter((p) => p.pod.toLowerCase().startsWith(q));
     if (pods.length === 1 && q.length > pods[0].service.length) return this.exact.get(pods[0].pod.toLowerCase());
-    const bare = (s: string) => s.toLowerCase().replace(/^ts-/, '').replace(/-service$/, '');
+    const bare = (s: string) =>
+      s
+        .toLowerCase()
+        .replace(/^ts-/, '')
+        .replace(/-service$/, '');
     const services = this.services.filter((s) => bare(s) === bare(q));
     if (services.length === 1) return { level: 'service', service: services[0] };
     return undefined;

@@ -113,21 +113,25 @@ export function dependencyGraph(dataset: Dataset): Map<string, Set<string>> {
  * with N the services of the case's trace (the request under study). Returns G's services and
  * the caller -> callee edges among them.
  */
-export function alarmGraph(dep: Map<string, Set<string>>, alarmed: Set<string>, inTrace: Set<string>): { services: Set<string>; edges: Map<string, string[]> } {
+export function alarmGraph(
+  dep: Map<string, Set<string>>,
+  alarmed: Set<string>,
+  inTrace: Set<string>,
+): { services: Set<string>; edges: Map<string, string[]> } {
   const callers = new Map<string, Set<string>>();
   for (const [from, tos] of dep) for (const to of tos) (callers.get(to) ?? callers.set(to, new Set()).get(to)!).add(from);
   const gPrime = new Set<string>(alarmed);
   const stack = [...alarmed];
   while (stack.length) {
     const s = stack.pop()!;
-    for (const p of callers.get(s) ?? []) if (!gPrime.has(p)) {
-      gPrime.add(p);
-      stack.push(p);
-    }
+    for (const p of callers.get(s) ?? [])
+      if (!gPrime.has(p)) {
+        gPrime.add(p);
+        stack.push(p);
+      }
   }
   const services = new Set([...gPrime].filter((s) => inTrace.has(s)));
   const edges = new Map<string, string[]>();
   for (const s of [...services].sort()) edges.set(s, [...(dep.get(s) ?? [])].filter((t) => services.has(t) && t !== s).sort());
   return { services, edges };
 }
-

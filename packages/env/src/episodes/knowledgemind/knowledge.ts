@@ -37,7 +37,9 @@ export function knowledgeBase(dataset: Dataset, tools: ToolSettings, s: Knowledg
       const service = fault.truth.service;
       if (!first || !service) byFault.set(key, null);
       else {
-        const alarms = new Set([...serviceAlarms(dataset, first, tools, s).values()].filter((a) => alarmCount(a) > 0).map((a) => a.service));
+        const alarms = new Set(
+          [...serviceAlarms(dataset, first, tools, s).values()].filter((a) => alarmCount(a) > 0).map((a) => a.service),
+        );
         byFault.set(key, { faultId: id, alarms, service });
       }
     }

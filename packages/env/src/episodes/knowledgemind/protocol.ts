@@ -99,7 +99,10 @@ registerProtocol({
         reward = kbHit.service === h.service ? 1 : 0;
         stopped = true;
       } else {
-        const callers = [...dep].filter(([, tos]) => tos.has(h.service)).map(([from]) => from).sort();
+        const callers = [...dep]
+          .filter(([, tos]) => tos.has(h.service))
+          .map(([from]) => from)
+          .sort();
         const request: KmRequest = {
           kind: 'simulate',
           service: h.service,
@@ -110,7 +113,9 @@ registerProtocol({
           'score_simulation',
           request,
           `Simulation from ${h.service}: when a service fails its callers turn abnormal. Its callers' alarms: ${
-            request.kind === 'simulate' && request.callers.length ? request.callers.map((c) => `${c.service} ${c.anomalies}`).join(', ') : 'none'
+            request.kind === 'simulate' && request.callers.length
+              ? request.callers.map((c) => `${c.service} ${c.anomalies}`).join(', ')
+              : 'none'
           }. Its own: ${describe(request.own)}. Score 1-10 how likely ${h.service} is the root cause.`,
         );
         if (r === 'error') return session.finish('knowledgemind', 'policy_error', null);
@@ -125,7 +130,10 @@ registerProtocol({
     const request: KmRequest = {
       kind: 'final',
       path,
-      end: { ...(endAlarm ? candidate(endAlarm) : { service: endService, metrics: [], errorLogs: 0, warnLogs: 0, trace: 0, patternChanges: 0 }), pods: endAlarm?.pods ?? [] },
+      end: {
+        ...(endAlarm ? candidate(endAlarm) : { service: endService, metrics: [], errorLogs: 0, warnLogs: 0, trace: 0, patternChanges: 0 }),
+        pods: endAlarm?.pods ?? [],
+      },
       ...(kbHit ? { knowledgeMatch: kbHit.service } : {}),
     };
     session.environment = request;
@@ -142,4 +150,3 @@ registerProtocol({
     return forced.length ? session.finish('knowledgemind', 'forced_answer', forced) : session.finish('knowledgemind', 'no_answer', null);
   },
 });
-

@@ -45,7 +45,10 @@ registerProtocol({
     const offeredAll = [...EXPLORE, 'report_confidence', 'print_results'];
     session.say(
       'system',
-      systemPrompt(toolbox.specs(offeredAll), `A workflow guides the steps; each step offers one tool. Report your confidence when asked; at ${rf.theta} or below you re-plan.`),
+      systemPrompt(
+        toolbox.specs(offeredAll),
+        `A workflow guides the steps; each step offers one tool. Report your confidence when asked; at ${rf.theta} or below you re-plan.`,
+      ),
     );
     session.say('user', casePrompt(toolbox.ctx.dataset, session.kase, toolbox));
     let failed = false;
@@ -63,16 +66,28 @@ registerProtocol({
       {
         async leaf(node, stack) {
           const step = node.name ?? node.tool;
-          const out = await play([node.tool], { kind: 'leaf', step, tool: node.tool, branch: stack.at(-1)!.name }, `Step "${step}" (branch ${stack.at(-1)!.name}): call ${node.tool}.`);
+          const out = await play(
+            [node.tool],
+            { kind: 'leaf', step, tool: node.tool, branch: stack.at(-1)!.name },
+            `Step "${step}" (branch ${stack.at(-1)!.name}): call ${node.tool}.`,
+          );
           return out.kind === 'called' && foundAnomaly(node.tool, out.call.observation, rf.log_ratio);
         },
         async confidence(after, _node, stack) {
           const leaves = allLeaves(stack);
-          const out = await play(['report_confidence'], { kind: 'confidence', after, leaves }, `The ${after === 'selector' ? 'selector step' : 'branch'} ended. Report your confidence with report_confidence.`);
+          const out = await play(
+            ['report_confidence'],
+            { kind: 'confidence', after, leaves },
+            `The ${after === 'selector' ? 'selector step' : 'branch'} ended. Report your confidence with report_confidence.`,
+          );
           return out.kind === 'called' && out.call.observation.ok ? (out.call.observation.data as { confidence: number }).confidence : 0;
         },
         async replan(stack) {
-          const out = await play(EXPLORE, { kind: 'replan', leaves: allLeaves(stack) }, `Confidence is at most ${rf.theta}: re-plan with one more step of your choice.`);
+          const out = await play(
+            EXPLORE,
+            { kind: 'replan', leaves: allLeaves(stack) },
+            `Confidence is at most ${rf.theta}: re-plan with one more step of your choice.`,
+          );
           return out.kind === 'called' && foundAnomaly(out.call.name, out.call.observation, rf.log_ratio);
         },
         alive,
@@ -82,7 +97,10 @@ registerProtocol({
     await interpreter.run();
     if (failed) return session.finish('rcaflow', 'policy_error', null);
     session.environment = { kind: 'final', leaves: allLeaves(interpreter.stack) } satisfies RcaFlowRequest;
-    session.say('user', 'The workflow is done. Answer with print_results: the root causes with component, reason (fault type) and occurrence time, most likely first.');
+    session.say(
+      'user',
+      'The workflow is done. Answer with print_results: the root causes with component, reason (fault type) and occurrence time, most likely first.',
+    );
     const out = await session.turn(['print_results'], true);
     if (out.kind === 'policy_error') return session.finish('rcaflow', 'policy_error', null);
     return out.kind === 'answered' ? session.finish('rcaflow', 'answered', out.answer) : session.finish('rcaflow', 'no_answer', null);

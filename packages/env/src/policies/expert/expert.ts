@@ -66,15 +66,36 @@ export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 
 /** The expert's settings in the form the kinds of evidence take. */
 export function suspectSettings(s: ExpertSettings): SuspectSettings {
-  return { slowZ: s.slow_z, fastRatio: s.fast_ratio, logRatio: s.log_ratio, callerErrorWeight: s.caller_error_weight, risenLogWeight: s.risen_log_weight, silentLogWeight: s.silent_log_weight, fastLeadWeight: s.fast_lead_weight, calmFastLeadBonus: s.calm_fast_lead_bonus };
+  return {
+    slowZ: s.slow_z,
+    fastRatio: s.fast_ratio,
+    logRatio: s.log_ratio,
+    callerErrorWeight: s.caller_error_weight,
+    risenLogWeight: s.risen_log_weight,
+    silentLogWeight: s.silent_log_weight,
+    fastLeadWeight: s.fast_lead_weight,
+    calmFastLeadBonus: s.calm_fast_lead_bonus,
+  };
 }
 
 function planSettings(s: ExpertSettings): PlanSettings {
-  return { logSurvey: s.log_survey, logChecks: s.log_checks, confirmations: s.confirmations, leadChecks: s.lead_checks, strongLead: s.strong_lead, slowPathShare: s.slow_path_share, slowZ: s.slow_z };
+  return {
+    logSurvey: s.log_survey,
+    logChecks: s.log_checks,
+    confirmations: s.confirmations,
+    leadChecks: s.lead_checks,
+    strongLead: s.strong_lead,
+    slowPathShare: s.slow_path_share,
+    slowZ: s.slow_z,
+  };
 }
 
 /** The unopened span most worth opening; when nothing points anywhere, the latest call deepest down. */
-function nextSpan(ev: Evidence, s: ExpertSettings, kinds: readonly EvidenceKind[]): { span: KnownSpan; why: 'evidence' | 'follow'; value: number } | undefined {
+function nextSpan(
+  ev: Evidence,
+  s: ExpertSettings,
+  kinds: readonly EvidenceKind[],
+): { span: KnownSpan; why: 'evidence' | 'follow'; value: number } | undefined {
   let best: KnownSpan | undefined;
   let bestV = 0;
   for (const k of ev.spans.values()) {
@@ -129,7 +150,8 @@ function answer(ev: Evidence, suspects: Suspect[], max: number): RootCause[] {
   // Fill with the other pods on the opened path, deepest first: the fault is rarely above the evidence.
   const rest = [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs);
   for (const k of rest) {
-    if (!out.some((r) => r.pod === k.summary.pod)) out.push({ service: k.summary.service, pod: k.summary.pod, reason: 'on the path of the request' });
+    if (!out.some((r) => r.pod === k.summary.pod))
+      out.push({ service: k.summary.service, pod: k.summary.pod, reason: 'on the path of the request' });
   }
   return out.slice(0, max);
 }

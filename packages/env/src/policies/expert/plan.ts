@@ -46,15 +46,22 @@ function surveyNodes(ev: Evidence): string[] {
  */
 export function checks(suspects: Suspect[], ev: Evidence, offered: Set<string>, s: PlanSettings): Check[] {
   const nodes = surveyNodes(ev).slice(0, s.logSurvey);
-  const covered = (sus: Suspect) => [...ev.spans.values()].some((k) => k.summary.pod === sus.pod && k.summary.node !== undefined && nodes.includes(k.summary.node));
+  const covered = (sus: Suspect) =>
+    [...ev.spans.values()].some((k) => k.summary.pod === sus.pod && k.summary.node !== undefined && nodes.includes(k.summary.node));
   const plan: Check[] = nodes.map((n) => ({ tool: 'search_logs', target: n }));
-  for (const sus of suspects.slice(0, s.logChecks)) if (!covered(sus)) plan.push({ tool: 'search_logs', target: sus.service, suspect: sus });
+  for (const sus of suspects.slice(0, s.logChecks))
+    if (!covered(sus)) plan.push({ tool: 'search_logs', target: sus.service, suspect: sus });
   if (suspects[0]) plan.push({ tool: 'search_fluctuating_metrics', target: suspects[0].pod, suspect: suspects[0] });
   return plan.filter((c) => offered.has(c.tool) && !(c.tool === 'search_logs' ? ev.logs.has(c.target) : ev.metrics.has(c.target)));
 }
 
 /** Turns to keep for the `pending` checks given the lead to open next (none: all of them). */
-export function turnsForChecks(ev: Evidence, lead: { span: KnownSpan; value: number } | undefined, pending: number, s: PlanSettings): number {
+export function turnsForChecks(
+  ev: Evidence,
+  lead: { span: KnownSpan; value: number } | undefined,
+  pending: number,
+  s: PlanSettings,
+): number {
   if (lead && s.slowPathShare !== null && carriesRequest(ev, lead.span, s.slowPathShare, s.slowZ)) return 0;
   return Math.min(lead && lead.value >= s.strongLead ? s.leadChecks : s.confirmations, pending);
 }

@@ -27,7 +27,11 @@ export async function generateUncached(model: OnnxCausalLM, rows: Row[], opts: D
 }
 
 export function int64(values: number[], dims: number[]): ort.Tensor {
-  return new ort.Tensor('int64', BigInt64Array.from(values, (x) => BigInt(x)), dims);
+  return new ort.Tensor(
+    'int64',
+    BigInt64Array.from(values, (x) => BigInt(x)),
+    dims,
+  );
 }
 
 /** The whole (left-padded) sequence so far. */
@@ -48,6 +52,7 @@ function fullFeeds(rows: Row[], width: number, step: number, model: OnnxCausalLM
   const feeds: Record<string, ort.Tensor> = { input_ids: int64(ids, [rows.length, len]), attention_mask: int64(mask, [rows.length, len]) };
   if (model.hasPositionIds) feeds.position_ids = int64(pos, [rows.length, len]);
   // An export with a cache still wants its (empty) past inputs.
-  for (const c of model.cache) feeds[c.input] = new ort.Tensor('float32', new Float32Array(0), [rows.length, model.kvHeads, 0, model.headDim]);
+  for (const c of model.cache)
+    feeds[c.input] = new ort.Tensor('float32', new Float32Array(0), [rows.length, model.kvHeads, 0, model.headDim]);
   return feeds;
 }

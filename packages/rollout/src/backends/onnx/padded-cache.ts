@@ -27,9 +27,16 @@ export class PaddedCache implements BatchCache {
     const t = prompt.length;
     const feeds: Record<string, ort.Tensor> = {
       input_ids: int64(prompt, [1, t]),
-      attention_mask: int64(prompt.map(() => 1), [1, t]),
+      attention_mask: int64(
+        prompt.map(() => 1),
+        [1, t],
+      ),
     };
-    if (m.hasPositionIds) feeds.position_ids = int64(prompt.map((_, i) => i), [1, t]);
+    if (m.hasPositionIds)
+      feeds.position_ids = int64(
+        prompt.map((_, i) => i),
+        [1, t],
+      );
     for (const c of m.cache) feeds[c.input] = new ort.Tensor('float32', new Float32Array(0), [1, m.kvHeads, 0, m.headDim]);
     const result = await m.session.run(feeds, m.session.outputNames);
     const logits = logitsOf(result, m.onnxPath);
@@ -65,10 +72,17 @@ export class PaddedCache implements BatchCache {
     const mask = new BigInt64Array(b * (w + 1));
     rows.forEach((r, i) => mask.fill(1n, i * (w + 1) + w - r.len, (i + 1) * (w + 1)));
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: int64(rows.map((r) => r.row.out[r.row.out.length - 1]), [b, 1]),
+      input_ids: int64(
+        rows.map((r) => r.row.out[r.row.out.length - 1]),
+        [b, 1],
+      ),
       attention_mask: new ort.Tensor('int64', mask, [b, w + 1]),
     };
-    if (m.hasPositionIds) feeds.position_ids = int64(rows.map((r) => r.len), [b, 1]);
+    if (m.hasPositionIds)
+      feeds.position_ids = int64(
+        rows.map((r) => r.len),
+        [b, 1],
+      );
     m.cache.forEach((c, i) => (feeds[c.input] = this.past[i]));
     const result = await m.session.run(feeds, m.session.outputNames);
     const logits = logitsOf(result, m.onnxPath);

@@ -44,10 +44,15 @@ export class SharedPrefixCache implements BatchCache {
     const g = this.graph;
     const t = prompt.length;
     // Nothing cached yet: one prefix and one suffix position, both masked.
-    const empty = (name: string) => [name, new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), [1, g.kvHeads, 1, g.headDim])] as const;
+    const empty = (name: string) =>
+      [name, new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), [1, g.kvHeads, 1, g.headDim])] as const;
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, BigInt), [1, t]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, (_, i) => BigInt(i)), [1, t]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from(prompt, (_, i) => BigInt(i)),
+        [1, t],
+      ),
       prefix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
       suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
       ...Object.fromEntries([...g.prefix, ...g.suffix].map(empty)),
@@ -88,7 +93,8 @@ export class SharedPrefixCache implements BatchCache {
       const s = this.slotOf.get(m)!;
       const at = m.len - m.prefill.len;
       fresh.forEach((src, c) => {
-        for (let h = 0; h < heads; h++) this.suffix[c].set(src.subarray((s * heads + h) * dim, (s * heads + h + 1) * dim), ((s * heads + h) * cap + at) * dim);
+        for (let h = 0; h < heads; h++)
+          this.suffix[c].set(src.subarray((s * heads + h) * dim, (s * heads + h + 1) * dim), ((s * heads + h) * cap + at) * dim);
       });
       this.suffixMask[s * cap + at] = 0;
       m.len++;

@@ -45,10 +45,23 @@ export interface Row extends BatchRow {
 export function startRow(b: BatchRow, i: number, model: RowLimits): Row {
   if (b.promptIds.length === 0) throw new GenerationInputError(`requests[${i}].promptIds: the prompt is empty`);
   const bad = b.promptIds.find((id) => !Number.isInteger(id) || id < 0 || id >= model.vocabSize);
-  if (bad !== undefined) throw new GenerationInputError(`requests[${i}].promptIds: token id ${bad} is outside the vocabulary [0, ${model.vocabSize})`);
+  if (bad !== undefined)
+    throw new GenerationInputError(`requests[${i}].promptIds: token id ${bad} is outside the vocabulary [0, ${model.vocabSize})`);
   const room = model.maxPositions - b.promptIds.length;
-  if (room <= 0) throw new GenerationInputError(`requests[${i}].promptIds: a prompt of ${b.promptIds.length} tokens fills the model's ${model.maxPositions} positions`);
-  return { ...b, rng: new Rng(b.seed), budget: Math.min(b.sampling.max_tokens, room), out: [], logprobs: [], top: [], done: false, finish: 'length' };
+  if (room <= 0)
+    throw new GenerationInputError(
+      `requests[${i}].promptIds: a prompt of ${b.promptIds.length} tokens fills the model's ${model.maxPositions} positions`,
+    );
+  return {
+    ...b,
+    rng: new Rng(b.seed),
+    budget: Math.min(b.sampling.max_tokens, room),
+    out: [],
+    logprobs: [],
+    top: [],
+    done: false,
+    finish: 'length',
+  };
 }
 
 /** Samples the row's next token from its logits, reports it, and marks the row done when it ends. */

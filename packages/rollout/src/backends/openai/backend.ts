@@ -10,7 +10,14 @@ import { z } from 'zod';
 import { formatZodIssues, type AssistantMessage } from '@thinkfl/env';
 import { JsonHttpClient } from './http';
 import { completionResponseSchema, chatResponseSchema, modelsResponseSchema, readCompletionChoice } from './responses';
-import { resolveSampling, type ChatRequest, type Generation, type GenerationBackend, type GenerationRequest, type Sampling } from '../types';
+import {
+  resolveSampling,
+  type ChatRequest,
+  type Generation,
+  type GenerationBackend,
+  type GenerationRequest,
+  type Sampling,
+} from '../types';
 
 export const openaiSettingsSchema = z
   .object({

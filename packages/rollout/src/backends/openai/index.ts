@@ -5,4 +5,8 @@ import { OpenAIBackend, openaiSettingsSchema, type OpenAISettings } from './back
 export { OpenAIBackend, openaiSettingsSchema, type OpenAISettings } from './backend';
 export { JsonHttpClient, HttpError, Semaphore, type CallOptions } from './http';
 
-export const openaiKind: BackendKind = { name: 'openai', settings: openaiSettingsSchema, open: async (s) => new OpenAIBackend(s as OpenAISettings) };
+export const openaiKind: BackendKind = {
+  name: 'openai',
+  settings: openaiSettingsSchema,
+  open: async (s) => new OpenAIBackend(s as OpenAISettings),
+};

@@ -28,7 +28,9 @@ export const chatResponseSchema = z.object({
         message: z.object({
           content: z.string().nullish(),
           tool_calls: z
-            .array(z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }))
+            .array(
+              z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }),
+            )
             .nullish(),
         }),
       }),
@@ -47,7 +49,10 @@ export function readCompletionChoice(choice: z.infer<typeof completionChoiceSche
     choice.token_ids ??
     lp?.tokens?.map((t) => {
       const m = TOKEN_ID.exec(t);
-      if (!m) throw new Error(`completion token '${t}' is not 'token_id:N': the server must support return_token_ids or return_tokens_as_token_ids`);
+      if (!m)
+        throw new Error(
+          `completion token '${t}' is not 'token_id:N': the server must support return_token_ids or return_tokens_as_token_ids`,
+        );
       return Number(m[1]);
     });
   if (!tokenIds) throw new Error('completion has no token ids: the server must support return_token_ids or return_tokens_as_token_ids');

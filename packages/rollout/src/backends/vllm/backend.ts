@@ -65,7 +65,8 @@ export class VllmBackend implements GenerationBackend {
     this.s = vllmSettingsSchema.parse(settings);
     const key = process.env[this.s.api_key_env];
     this.replicas = this.s.replicas.map((url) => new Replica(url, key, this.s));
-    if (this.s.sleep_during_updates) for (const r of this.replicas) this.sleepers.set(r, new SleepClient(r.url, key, this.s.load_timeout_s * 1000));
+    if (this.s.sleep_during_updates)
+      for (const r of this.replicas) this.sleepers.set(r, new SleepClient(r.url, key, this.s.load_timeout_s * 1000));
     this.stopIds = stopTokenIds(this.s.model_dir);
     this.timer = setInterval(() => void this.probe(), this.s.health_interval_ms);
     this.timer.unref();
@@ -95,7 +96,12 @@ export class VllmBackend implements GenerationBackend {
       throw new Error(`policy version ${version} (${name} from ${dir}) could not be loaded on any replica: ${this.describeReplicas()}`);
     }
     this.current = version;
-    this.log(`vllm: serving ${name} on ${this.replicas.filter((r) => r.ready).map((r) => r.url).join(', ')}`);
+    this.log(
+      `vllm: serving ${name} on ${this.replicas
+        .filter((r) => r.ready)
+        .map((r) => r.url)
+        .join(', ')}`,
+    );
     for (const [v, entry] of this.versions) {
       if (v < version - this.s.staleness && !entry.retired) {
         entry.retired = true;
@@ -118,7 +124,9 @@ export class VllmBackend implements GenerationBackend {
     if (version === undefined) throw new Error('vllm backend: no policy version is loaded yet');
     const entry = this.versions.get(version);
     if (!entry || (entry.retired && entry.inflight === 0 && version !== this.current)) {
-      throw new Error(`vllm backend: policy version ${version} is not loaded (newest ${this.current}, staleness window ${this.s.staleness})`);
+      throw new Error(
+        `vllm backend: policy version ${version} is not loaded (newest ${this.current}, staleness window ${this.s.staleness})`,
+      );
     }
     const body = {
       model: entry.name,
@@ -149,7 +157,8 @@ export class VllmBackend implements GenerationBackend {
           const raw = await replica.client.post('/completions', body);
           const res = completionResponseSchema.extend({ model: z.string() }).safeParse(raw);
           if (!res.success) throw new Error(`${replica.url}: unexpected completion response: ${formatZodIssues(res.error)}`);
-          if (res.data.model !== entry.name) throw new Error(`${replica.url} answered ${entry.name} (policy version ${version}) with model ${res.data.model}`);
+          if (res.data.model !== entry.name)
+            throw new Error(`${replica.url} answered ${entry.name} (policy version ${version}) with model ${res.data.model}`);
           const gen = readCompletionChoice(res.data.choices[0], s, request.promptIds.length);
           // The replica stopped the generation itself (put to sleep, shutting down): not the model's answer.
           if (gen.finishReason === 'abort') throw new HttpError('the replica aborted the generation', undefined, true);
@@ -163,7 +172,8 @@ export class VllmBackend implements GenerationBackend {
           failures.push(`${replica.url}: ${err.message}`);
           replica.out(`completion failed: ${err.message}`);
           this.log(`vllm: ${replica.url} out of rotation (policy version ${version}): ${err.message}`);
-          if (attempt >= this.s.retries) throw new Error(`policy version ${version}: completion failed on ${attempt + 1} attempt(s): ${failures.join('; ')}`);
+          if (attempt >= this.s.retries)
+            throw new Error(`policy version ${version}: completion failed on ${attempt + 1} attempt(s): ${failures.join('; ')}`);
           await sleep(this.s.backoff_ms * 2 ** attempt);
         } finally {
           replica.inflight--;
@@ -181,7 +191,8 @@ export class VllmBackend implements GenerationBackend {
     for (;;) {
       const ok = this.replicas.filter((r) => r.ready && r.loaded.has(version));
       if (ok.length) return ok.reduce((a, b) => (b.inflight < a.inflight ? b : a));
-      if (Date.now() > deadline) throw new Error(`policy version ${version} (${entry.name}): no replica in rotation holds it: ${this.describeReplicas()}`);
+      if (Date.now() > deadline)
+        throw new Error(`policy version ${version} (${entry.name}): no replica in rotation holds it: ${this.describeReplicas()}`);
       await sleep(Math.min(200, this.s.health_interval_ms));
     }
   }
@@ -261,6 +272,11 @@ export class VllmBackend implements GenerationBackend {
   }
 
   private describeReplicas(): string {
-    return this.replicas.map((r) => `${r.url} ${r.ready ? `holds ${[...r.loaded].map((v) => `v${v}`).join(', ') || 'nothing'}` : `out of rotation (${r.reason})`}`).join('; ');
+    return this.replicas
+      .map(
+        (r) =>
+          `${r.url} ${r.ready ? `holds ${[...r.loaded].map((v) => `v${v}`).join(', ') || 'nothing'}` : `out of rotation (${r.reason})`}`,
+      )
+      .join('; ');
   }
 }

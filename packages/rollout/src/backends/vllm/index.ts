@@ -8,4 +8,8 @@ export { vllmSettingsSchema, type VllmSettings } from './settings';
 export { MANIFEST_FILE, manifestDigest, verifyManifest, writeManifest, type Manifest } from './manifest';
 export { ReplicaSleep, SleepClient } from './sleep';
 
-export const vllmKind: BackendKind = { name: 'vllm', settings: vllmSettingsSchema, open: async (s, log) => new VllmBackend(s as VllmSettings, log) };
+export const vllmKind: BackendKind = {
+  name: 'vllm',
+  settings: vllmSettingsSchema,
+  open: async (s, log) => new VllmBackend(s as VllmSettings, log),
+};

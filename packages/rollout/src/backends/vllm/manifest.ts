@@ -52,7 +52,8 @@ export function manifestDigest(m: Manifest): string {
 /** Checks dir against its manifest (and its version); throws naming the first file that differs. */
 export async function verifyManifest(dir: string, version: number): Promise<Manifest> {
   const file = join(dir, MANIFEST_FILE);
-  if (!existsSync(file)) throw new Error(`${dir}: no ${MANIFEST_FILE}; the policy directory is incomplete or was not written by the trainer`);
+  if (!existsSync(file))
+    throw new Error(`${dir}: no ${MANIFEST_FILE}; the policy directory is incomplete or was not written by the trainer`);
   const m = JSON.parse(readFileSync(file, 'utf8')) as Manifest;
   if (m.version !== version) throw new Error(`${file}: version ${m.version}, expected ${version}`);
   const listed = Object.keys(m.files).sort();

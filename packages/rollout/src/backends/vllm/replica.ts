@@ -20,7 +20,14 @@ export class Replica {
     apiKey: string | undefined,
     s: { request_timeout_s: number; concurrency_per_replica: number; backoff_ms: number },
   ) {
-    this.client = new JsonHttpClient({ baseUrl: url, apiKey, timeoutMs: s.request_timeout_s * 1000, retries: 0, backoffMs: s.backoff_ms, concurrency: s.concurrency_per_replica });
+    this.client = new JsonHttpClient({
+      baseUrl: url,
+      apiKey,
+      timeoutMs: s.request_timeout_s * 1000,
+      retries: 0,
+      backoffMs: s.backoff_ms,
+      concurrency: s.concurrency_per_replica,
+    });
   }
 
   /** GET /health at the server's root (beside /v1), as vLLM serves it. */
@@ -52,7 +59,11 @@ export class Replica {
     } catch (e) {
       if (!(e instanceof HttpError && e.status === 400 && /already been loaded/.test(e.message))) throw e;
       if ((await this.root(name, left())) !== path) {
-        await this.client.post('/load_lora_adapter', { lora_name: name, lora_path: path, load_inplace: true }, { timeoutMs: left(), text: true });
+        await this.client.post(
+          '/load_lora_adapter',
+          { lora_name: name, lora_path: path, load_inplace: true },
+          { timeoutMs: left(), text: true },
+        );
       }
     }
     const root = await this.root(name, left());
@@ -63,7 +74,8 @@ export class Replica {
   private async root(name: string, timeoutMs: number): Promise<string | null | undefined> {
     const models = modelsResponseSchema.parse(await this.client.get('/models', { timeoutMs }));
     const card = models.data.find((m) => m.id === name);
-    if (!card) throw new Error(`GET ${this.url}/models does not list ${name} after loading it (lists ${models.data.map((m) => m.id).join(', ')})`);
+    if (!card)
+      throw new Error(`GET ${this.url}/models does not list ${name} after loading it (lists ${models.data.map((m) => m.id).join(', ')})`);
     return card.root;
   }
 

@@ -24,7 +24,9 @@ export class SleepClient {
   }
 
   async isSleeping(): Promise<boolean> {
-    const answer = (await this.client.get('/is_sleeping').catch((e: unknown) => this.fail('GET /is_sleeping', e))) as { is_sleeping?: unknown };
+    const answer = (await this.client.get('/is_sleeping').catch((e: unknown) => this.fail('GET /is_sleeping', e))) as {
+      is_sleeping?: unknown;
+    };
     if (typeof answer.is_sleeping !== 'boolean') throw new Error(`${this.url}: GET /is_sleeping answered ${JSON.stringify(answer)}`);
     return answer.is_sleeping;
   }
@@ -40,7 +42,10 @@ export class SleepClient {
   }
 
   private fail(call: string, e: unknown): never {
-    const hint = e instanceof HttpError && e.status === 404 ? ': the server has no sleep endpoints (vLLM: --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1; trainer-ctl serve: --enable-sleep-mode)' : '';
+    const hint =
+      e instanceof HttpError && e.status === 404
+        ? ': the server has no sleep endpoints (vLLM: --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1; trainer-ctl serve: --enable-sleep-mode)'
+        : '';
     throw new Error(`${this.url}: ${call} failed${hint}: ${(e as Error).message}`);
   }
 }

@@ -36,7 +36,9 @@ export const DatasetSection = z
         settings: z
           .record(z.string(), z.unknown())
           .default({})
-          .describe('Importer settings as `trainer-ctl import --settings` takes them ({ importer, cases }). Default {} (the importer\'s defaults).'),
+          .describe(
+            "Importer settings as `trainer-ctl import --settings` takes them ({ importer, cases }). Default {} (the importer's defaults).",
+          ),
       })
       .optional()
       .describe(

@@ -9,7 +9,9 @@ export const ExpectationSchema = z
       .string()
       .min(1)
       .optional()
-      .describe('Name in the run\'s output and in junit.xml. Default: the check written out, e.g. "eval/priming/format_valid last >= 0.75".'),
+      .describe(
+        'Name in the run\'s output and in junit.xml. Default: the check written out, e.g. "eval/priming/format_valid last >= 0.75".',
+      ),
     metric: z
       .string()
       .min(1)

@@ -16,13 +16,17 @@ export const GenerationSection = z
           kind: z.literal('openai').describe('An OpenAI-compatible HTTP server (teacher models; plays whatever model it serves).'),
         }),
         vllmSettingsSchema.extend({
-          kind: z.literal('vllm').describe('vLLM servers (or trainer-ctl serve replicas) with each policy version synced as a LoRA adapter over HTTP.'),
+          kind: z
+            .literal('vllm')
+            .describe('vLLM servers (or trainer-ctl serve replicas) with each policy version synced as a LoRA adapter over HTTP.'),
           staleness: z
             .number()
             .int()
             .min(0)
             .optional()
-            .describe('Policy versions kept loaded behind the newest; older ones are unloaded once their requests finish. Default workers.max_staleness.'),
+            .describe(
+              'Policy versions kept loaded behind the newest; older ones are unloaded once their requests finish. Default workers.max_staleness.',
+            ),
           policy_format: z
             .enum(['onnx', 'weights'])
             .default('onnx')
@@ -45,13 +49,15 @@ export const GenerationSection = z
       .default(true)
       .describe(
         'Render the offered tools into the prompt through the chat template (tools=...), as a backbone expects. ' +
-          'false: the system prompt\'s own tool list is all the model reads (the tiny CI model). Applies to the ' +
-          'teacher\'s SFT conversations too. Default true.',
+          "false: the system prompt's own tool list is all the model reads (the tiny CI model). Applies to the " +
+          "teacher's SFT conversations too. Default true.",
       ),
     sampling: samplingSchema
       .omit({ temperature: true, seed: true })
       .prefault({})
-      .describe('Sampling settings of every request (top_p, max_tokens per assistant turn, stop, top_logprobs); seeds derive from run.seed.'),
+      .describe(
+        'Sampling settings of every request (top_p, max_tokens per assistant turn, stop, top_logprobs); seeds derive from run.seed.',
+      ),
     temperature: z
       .strictObject({
         priming: temperature(1.0, 'higher in stage 1 so that format-aware priming explores (ThinkFL).'),

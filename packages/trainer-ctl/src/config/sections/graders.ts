@@ -4,10 +4,7 @@ import { z } from 'zod';
 
 const reward = (preset: string, what: string) =>
   z
-    .union([
-      z.enum(Object.keys(COMPOSITE_PRESETS) as [string, ...string[]]),
-      compositeSpec,
-    ])
+    .union([z.enum(Object.keys(COMPOSITE_PRESETS) as [string, ...string[]]), compositeSpec])
     .default(preset)
     .describe(
       `Reward of the stage: a preset name (${Object.keys(COMPOSITE_PRESETS).join(', ')}) or { terms: [{ grader, weight }] }. ` +

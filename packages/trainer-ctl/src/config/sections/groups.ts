@@ -14,9 +14,9 @@ export const branchGroupsSchema = z.strictObject({
     .union([z.literal('answer'), z.number().int().min(1)])
     .default('answer')
     .describe(
-      'Where the samples branch off the anchor (the policy\'s greedy episode of the case). answer: at the anchor\'s last ' +
+      "Where the samples branch off the anchor (the policy's greedy episode of the case). answer: at the anchor's last " +
         'turn, the one that gave (or was forced to give) its answer, so each sample answers once more from the same walk ' +
-        'and only its answer turn onwards is trained. A number k (turns, >= 1): after the anchor\'s first k turns, or at its ' +
+        "and only its answer turn onwards is trained. A number k (turns, >= 1): after the anchor's first k turns, or at its " +
         'last turn when it ended sooner. Default answer.',
     ),
 });

@@ -22,7 +22,7 @@ export const GrpoSection = z
     groups: GroupsSchema.prefault({ kind: 'episode' }).describe(
       'How the G samples of a group are made, as { kind, ...settings } (packages/trainer-ctl/src/groups). episode: G whole ' +
         'episodes of the case (ThinkFL, DeepSeekMath GRPO). branch: the policy plays the case greedily once (the anchor), ' +
-        'and each sample replays the anchor\'s first turns token for token and samples its own from the branch point on ' +
+        "and each sample replays the anchor's first turns token for token and samples its own from the branch point on " +
         '(`at`: the answer turn, or after k turns), so rewards within the group differ only by what was chosen after that ' +
         'shared state, and only the tokens generated after it are trained (GiGPO anchor states, arXiv 2505.10978; the ' +
         'branching of TreeRL, arXiv 2506.11902, and ARPO, arXiv 2507.19849). Default { kind: episode }.',
@@ -57,14 +57,16 @@ export const GrpoSection = z
         ),
     })
       .prefault({})
-      .describe('AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm) and when it starts anew (reset); packages/trainer-ctl/src/engine/optimizer-settings.ts.'),
+      .describe(
+        'AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm) and when it starts anew (reset); packages/trainer-ctl/src/engine/optimizer-settings.ts.',
+      ),
     max_refill_groups: z
       .number()
       .int()
       .min(0)
       .default(4)
       .describe(
-        'When skip_equal_groups leaves groups out of a step, play at most this many further cases of the stage\'s ' +
+        "When skip_equal_groups leaves groups out of a step, play at most this many further cases of the stage's " +
           'schedule to refill the batch (DAPO dynamic sampling, bounded so a step always ends). Default 4.',
       ),
     updates_per_batch: z

@@ -18,12 +18,13 @@ export const QueueSection = z
       .string()
       .regex(/^[A-Za-z0-9._-]+$/)
       .default('thinkfl')
-      .describe('Key prefix of the queues; a run\'s queues are <prefix>:<run.name>:<queue>. Default thinkfl.'),
-    redis_server: z
-      .string()
-      .default('redis-server')
-      .describe('Executable of the embedded Redis. Default redis-server (from PATH).'),
-    ready_timeout_s: z.number().positive().default(10).describe('Wait at most this long for the embedded Redis to start, seconds. Default 10.'),
+      .describe("Key prefix of the queues; a run's queues are <prefix>:<run.name>:<queue>. Default thinkfl."),
+    redis_server: z.string().default('redis-server').describe('Executable of the embedded Redis. Default redis-server (from PATH).'),
+    ready_timeout_s: z
+      .number()
+      .positive()
+      .default(10)
+      .describe('Wait at most this long for the embedded Redis to start, seconds. Default 10.'),
   })
   .prefault({})
   .describe('The job transport.');
@@ -32,20 +33,34 @@ export const WorkersSection = z
   .strictObject({
     rollout: z
       .strictObject({
-        count: z.number().int().min(0).default(1).describe('Rollout workers trainer-ctl starts itself (0: only external ones join). Default 1.'),
+        count: z
+          .number()
+          .int()
+          .min(0)
+          .default(1)
+          .describe('Rollout workers trainer-ctl starts itself (0: only external ones join). Default 1.'),
         concurrency: z
           .number()
           .int()
           .positive()
           .default(1)
-          .describe('Episodes one rollout worker plays at once; on the onnx backend their turns decode as one batch (up to its max_batch rows). Default 1.'),
-        job_timeout_s: z.number().positive().default(600).describe('An episode job failing to finish in this time is retried, seconds. Default 600.'),
+          .describe(
+            'Episodes one rollout worker plays at once; on the onnx backend their turns decode as one batch (up to its max_batch rows). Default 1.',
+          ),
+        job_timeout_s: z
+          .number()
+          .positive()
+          .default(600)
+          .describe('An episode job failing to finish in this time is retried, seconds. Default 600.'),
       })
       .prefault({})
       .describe('Rollout workers: queue consumers that play episodes with the generation backend.'),
     train: z
       .strictObject({
-        python: z.string().optional().describe('Python interpreter of the train engine. Default: the venv scripts/setup.sh builds (.cache/venv/bin/python).'),
+        python: z
+          .string()
+          .optional()
+          .describe('Python interpreter of the train engine. Default: the venv scripts/setup.sh builds (.cache/venv/bin/python).'),
         device: z.enum(['cpu', 'cuda']).default('cpu').describe('Where the engine trains. Default cpu.'),
         deepspeed_config: z.string().optional().describe('DeepSpeed JSON config (ZeRO stage 2 or 3). Default none.'),
         ranks: z
@@ -74,7 +89,9 @@ export const WorkersSection = z
           .int()
           .min(0)
           .default(0)
-          .describe('This node\'s index among workers.train.nodes (0 drives the engine); `trainer-ctl worker train --node-rank` overrides it. Default 0.'),
+          .describe(
+            "This node's index among workers.train.nodes (0 drives the engine); `trainer-ctl worker train --node-rank` overrides it. Default 0.",
+          ),
         rendezvous: z
           .string()
           .regex(/^[^\s:/]+:\d{1,5}$/, { error: 'expected host:port, e.g. trainer-0.trainer:29500' })
@@ -82,7 +99,7 @@ export const WorkersSection = z
           .default(null)
           .describe(
             "host:port where node 0's torchrun agent serves the rendezvous (a c10d TCPStore) of a multi-node engine; every " +
-              'node must reach it, and the ranks must reach each other. Node ranks are fixed (torchrun\'s static ' +
+              "node must reach it, and the ranks must reach each other. Node ranks are fixed (torchrun's static " +
               'rendezvous): global rank 0, which speaks to the train worker, is always on node 0. Required when nodes > 1. Default null.',
           ),
         rendezvous_timeout_s: z
@@ -94,13 +111,15 @@ export const WorkersSection = z
           .number()
           .positive()
           .default(3600)
-          .describe('The controller gives up on a train job (one update, its export and checkpoint) not done in this time, seconds. Default 3600.'),
+          .describe(
+            'The controller gives up on a train job (one update, its export and checkpoint) not done in this time, seconds. Default 3600.',
+          ),
         autocast: z
           .enum(['auto', 'float32', 'bfloat16', 'float16'])
           .nullable()
           .default(null)
           .describe(
-            'Compute precision of the engine\'s forward and backward (torch.autocast), overriding model.dtype; ' +
+            "Compute precision of the engine's forward and backward (torch.autocast), overriding model.dtype; " +
               'parameters and optimizer state stay float32 either way. auto on CPU: the engine times a few training ' +
               'passes of the loaded model in float32 and in bfloat16 and takes the faster (CPU flags do not tell: ' +
               'with avx512_bf16 but no AMX a tiny-model SFT step ran 0.68x as fast in bfloat16, issue 29; emulated ' +
@@ -172,12 +191,24 @@ export const WorkersSection = z
 
 export const CheckpointsSection = z
   .strictObject({
-    every_steps: z.number().int().positive().default(10).describe('Save a checkpoint every this many GRPO steps (and at each stage end). Default 10.'),
-    keep_last: z.number().int().positive().default(3).describe('Checkpoints kept; older ones are deleted (stage-end ones are kept). Default 3.'),
+    every_steps: z
+      .number()
+      .int()
+      .positive()
+      .default(10)
+      .describe('Save a checkpoint every this many GRPO steps (and at each stage end). Default 10.'),
+    keep_last: z
+      .number()
+      .int()
+      .positive()
+      .default(3)
+      .describe('Checkpoints kept; older ones are deleted (stage-end ones are kept). Default 3.'),
     resume: z
       .enum(['auto', 'never', 'require'])
       .default('auto')
-      .describe('auto: continue from the run directory\'s latest checkpoint if any; never: refuse a run directory that has one; require: fail without one. Default auto.'),
+      .describe(
+        "auto: continue from the run directory's latest checkpoint if any; never: refuse a run directory that has one; require: fail without one. Default auto.",
+      ),
   })
   .prefault({})
   .describe('Checkpoints and resume.');
@@ -185,7 +216,12 @@ export const CheckpointsSection = z
 export const LoggingSection = z
   .strictObject({
     level: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('Least severe log level printed. Default info.'),
-    metrics_every_steps: z.number().int().positive().default(1).describe('Write step metrics to <run dir>/metrics.jsonl every this many steps. Default 1.'),
+    metrics_every_steps: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe('Write step metrics to <run dir>/metrics.jsonl every this many steps. Default 1.'),
     episodes_per_step: z
       .number()
       .int()
@@ -228,14 +264,14 @@ export const ResourcesSection = z
       .lt(1)
       .default(0.9)
       .describe(
-        'Fraction of one GPU\'s memory a vLLM replica takes (its --gpu-memory-utilization; weights, adapters and KV ' +
-          'cache live in it). Default 0.9 (vLLM\'s).',
+        "Fraction of one GPU's memory a vLLM replica takes (its --gpu-memory-utilization; weights, adapters and KV " +
+          "cache live in it). Default 0.9 (vLLM's).",
       ),
     colocate: z
       .boolean()
       .default(false)
       .describe(
-        'vLLM replicas share the train ranks\' GPUs (docker/compose.yaml puts both on GPU 0): each train rank then ' +
+        "vLLM replicas share the train ranks' GPUs (docker/compose.yaml puts both on GPU 0): each train rank then " +
           'has the rest, (1 - vllm_gpu_memory_utilization) of its GPU, and the run needs max(ranks, replicas) GPUs ' +
           'instead of ranks + replicas. Default false.',
       ),

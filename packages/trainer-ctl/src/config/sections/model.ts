@@ -21,10 +21,7 @@ export const ModelSection = z
           'Must exist when no hub_id is given. Default <cache_dir>/<org>--<name> of hub_id.',
       ),
     revision: z.string().min(1).default('main').describe('Hub revision (branch, tag or commit) of hub_id. Default main.'),
-    cache_dir: z
-      .string()
-      .default('.cache/models')
-      .describe('Where hub models are kept, one directory per model. Default .cache/models.'),
+    cache_dir: z.string().default('.cache/models').describe('Where hub models are kept, one directory per model. Default .cache/models.'),
     dtype: z
       .enum(['float32', 'bfloat16', 'float16'])
       .default('bfloat16')
@@ -36,12 +33,12 @@ export const ModelSection = z
     create_tiny: z
       .strictObject({
         seed: z.number().int().min(0).default(0).describe('Weight initialisation seed. Default 0.'),
-        hidden_size: z.number().int().positive().optional().describe('Residual width. Default the script\'s (256).'),
-        layers: z.number().int().positive().optional().describe('Decoder blocks. Default the script\'s (4).'),
-        heads: z.number().int().positive().optional().describe('Query heads. Default the script\'s (4).'),
+        hidden_size: z.number().int().positive().optional().describe("Residual width. Default the script's (256)."),
+        layers: z.number().int().positive().optional().describe("Decoder blocks. Default the script's (4)."),
+        heads: z.number().int().positive().optional().describe("Query heads. Default the script's (4)."),
         kv_heads: z.number().int().positive().optional().describe('Key/value heads. Default as many as query heads.'),
-        head_dim: z.number().int().positive().optional().describe('Width of one head. Default the script\'s (64).'),
-        intermediate_size: z.number().int().positive().optional().describe('MLP width. Default the script\'s (512).'),
+        head_dim: z.number().int().positive().optional().describe("Width of one head. Default the script's (64)."),
+        intermediate_size: z.number().int().positive().optional().describe("MLP width. Default the script's (512)."),
       })
       .optional()
       .describe(
@@ -100,10 +97,7 @@ export const ModelSection = z
 
 export const TokenizerSection = z
   .strictObject({
-    dir: z
-      .string()
-      .optional()
-      .describe('Directory with tokenizer.json and tokenizer_config.json. Default the model directory.'),
+    dir: z.string().optional().describe('Directory with tokenizer.json and tokenizer_config.json. Default the model directory.'),
     chat_template: z
       .string()
       .min(1)

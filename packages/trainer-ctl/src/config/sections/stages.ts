@@ -26,24 +26,26 @@ export const StagesSection = z
         enabled,
         sft: z
           .strictObject({
-            enabled: z.boolean().default(true).describe('Run SFT before the stage\'s GRPO steps. Default true.'),
+            enabled: z.boolean().default(true).describe("Run SFT before the stage's GRPO steps. Default true."),
             conversations: z
               .number()
               .int()
               .positive()
               .default(300)
-              .describe('Teacher conversations to fine-tune on, only ones whose answer is correct ("a few hundred", ThinkFL stage 1). Default 300.'),
+              .describe(
+                'Teacher conversations to fine-tune on, only ones whose answer is correct ("a few hundred", ThinkFL stage 1). Default 300.',
+              ),
             cases: z
               .enum(['run', 'train_faults'])
               .default('run')
               .describe(
-                'Cases the teacher plays: run (the run\'s training cases, capped by dataset.max_cases_per_fault) or ' +
+                "Cases the teacher plays: run (the run's training cases, capped by dataset.max_cases_per_fault) or " +
                   'train_faults (every case of the training faults: more correct conversations under a small cap; ' +
                   'held-out faults stay unseen). Default run.',
               ),
-            teacher: ExpertSettingsSchema
-              .prefault({})
-              .describe('Settings of the scripted expert that plays the teacher conversations (max_answers, confirmations, ...); its turn budget is episode.d_max.'),
+            teacher: ExpertSettingsSchema.prefault({}).describe(
+              'Settings of the scripted expert that plays the teacher conversations (max_answers, confirmations, ...); its turn budget is episode.d_max.',
+            ),
             variants: z
               .number()
               .int()
@@ -52,7 +54,7 @@ export const StagesSection = z
               .describe('Teacher conversations played per training case, each with its own detour seed. Default 1.'),
             detours: DetourSettingsSchema.prefault({ rate: 0 }).describe(
               'Detours in the teacher conversations (sft/detours.ts): with chance rate an exploration turn becomes a ' +
-                'mistake a small model makes, followed by its error observation and the expert\'s recovery; detour ' +
+                "mistake a small model makes, followed by its error observation and the expert's recovery; detour " +
                 'turns are not trained on. Default rate 0 (off).',
             ),
             rename: RenameSettingsSchema.prefault({}).describe(
@@ -88,7 +90,9 @@ export const StagesSection = z
               ),
             // The schedule (epochs, batch_size, warmup_steps, min_lr_ratio): sft/train.ts's one SFT settings schema.
             ...SftSettingsSchema.shape,
-            optimizer: OptimizerSettingsSchema.prefault({}).describe('AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.'),
+            optimizer: OptimizerSettingsSchema.prefault({}).describe(
+              'AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.',
+            ),
             steps_per_update: z
               .number()
               .int()
@@ -118,7 +122,9 @@ export const StagesSection = z
           .int()
           .min(1)
           .default(4)
-          .describe('How many times each question is played across the stage\'s steps (ThinkFL guided exploration augmentation). Default 4.'),
+          .describe(
+            "How many times each question is played across the stage's steps (ThinkFL guided exploration augmentation). Default 4.",
+          ),
       })
       .prefault({})
       .describe('Stage 2, guided exploration augmentation: recall + diversity rewards, questions repeated across steps.'),
@@ -127,4 +133,4 @@ export const StagesSection = z
       .prefault({})
       .describe('Stage 3, rank-oriented refinement: the multi-factor reward S = alpha*R + beta*P - gamma*H.'),
   })
-  .describe('The three training stages, run in this order. Step counts are not published by ThinkFL; the defaults are this project\'s.');
+  .describe("The three training stages, run in this order. Step counts are not published by ThinkFL; the defaults are this project's.");

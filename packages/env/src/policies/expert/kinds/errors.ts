@@ -43,10 +43,20 @@ function traceFindings(ev: Evidence, s: SuspectSettings): Finding[] {
     const at = (place: number): Finding['order'] => [REASON_ORDER.trace, pos.get(sum.spanId)!, place];
     if (raisedError(sum)) {
       const passedOn = troubleBelow(ev, k, s);
-      out.push(blame(k, (passedOn ? 0.4 : 1) + 0.1 * k.depth, `its error handler ran below ${sum.operation}${passedOn ? ' after a failing call' : ''}`, at(0)));
+      out.push(
+        blame(
+          k,
+          (passedOn ? 0.4 : 1) + 0.1 * k.depth,
+          `its error handler ran below ${sum.operation}${passedOn ? ' after a failing call' : ''}`,
+          at(0),
+        ),
+      );
       // The handler caught what its last call threw: the callee answered with the exception.
-      const last = callees(ev, k).filter((c) => c.summary.service !== sum.service).at(-1);
-      if (last && !passedOn) out.push(blame(last, s.callerErrorWeight, `${sum.service} ran its error handler right after calling it`, at(1)));
+      const last = callees(ev, k)
+        .filter((c) => c.summary.service !== sum.service)
+        .at(-1);
+      if (last && !passedOn)
+        out.push(blame(last, s.callerErrorWeight, `${sum.service} ran its error handler right after calling it`, at(1)));
     }
     const other = otherChanges(sum);
     if (other.missing.length) {
@@ -58,7 +68,8 @@ function traceFindings(ev: Evidence, s: SuspectSettings): Finding[] {
       const target = callees(ev, k).find((c) => c.summary.service === serviceOfSignature(a));
       out.push(blame(target ?? k, 0.1, `an unusual call appeared (${a})`, at(5)));
     }
-    if (isFast(sum, s.fastRatio) && k.children === undefined) out.push(blame(k, 0.3, `much faster than usual (x${(sum.ratio ?? 0).toFixed(2)}), as if cut short`, at(6)));
+    if (isFast(sum, s.fastRatio) && k.children === undefined)
+      out.push(blame(k, 0.3, `much faster than usual (x${(sum.ratio ?? 0).toFixed(2)}), as if cut short`, at(6)));
   }
   return out;
 }
@@ -83,9 +94,22 @@ function logFindings(ev: Evidence, s: SuspectSettings): Finding[] {
   const out: Finding[] = [];
   for (const [pod, e] of podLogs) {
     // An error never logged in the fault-free baseline is the strongest sign of an exception or a bad result there.
-    if (e.fresh) out.push({ pod, service: e.service, score: 1.5, reason: `${e.fresh} error log template(s) never seen in the fault-free baseline`, order: [REASON_ORDER.freshLog, 0, 0] });
+    if (e.fresh)
+      out.push({
+        pod,
+        service: e.service,
+        score: 1.5,
+        reason: `${e.fresh} error log template(s) never seen in the fault-free baseline`,
+        order: [REASON_ORDER.freshLog, 0, 0],
+      });
     if (e.risen) {
-      out.push({ pod, service: e.service, score: s.risenLogWeight, reason: `error logs ${e.risen > 1 ? 'of several templates ' : ''}above their usual rate`, order: [REASON_ORDER.risenLog, 0, 0] });
+      out.push({
+        pod,
+        service: e.service,
+        score: s.risenLogWeight,
+        reason: `error logs ${e.risen > 1 ? 'of several templates ' : ''}above their usual rate`,
+        order: [REASON_ORDER.risenLog, 0, 0],
+      });
     }
   }
   return out;

@@ -60,7 +60,14 @@ function waitsForSibling(ev: Evidence, k: KnownSpan, s: SuspectSettings): boolea
   const end = k.summary.startUs + k.summary.durationUs;
   return (ev.spans.get(k.parentId)?.children ?? []).some((id) => {
     const o = ev.spans.get(id)?.summary;
-    return !!o && id !== k.summary.spanId && o.childCount > 0 && isSlow(o, s.slowZ) && o.startUs < end && k.summary.startUs < o.startUs + o.durationUs;
+    return (
+      !!o &&
+      id !== k.summary.spanId &&
+      o.childCount > 0 &&
+      isSlow(o, s.slowZ) &&
+      o.startUs < end &&
+      k.summary.startUs < o.startUs + o.durationUs
+    );
   });
 }
 
@@ -82,9 +89,11 @@ export const latency: EvidenceKind = {
       if (own <= 0.2 * excessUs(sum) || waitsForSibling(ev, k, s)) continue;
       const { owner, weight } = latencyOwner(ev, k);
       const where =
-        owner !== k ? `the call to it took ${(own / 1000).toFixed(1)} ms longer than its own span`
-        : k.children !== undefined || sum.childCount === 0 ? `its own time is ${(own / 1000).toFixed(1)} ms above usual`
-        : `${sum.operation} is ${(own / 1000).toFixed(1)} ms slower than usual below it`;
+        owner !== k
+          ? `the call to it took ${(own / 1000).toFixed(1)} ms longer than its own span`
+          : k.children !== undefined || sum.childCount === 0
+            ? `its own time is ${(own / 1000).toFixed(1)} ms above usual`
+            : `${sum.operation} is ${(own / 1000).toFixed(1)} ms slower than usual below it`;
       // Place 2 among the span's signs: after the error handler's two (errors.ts), as the expert always listed them.
       out.push(blame(owner, (weight * own) / maxEx, where, [REASON_ORDER.trace, pos.get(sum.spanId)!, 2]));
     }

@@ -15,13 +15,18 @@ export const resources: EvidenceKind = {
   findings(ev, _s, suspects) {
     const out: Finding[] = [];
     for (const [pod, service] of suspects) {
-      const own = [ev.metrics.get(pod), ev.metrics.get(service)].flatMap((m) => m?.fluctuating ?? []).filter((f) => f.component === pod || f.component === service);
+      const own = [ev.metrics.get(pod), ev.metrics.get(service)]
+        .flatMap((m) => m?.fluctuating ?? [])
+        .filter((f) => f.component === pod || f.component === service);
       if (!own.length) continue;
       out.push({
         pod,
         service,
         score: Math.min(MAX_GAIN, PER_SERIES * own.length),
-        reason: `metrics off their usual band: ${own.slice(0, 3).map((f) => f.metric).join(', ')}`,
+        reason: `metrics off their usual band: ${own
+          .slice(0, 3)
+          .map((f) => f.metric)
+          .join(', ')}`,
         order: [REASON_ORDER.metrics, 0, 0],
       });
     }

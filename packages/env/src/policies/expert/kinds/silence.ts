@@ -14,13 +14,15 @@ export const silence: EvidenceKind = {
     for (const l of ev.logs.values()) {
       for (const st of l.silent) for (const pod of st.pods) byPod.set(pod, { service: st.service, n: (byPod.get(pod)?.n ?? 0) + 1 });
     }
-    return [...byPod].map(([pod, e]): Finding => ({
-      pod,
-      service: e.service,
-      score: s.silentLogWeight,
-      reason: `${e.n} log statement(s) it usually writes went silent`,
-      order: [REASON_ORDER.silent, 0, 0],
-    }));
+    return [...byPod].map(
+      ([pod, e]): Finding => ({
+        pod,
+        service: e.service,
+        score: s.silentLogWeight,
+        reason: `${e.n} log statement(s) it usually writes went silent`,
+        order: [REASON_ORDER.silent, 0, 0],
+      }),
+    );
   },
 };
 
