@@ -9,116 +9,24 @@
  * made no update; the fixed training cases are played greedily at every multiple of
  * logging.track.every_updates, with the figures the env's evaluator gives the expert on them.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import {
-  createExpert,
-  evaluate,
-  ExpertSettingsSchema,
-  loadDataset,
-  parseEpisodeSettings,
-  runEpisode,
-  spreadCases,
-  type Dataset,
-} from '@thinkfl/env';
-import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
-import { Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadRunConfig, type RunConfig } from '../src/config/index';
+import { createExpert, evaluate, ExpertSettingsSchema, parseEpisodeSettings, runEpisode, spreadCases } from '@thinkfl/env';
+import { describe, expect, it } from 'vitest';
 import { initialState, readMetrics, RedisTransport, runCases, runStages, type RunState } from '../src/controller/index';
-import { connectRedis, keys, parseQueueSettings, type TrainJob, type TrainResult } from '../src/queue/index';
-import { sftSample, DetourPolicy, DetourSettingsSchema } from '../src/sft/index';
-import { startRolloutWorker } from '../src/workers/rollout-worker';
-import { checkpointDir, listCheckpoints, writeTrainerState } from '../src/workers/run-files';
-import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { listCheckpoints } from '../src/workers/run-files';
+import { answeringTrainer, controllerHarness, expertWorker } from './controller-fixtures';
 
-let redis: TestRedis;
-let dataset: Dataset;
-let chat: ChatModel;
-let base: RunConfig;
-let scratch: string;
-const closers: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  const dir = await ensureNezhaDataset();
-  scratch = mkdtempSync(join(tmpdir(), 'h26-ends-'));
-  await writeTinyTokenizer(join(scratch, 'tok'), dir);
-  [redis, dataset] = await Promise.all([startRedis(), loadDataset(dir)]);
-  chat = loadChatModel(join(scratch, 'tok'));
-  base = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
-});
-
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await redis?.stop();
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-/** The expert with detours in training steps except each stage's last; plain for greedy plays (stage eval). */
-async function expertWorker(runId: string, config: RunConfig, lastStep: (stage: string) => number): Promise<void> {
-  const episode = parseEpisodeSettings(config.episode);
-  const expert = ExpertSettingsSchema.parse({});
-  const byId = new Map(dataset.cases.map((c) => [c.id, c]));
-  const worker = await startRolloutWorker({
-    connection: connectRedis(redis.url),
-    runId,
-    workerId: `test-${runId}`,
-    settings: parseQueueSettings({}),
-    concurrency: 2,
-    play: async (job) => {
-      const c = byId.get(job.caseId)!;
-      const rate = job.stage === 'eval' || job.step === lastStep(job.stage) ? 0 : 0.6;
-      const policy = new DetourPolicy(createExpert(dataset, expert), DetourSettingsSchema.parse({ rate }), job.seed);
-      const record = await runEpisode({ dataset, case: c, policy, protocol: 'rot', settings: episode });
-      const { ids, mask } = sftSample({ case: c, record, tools: policy.firstTools, untrainedTurns: [] }, chat);
-      return {
-        groupId: job.groupId,
-        caseId: job.caseId,
-        sampleIndex: job.sampleIndex,
-        policyVersion: job.policyVersion,
-        ids,
-        mask,
-        logprobs: mask.map((m) => (m ? -1 : 0)),
-        temperature: job.temperature,
-        episode: record,
-        timing: { generateMs: 0, toolsMs: record.timing.wallMs, wallMs: record.timing.wallMs },
-      };
-    },
-  });
-  closers.push(() => worker.close());
-}
-
-/** Answers every train job; one that asks for a checkpoint gets a checkpoint directory, as the train worker writes it. */
-async function checkpointingTrainer(runId: string, runDir: string): Promise<TrainJob[]> {
-  const jobs: TrainJob[] = [];
-  const worker = new Worker<TrainJob, TrainResult>(
-    keys.trainQueue(runId),
-    async (j) => {
-      jobs.push(j.data);
-      const version = j.data.update + 1;
-      const result: TrainResult = { update: j.data.update, version, policyDir: `/policies/v${version}`, metrics: { loss: 0.5 } };
-      if (!j.data.checkpoint) return result;
-      const dir = checkpointDir(runDir, version);
-      mkdirSync(dir, { recursive: true });
-      writeTrainerState(dir, version);
-      return { ...result, checkpointDir: dir };
-    },
-    { connection: connectRedis(redis.url), prefix: 'thinkfl' },
-  );
-  closers.push(() => worker.close());
-  return jobs;
-}
-
+const h = controllerHarness('h26-ends-');
+const { closers } = h;
 const updatesOf = (dir: string) => Number(/update-(\d+)$/.exec(basename(dir))![1]);
 
 describe('stage ends and tracking', () => {
   it('keeps the checkpoint of the policy each stage ended on past keep_last, and tracks training cases every N updates', async () => {
     const runId = 'ends';
-    const runDir = join(scratch, runId);
+    const runDir = join(h.scratch, runId);
     mkdirSync(runDir, { recursive: true });
-    const config = structuredClone(base);
+    const config = structuredClone(h.base);
     config.run.name = runId;
     config.stages.priming.sft.enabled = false;
     config.stages.priming.steps = 2;
@@ -134,11 +42,12 @@ describe('stage ends and tracking', () => {
     config.checkpoints.keep_last = 1;
     config.logging.track = { cases: 2, every_updates: 2 };
     const lastStep = (stage: string) => (stage === 'exploration' ? -1 : 1);
-    await expertWorker(runId, config, lastStep);
-    const trainJobs = await checkpointingTrainer(runId, runDir);
-    const transport = new RedisTransport(redis.url, runId);
+    // Detours in training steps except each stage's last; none in greedy plays (stage eval).
+    await expertWorker(h, runId, config, (job) => (job.stage === 'eval' || job.step === lastStep(job.stage) ? 0 : 0.6));
+    const trainJobs = await answeringTrainer(h, runId, runDir);
+    const transport = new RedisTransport(h.redis.url, runId);
     closers.push(() => transport.close());
-    const split = runCases(dataset, config);
+    const split = runCases(h.dataset, config);
     const scalars: { step: number; values: Record<string, number> }[] = [];
     const state: RunState = initialState(runId, '/base');
     await runStages(
@@ -146,7 +55,7 @@ describe('stage ends and tracking', () => {
         config,
         runId,
         runDir,
-        dataset,
+        dataset: h.dataset,
         train: split.train,
         eval: split.eval.slice(0, 2),
         transport,
@@ -166,8 +75,8 @@ describe('stage ends and tracking', () => {
       const kept = state.stage_checkpoints?.[stage];
       expect(kept, stage).toBeDefined();
       expect(existsSync(kept!), stage).toBe(true);
-      const evaluated = JSON.parse(readFileSync(join(runDir, `eval-${stage}.json`), 'utf8')) as { policyVersion: number };
-      expect(updatesOf(kept!), stage).toBe(evaluated.policyVersion);
+      const evaluated = JSON.parse(readFileSync(join(runDir, `eval-${stage}.json`), 'utf8')) as { policy_version: number };
+      expect(updatesOf(kept!), stage).toBe(evaluated.policy_version);
     }
     // On disk: the stage-end checkpoints and the newest one; exploration's mid-stage checkpoint was pruned.
     const onDisk = listCheckpoints(runDir).map((c) => c.updates);
@@ -178,12 +87,12 @@ describe('stage ends and tracking', () => {
     const due = Array.from({ length: Math.floor(state.updates / 2) + 1 }, (_, k) => 2 * k);
     expect(track.map((m) => m.update)).toEqual(due);
     const cases = spreadCases(split.train, 2);
-    const expert = await evaluate(dataset, cases, async (c) => {
+    const expert = await evaluate(h.dataset, cases, async (c) => {
       const settings = parseEpisodeSettings(config.episode);
       const episode = await runEpisode({
-        dataset,
+        dataset: h.dataset,
         case: c,
-        policy: createExpert(dataset, ExpertSettingsSchema.parse({})),
+        policy: createExpert(h.dataset, ExpertSettingsSchema.parse({})),
         protocol: 'rot',
         settings,
       });
@@ -191,14 +100,14 @@ describe('stage ends and tracking', () => {
     });
     for (const m of track) {
       expect(m.cases).toBe(2);
-      expect(m.formatValid).toBe(1);
-      expect(m['perRequest/service/mrr']).toBeCloseTo(expert.per_request.service!.mrr, 9);
-      expect(m['perRequest/service/R@1']).toBeCloseTo(expert.per_request.service!.recall[1], 9);
+      expect(m.format_valid).toBe(1);
+      expect(m['per_request/service/mrr']).toBeCloseTo(expert.per_request.service!.mrr, 9);
+      expect(m['per_request/service/R@1']).toBeCloseTo(expert.per_request.service!.recall[1], 9);
     }
     // TensorBoard gets each point at its metrics line.
     const lines = readMetrics(runDir);
-    const points = scalars.filter((s) => 'track/perRequest/service/mrr' in s.values);
+    const points = scalars.filter((s) => 'track/per_request/service/mrr' in s.values);
     expect(points.map((s) => lines[s.step - 1].kind)).toEqual(track.map(() => 'track'));
-    expect(points.map((s) => s.values['track/perRequest/service/mrr'])).toEqual(track.map((m) => m['perRequest/service/mrr']));
+    expect(points.map((s) => s.values['track/per_request/service/mrr'])).toEqual(track.map((m) => m['per_request/service/mrr']));
   });
 });

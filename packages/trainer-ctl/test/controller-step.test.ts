@@ -4,123 +4,27 @@
  * the episodes are tokenized by the tiny tokenizer. The train queue is served by a recording
  * BullMQ worker, since what is under test is the job the controller submits, not the engine.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  createExpert,
-  ExpertSettingsSchema,
-  loadDataset,
-  parseEpisodeSettings,
-  runEpisode,
-  type Case,
-  type Dataset,
-  type EpisodeRecord,
-} from '@thinkfl/env';
-import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
-import { Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadRunConfig, type RunConfig } from '../src/config/index';
+import type { Case } from '@thinkfl/env';
+import { describe, expect, it } from 'vitest';
+import type { RunConfig } from '../src/config/index';
 import { groupIdOf, RedisTransport, runCases, runGrpoStep, stepCases, type StepContext } from '../src/controller/index';
-import { connectRedis, GroupStore, keys, parseQueueSettings, type TrainJob, type TrainResult } from '../src/queue/index';
-import { sftSample, DetourPolicy, DetourSettingsSchema } from '../src/sft/index';
-import { startRolloutWorker, type RolloutWorker } from '../src/workers/rollout-worker';
-import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { connectRedis, GroupStore } from '../src/queue/index';
+import { answeringTrainer, controllerHarness, expertWorker, type Script } from './controller-fixtures';
 
-let redis: TestRedis;
-let dataset: Dataset;
-let chat: ChatModel;
-let base: RunConfig;
-let scratch: string;
-const closers: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  const dir = await ensureNezhaDataset();
-  scratch = mkdtempSync(join(tmpdir(), 'h11-step-'));
-  await writeTinyTokenizer(join(scratch, 'tok'), dir);
-  [redis, dataset] = await Promise.all([startRedis(), loadDataset(dir)]);
-  chat = loadChatModel(join(scratch, 'tok'));
-  base = loadRunConfig(join(REPO_ROOT, 'configs', 'tiny-cpu.yaml'), { checkPaths: false }).config;
-});
-
-afterAll(async () => {
-  for (const close of closers.reverse()) await close();
-  await redis?.stop();
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-/** What a fixed episode replaces in the expert's record: sample `index` of a group on case `c`. */
-type Script = (index: number, c: Case) => Pick<EpisodeRecord, 'answer' | 'turns'>;
-
-/**
- * A rollout worker playing the expert; detourRate > 0 makes samples of a group differ (seeded per
- * job). With a script, the episode the controller grades is the expert's with the script's answer
- * and turns (the tokens stay the expert's): fixed episodes whose rewards the test counts by hand.
- */
-async function expertWorker(runId: string, config: RunConfig, detourRate: number, script?: Script): Promise<{ plays: () => number }> {
-  const settings = parseQueueSettings({});
-  const episode = parseEpisodeSettings(config.episode);
-  const expert = ExpertSettingsSchema.parse({});
-  const byId = new Map(dataset.cases.map((c) => [c.id, c]));
-  let plays = 0;
-  const worker: RolloutWorker = await startRolloutWorker({
-    connection: connectRedis(redis.url),
-    runId,
-    workerId: `test-${runId}`,
-    settings,
-    concurrency: 2,
-    play: async (job) => {
-      plays++;
-      const c = byId.get(job.caseId)!;
-      const policy = new DetourPolicy(createExpert(dataset, expert), DetourSettingsSchema.parse({ rate: detourRate }), job.seed);
-      const record = await runEpisode({ dataset, case: c, policy, protocol: 'rot', settings: episode });
-      const { ids, mask } = sftSample({ case: c, record, tools: policy.firstTools, untrainedTurns: [] }, chat);
-      return {
-        groupId: job.groupId,
-        caseId: job.caseId,
-        sampleIndex: job.sampleIndex,
-        policyVersion: job.policyVersion,
-        ids,
-        mask,
-        logprobs: mask.map((m) => (m ? -1 : 0)),
-        temperature: job.temperature,
-        episode: script ? { ...record, ...script(job.sampleIndex, c) } : record,
-        timing: { generateMs: 0, toolsMs: record.timing.wallMs, wallMs: record.timing.wallMs },
-      };
-    },
-  });
-  closers.push(() => worker.close());
-  return { plays: () => plays };
-}
-
-/** Serves the run's train queue by recording each job and answering with a result. */
-async function recordingTrainer(runId: string): Promise<TrainJob[]> {
-  const jobs: TrainJob[] = [];
-  const worker = new Worker<TrainJob, TrainResult>(
-    keys.trainQueue(runId),
-    async (j) => {
-      jobs.push(j.data);
-      return { update: j.data.update, version: j.data.update + 1, policyDir: `/policies/v${j.data.update + 1}`, metrics: { loss: 0.5 } };
-    },
-    { connection: connectRedis(redis.url), prefix: 'thinkfl' },
-  );
-  closers.push(() => worker.close());
-  return jobs;
-}
-
+const h = controllerHarness('h11-step-');
+const { closers } = h;
 async function setup(runId: string, detourRate: number, edit: (c: RunConfig) => void = () => undefined, script?: Script) {
-  const config = structuredClone(base);
+  const config = structuredClone(h.base);
   config.run.name = runId;
   config.grpo.group_size = 3;
   config.grpo.cases_per_step = 2;
   config.grpo.max_refill_groups = 2;
   edit(config);
-  const transport = new RedisTransport(redis.url, runId);
+  const transport = new RedisTransport(h.redis.url, runId);
   closers.push(() => transport.close());
-  const worker = await expertWorker(runId, config, detourRate, script);
-  const trainJobs = await recordingTrainer(runId);
-  const ctx: StepContext = { config, dataset, runId, train: runCases(dataset, config).train, transport };
+  const worker = await expertWorker(h, runId, config, () => detourRate, script);
+  const trainJobs = await answeringTrainer(h, runId);
+  const ctx: StepContext = { config, dataset: h.dataset, runId, train: runCases(h.dataset, config).train, transport };
   return { ctx, worker, trainJobs };
 }
 
@@ -190,7 +94,7 @@ describe('runGrpoStep', () => {
     });
     const turns = (...ok: boolean[]) => ok.map((o, n) => turn(n, o));
     const others = (c: Case) =>
-      dataset.topology.pods
+      h.dataset.topology.pods
         .map((p) => p.pod)
         .filter((p) => p !== c.truth.pod)
         .slice(0, 2);
@@ -205,7 +109,7 @@ describe('runGrpoStep', () => {
     expect(ctx.config.graders.stage_rewards.priming).toBe('stage1');
     expect(ctx.config.graders.recall).toEqual({ r_max: 10, missing_score: 0 });
     expect(ctx.config.grpo.advantage).toMatchObject({ estimator: 'grpo', std: 'sample', eps: 1e-4 });
-    expect(dataset.cases.every((c) => c.truth.level === 'pod')).toBe(true);
+    expect(h.dataset.cases.every((c) => c.truth.level === 'pod')).toBe(true);
 
     const { record } = await runGrpoStep(ctx, { stage: 'priming', step: 0, update: 0, policyVersion: 0, checkpoint: false });
     // stage1 = recall (Eq. 9, R = 1 - r/r_max, r_max 10, absent 0) + format (share of well-formed turns):
@@ -230,7 +134,7 @@ describe('runGrpoStep', () => {
 
     // In sample order: the group store holds each slot's samples as played, on its case.
     const { primary } = stepCases('priming', 0, ctx.train, ctx.config);
-    const store = new GroupStore(connectRedis(redis.url), 'fixed');
+    const store = new GroupStore(connectRedis(h.redis.url), 'fixed');
     closers.push(() => store.close());
     for (let slot = 0; slot < 2; slot++) {
       const trajectories = await store.read(groupIdOf('priming', 0, slot));
