@@ -559,7 +559,7 @@ describe('deploy/slurm', () => {
       'http://gpu-a02:8000/v1',
     ]);
     expect([config!.run.output_dir, config!.queue.redis_url]).toEqual(['/shared/runs', 'redis://gpu-a01:6379']);
-    // Only the names differ from the Kubernetes multi-node config.
+    // Only the names (and the paths below run.base_dir) differ from the Kubernetes multi-node config.
     const k8s = loadRunConfig(join(K8S, 'overlays', 'multi-node', 'run.yaml'), { checkPaths: false }).config as Obj;
     const strip = (c: Obj) => ({
       ...c,
@@ -568,7 +568,7 @@ describe('deploy/slurm', () => {
       dataset: { ...c.dataset, path: 0 },
       generation: { ...c.generation, backend: { ...c.generation.backend, replicas: 0 } },
       queue: { ...c.queue, redis_url: 0 },
-      workers: { ...c.workers, train: { ...c.workers.train, rendezvous: 0, deepspeed_config: 0 } },
+      workers: { ...c.workers, train: { ...c.workers.train, rendezvous: 0, deepspeed_config: 0, autocast_cache: 0 } },
     });
     expect(strip(config as Obj)).toEqual(strip(k8s));
   });
