@@ -204,24 +204,16 @@ describe('trainer-ctl serve, bounded', () => {
     expect(e.param).toBe('prompt');
   });
 
-  it('counts a prompt under the length bound off the event loop, and refuses it', async () => {
-    // ~470 K characters: under the bound (8192 x the longest token), so its tokens are counted.
-    const t0 = performance.now();
-    const refused = rejection(
+  it('counts a prompt under the length bound, and refuses it by its token count', async () => {
+    // ~470 K characters: under the bound (8192 x the longest token), so its tokens are counted
+    // (off the event loop; how long other requests wait meanwhile is scripts/bench/serve-limits.ts's
+    // figure: counting takes ~0.1 s here, too short to tell a held event loop from a busy machine).
+    const e = await rejection(
       client.completions.create({ model: 'tiny', prompt: 'ts-order-service search_traces '.repeat(15_000), max_tokens: 2 }),
-    );
-    const latencies = await modelsLatencies(refused);
-    const e = await refused;
-    const ms = performance.now() - t0;
-    console.log(
-      `[figure] 470 K characters counted and refused in ${ms.toFixed(0)} ms; ${latencies.length} GET /v1/models meanwhile, slowest ${Math.max(...latencies).toFixed(0)} ms`,
     );
     expect(e.code).toBe('context_length_exceeded');
     expect(e.message).toMatch(/However, your request has at least \d+ input tokens/);
     expect(Number(/has at least (\d+) input/.exec(e.message)![1])).toBeGreaterThan(CONTEXT);
-    // Counting takes ~0.1 s here, too short to tell a held event loop from a busy machine without
-    // a clock: the latency figure is scripts/bench/serve-limits.ts's.
-    expect(latencies.length).toBeGreaterThan(0);
   });
 
   it('generates for a long prompt that fits, tokenized off the event loop', async () => {
