@@ -279,7 +279,7 @@ describe('the redeploy split', () => {
     );
     const saved = JSON.parse(readFileSync(out, 'utf8')) as {
       split: string;
-      requests: { caseId: string; answer: { pod?: string }[] | null }[];
+      requests: { case_id: string; answer: { pod?: string }[] | null }[];
     };
     const re = await loadSplit(NEZHA_DATASET, 'redeploy', aliased);
     const oldPods = new Set(re.podNames!.keys());
@@ -292,7 +292,7 @@ describe('the redeploy split', () => {
       .map((a) => a.pod)
       .filter((p): p is string => !!p);
     expect(answered.length).toBeGreaterThan(0);
-    for (const r of saved.requests) expect(held.has(r.caseId)).toBe(true);
+    for (const r of saved.requests) expect(held.has(r.case_id)).toBe(true);
     for (const pod of answered) expect([newPods.has(pod), oldPods.has(pod)]).toEqual([true, false]);
   }, 300_000);
 });
