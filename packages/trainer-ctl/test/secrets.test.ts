@@ -166,7 +166,7 @@ describe('the Redis password', () => {
       const files = filesUnder(runDir);
       expect(files.map((f) => f.slice(runDir.length + 1))).toEqual(expect.arrayContaining(['run.json', 'config.yaml', 'state.json']));
       for (const f of files) expect(readFileSync(f).includes(password), f).toBe(false);
-      expect(JSON.parse(readFileSync(join(runDir, 'run.json'), 'utf8')).redisUrl).toMatch(/^redis:\/\/(alice)?:\*\*\*@127\.0\.0\.1:\d+$/);
+      expect(JSON.parse(readFileSync(join(runDir, 'run.json'), 'utf8')).redis_url).toMatch(/^redis:\/\/(alice)?:\*\*\*@127\.0\.0\.1:\d+$/);
 
       for (const args of [[], ['--json']]) {
         const withEnv = spawnSync(process.execPath, [CLI, 'status', runDir, ...args], {
