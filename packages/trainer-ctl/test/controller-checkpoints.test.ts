@@ -51,7 +51,7 @@ describe('rewindTo', () => {
     ahead.metrics_lines = 7;
     expect(rewindTo(runDir, ahead, 4, '/m')).toEqual(atFour);
     expect(rewindTo(runDir, ahead, 6, '/m')).toBe(ahead);
-    expect(rewindTo(runDir, ahead, undefined, '/m')).toMatchObject({ updates: 0, metricsLines: 0, policyDir: '/m' });
+    expect(rewindTo(runDir, ahead, undefined, '/m')).toMatchObject({ updates: 0, metrics_lines: 0, policy_dir: '/m' });
     expect(() => rewindTo(runDir, ahead, 5, '/m')).toThrow(/checkpoint at update 5 has no controller state snapshot/);
   });
 });
