@@ -94,7 +94,7 @@ class _DecodeStep(nn.Module):
 
 
 def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
-    """Exports the decode graph of a model from load_for_export to out_file; None, writing
+    """Traces the decode graph of a model from load_for_export into out_file; None, writing
     nothing, when its architecture has no decode graph."""
     if not has_decode_graph(model.config):
         return None

@@ -16,6 +16,8 @@ from torch import nn
 from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
 
 OPSET = 17
+# The export wrappers hold the model as `.model`: the traced graphs name its weights with this prefix.
+WRAPPED = 'model.'
 
 
 class _WithCache(nn.Module):
@@ -50,7 +52,7 @@ def load_for_export(model_dir: Path) -> PreTrainedModel:
 
 
 def export_onnx(model: PreTrainedModel, out_file: Path) -> Path:
-    """Exports a model from load_for_export to out_file."""
+    """Traces a model from load_for_export into out_file (onnx_weights.PolicyGraphs writes policies from it)."""
     c = model.config
     layers, kv_heads = c.num_hidden_layers, getattr(c, 'num_key_value_heads', c.num_attention_heads)
     b, t, p = 2, 3, 4
@@ -83,7 +85,11 @@ def export_onnx(model: PreTrainedModel, out_file: Path) -> Path:
 def trace_to_onnx(
     module: nn.Module, args: tuple, out_file: Path, input_names: list, output_names: list, axes: dict
 ) -> Path:
-    """Traces module on args into out_file (written atomically, checked with onnx.checker), tracer warnings off."""
+    """Traces module on args into out_file (written atomically, checked with onnx.checker), tracer warnings off.
+
+    Constant folding stores a Linear weight transposed, under a generated name (onnxruntime would
+    otherwise transpose every weight each time it loads the graph); onnx_weights maps it back.
+    """
     out_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_file.with_name(out_file.name + '.tmp')
     with torch.no_grad(), warnings.catch_warnings():

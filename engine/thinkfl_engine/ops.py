@@ -18,6 +18,8 @@ class State:
     def __init__(self, ranks: Optional[Ranks] = None) -> None:
         self.ranks = ranks
         self.trainer: Optional[Trainer] = None
+        # onnx_weights.PolicyGraphs: the ONNX graphs traced so far, kept across loads (per layout).
+        self.graphs: Any = None
 
     def loaded(self) -> Trainer:
         if self.trainer is None:
@@ -100,16 +102,15 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     # onnx: the full model + onnx/model.onnx; with LoRA the adapter as for weights and the merged
     # model with its ONNX export in merged/, so one dir serves vLLM and the onnx backend alike.
     # Beside model.onnx, decode.onnx (Llama and Qwen2) decodes rows that share a prompt in one pass.
+    # The graphs are traced once per model layout; later exports write only the new weights.
     model_dir = t.write_model(out_dir, merged=fmt == 'onnx')
     if fmt == 'onnx' and is_main():
-        from .onnx_decode import DECODE_FILE, export_decode_onnx
-        from .onnx_export import export_onnx, load_for_export
+        from .onnx_export import load_for_export
+        from .onnx_weights import PolicyGraphs
 
-        model = load_for_export(model_dir)
-        result['onnx'] = str(export_onnx(model, model_dir / 'onnx' / 'model.onnx'))
-        decode = export_decode_onnx(model, model_dir / 'onnx' / DECODE_FILE)
-        if decode:
-            result['decode_onnx'] = str(decode)
+        if state.graphs is None:
+            state.graphs = PolicyGraphs()
+        result.update(state.graphs.write(load_for_export(model_dir), model_dir / 'onnx', args.get('external_data')))
     return result
 
 

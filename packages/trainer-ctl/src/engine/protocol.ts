@@ -289,7 +289,14 @@ export const ENGINE_OPS = {
     "Greedy continuation by transformers' generate (stops at EOS); raw-distribution log-probabilities.",
   ),
   export: op(
-    z.object({ dir: z.string(), format: z.enum(['onnx', 'weights']).optional() }).strict(),
+    z
+      .object({
+        dir: z.string(),
+        format: z.enum(['onnx', 'weights']).optional(),
+        /** onnx: the graphs' weights in one onnx/model.onnx_data beside them (true) or inside each graph (false); default: external above 1.5 GB of weights (protobuf's 2 GB limit). */
+        external_data: z.boolean().optional(),
+      })
+      .strict(),
     z
       .object({
         dir: z.string(),
@@ -297,9 +304,11 @@ export const ENGINE_OPS = {
         onnx: z.string().optional(),
         /** The decode-step graph beside onnx (Llama, Qwen2). */
         decode_onnx: z.string().optional(),
+        /** onnx: 'traced' when the graphs were traced (the first export of a model layout), 'weights' when only the new weights were written into them. */
+        graphs: z.enum(['traced', 'weights']).optional(),
       })
       .strict(),
-    'weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx (default): a full model dir + onnx/model.onnx (LoRA: the adapter, and the merged model dir with onnx/ in merged/).',
+    'weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx (default): a full model dir + onnx/model.onnx (LoRA: the adapter, and the merged model dir with onnx/ in merged/); its graphs are traced once per model layout, later exports write only the new weights into them.',
   ),
   memory: op(
     z.object({ reset: z.boolean().optional() }).strict(),
