@@ -32,7 +32,7 @@ const lora = values.full
 console.log(machineLine(machine()));
 const work = mkdtempSync(join(tmpdir(), 'policy-sync-'));
 const engine = new TrainEngine({ onStderr: () => {} });
-const backend = await openOnnxBackend({ modelDir: values.model, maxBatch: 4, threads });
+const backend = await openOnnxBackend({ model_dir: values.model, max_batch: 4, threads });
 try {
   await engine.request('load', {
     model_dir: values.model,
