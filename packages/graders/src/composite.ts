@@ -12,16 +12,20 @@ export const compositeSpec = z
       .array(
         z
           .object({
-            /** Registry name of the grader (see registry.ts). */
-            grader: z.string().refine((n) => GRADERS.has(n), {
-              error: (iss) => `unknown grader '${String(iss.input)}' (known: ${graderNames().join(', ')})`,
-            }),
+            /** Registry name of the grader (registry.ts). */
+            grader: z
+              .string()
+              .refine((n) => GRADERS.has(n), {
+                error: (iss) => `unknown grader '${String(iss.input)}' (known: ${graderNames().join(', ')})`,
+              })
+              .describe(`Registry name of the grader: ${graderNames().join(', ')}.`),
             /** Weight of the grader's score in the sum; negative to subtract it. */
-            weight: z.number().finite(),
+            weight: z.number().finite().describe("Weight of the grader's score in the sum; negative to subtract it."),
           })
           .strict(),
       )
-      .min(1, 'a composite needs at least one term'),
+      .min(1, 'a composite needs at least one term')
+      .describe('The weighted graders whose scores are summed into the reward; at least one.'),
   })
   .strict();
 export type CompositeSpec = z.output<typeof compositeSpec>;

@@ -15,14 +15,32 @@ import { formatZodIssues } from '@thinkfl/env';
 export const graderSettings = z
   .object({
     /** Name of the tool that delivers the final answer; its own result is not evidence. Default 'print_results'. */
-    answer_tool: z.string().min(1).default('print_results'),
-    recall: recallSettings.prefault({}),
-    reciprocal_rank: reciprocalRankSettings.prefault({}),
-    route: routeSettings.prefault({}),
-    hallucination: hallucinationSettings.prefault({}),
-    multi_factor: multiFactorSettings.prefault({}),
-    diversity: diversitySettings.prefault({}),
-    oracl: oraclSettings.prefault({}),
+    answer_tool: z
+      .string()
+      .min(1)
+      .default('print_results')
+      .describe("Name of the tool that delivers the final answer; its own result is not evidence. Default 'print_results'."),
+    recall: recallSettings
+      .prefault({})
+      .describe('Recall grader, ThinkFL Eq. 9: R = 1 - r/r_max for the 0-based rank r of the true root cause.'),
+    reciprocal_rank: reciprocalRankSettings
+      .prefault({})
+      .describe("Reciprocal-rank grader (the project's): 1/rank of the true root cause at a level, MRR (ThinkFL Eq. 13) as a reward."),
+    route: routeSettings.prefault({}).describe('Route grader, ThinkFL Eq. 10: how early in the tool path the root cause appears.'),
+    hallucination: hallucinationSettings
+      .prefault({})
+      .describe('Hallucination grader, ThinkFL Eq. 11: H = l1*N_inv/N + l2*N_dup/N over the N answered components.'),
+    multi_factor: multiFactorSettings
+      .prefault({})
+      .describe('Multi-factor grader, ThinkFL Eq. 8: S = alpha*R + beta*P - gamma*H (recall, route, hallucination).'),
+    diversity: diversitySettings
+      .prefault({})
+      .describe('Diversity grader, ThinkFL Algorithm 2: scores A > B > C for a new solving path, a new path, a seen path.'),
+    oracl: oraclSettings
+      .prefault({})
+      .describe(
+        "ORACL's graders (Eq. 5-11): pod match, F_beta, TP bonus, FN penalty, tag format, length. The paper gives none of the constants; the defaults are the project's.",
+      ),
   })
   .strict();
 export type GraderSettings = z.output<typeof graderSettings>;

@@ -8,7 +8,12 @@ export const reciprocalRankSettings = z
      * one service are one guess), pod, node, or truth (the truth's own level). A truth that
      * names no component at the level is ranked at its own level. Default service.
      */
-    level: z.enum(['service', 'pod', 'node', 'truth']).default('service'),
+    level: z
+      .enum(['service', 'pod', 'node', 'truth'])
+      .default('service')
+      .describe(
+        "Level the root cause is ranked at: service (the figure evaluation leads with: two pods of one service are one guess), pod, node, or truth (the truth's own level). A truth that names no component at the level is ranked at its own level. Default service.",
+      ),
   })
   .strict();
 export type ReciprocalRankSettings = z.output<typeof reciprocalRankSettings>;

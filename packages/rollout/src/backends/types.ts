@@ -11,23 +11,57 @@ import { formatZodIssues } from '@thinkfl/env';
 export const samplingSchema = z
   .object({
     /** Softmax temperature (logits / T). 0 means greedy decoding (argmax). Default 1. */
-    temperature: z.number().min(0).max(100).default(1),
+    temperature: z
+      .number()
+      .min(0)
+      .max(100)
+      .default(1)
+      .describe('Softmax temperature (logits / T). 0 means greedy decoding (argmax). Default 1.'),
     /**
      * Nucleus sampling: sample only from the smallest set of most likely tokens whose
      * probability (after temperature) sums to at least top_p. In (0, 1]; 1 turns it off. Default 1.
      */
-    top_p: z.number().gt(0).max(1).default(1),
+    top_p: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(1)
+      .describe(
+        'Nucleus sampling: sample only from the smallest set of most likely tokens whose probability (after temperature) sums to at least top_p. In (0, 1]; 1 turns it off. Default 1.',
+      ),
     /** Most tokens to generate, end-of-sequence token included. Default 256. */
-    max_tokens: z.number().int().positive().default(256),
+    max_tokens: z
+      .number()
+      .int()
+      .positive()
+      .default(256)
+      .describe(
+        "Most tokens to generate per request (one assistant turn), end-of-sequence token included; TRL's max_completion_length bounds a whole completion. Default 256.",
+      ),
     /** Strings that end generation; the text is cut before the first one. Default none. */
-    stop: z.array(z.string().min(1)).default([]),
+    stop: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Strings that end generation; the text is cut before the first one (OpenAI/vLLM stop). Default none.'),
     /**
      * Seed of the sampler: the same seed, prompt and model give the same tokens. Default: a
      * fresh random seed per request.
      */
-    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .describe('Seed of the sampler: the same seed, prompt and model give the same tokens. Default: a fresh random seed per request.'),
     /** How many most likely alternatives to report per generated token (0 to 20). Default 0. */
-    top_logprobs: z.number().int().min(0).max(20).default(0),
+    top_logprobs: z
+      .number()
+      .int()
+      .min(0)
+      .max(20)
+      .default(0)
+      .describe('How many most likely alternatives to report per generated token (0 to 20). Default 0.'),
   })
   .strict();
 

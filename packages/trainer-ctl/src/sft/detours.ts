@@ -15,14 +15,24 @@ export type DetourKind = (typeof DETOUR_KINDS)[number];
 export const DetourSettingsSchema = z
   .object({
     /** Chance that an exploration turn after the first becomes a detour. 0 turns detours off. Default 0.25. */
-    rate: z.number().min(0).max(1).default(0.25),
+    rate: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.25)
+      .describe(
+        'Chance that an exploration turn after the first becomes a detour. 0 turns detours off. Default 0.25 (in a run config, 0 while stages.priming.sft.detours is left out).',
+      ),
     /** Most detours in one conversation. Default 2. */
-    max_per_episode: z.number().int().min(0).default(2),
+    max_per_episode: z.number().int().min(0).default(2).describe('Most detours in one conversation. Default 2.'),
     /** Kinds drawn from, uniformly. Default all. */
     kinds: z
       .array(z.enum(DETOUR_KINDS))
       .min(1)
-      .default([...DETOUR_KINDS]),
+      .default([...DETOUR_KINDS])
+      .describe(
+        'Detour kinds drawn from, uniformly: unknown_span (a span alias never shown), broken_json (a call cut off mid-JSON), unoffered_tool (a tool name that is not offered), side_span (a side trip into a span seen but not opened). Default all.',
+      ),
   })
   .strict();
 export type DetourSettings = z.output<typeof DetourSettingsSchema>;

@@ -21,7 +21,14 @@ export const RenameSettingsSchema = z
      * Renamed copies per teacher conversation, each with its own permutation of the service names.
      * 0 keeps the original names only; n >= 1 replaces each conversation by n renamed copies. Default 0.
      */
-    copies: z.number().int().min(0).default(0),
+    copies: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe(
+        'Renamed copies per teacher conversation, each with its own permutation of the service names. 0 keeps the original names only; n >= 1 replaces each conversation by n renamed copies. Default 0.',
+      ),
   })
   .strict();
 export type RenameSettingsInput = z.input<typeof RenameSettingsSchema>;

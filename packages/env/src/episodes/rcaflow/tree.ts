@@ -1,5 +1,5 @@
 /**
- * RCAFlow's behaviour trees (../shared/seeds/004, Sec. 3): the workflow schema and its
+ * RCAFlow's behaviour trees (../shared/seeds/004, Structured Workflow Definition): the workflow schema and its
  * interpreter. Sequence runs its children in order and succeeds only if all do (it stops at the
  * first failure); Selector runs them in order and succeeds on the first success; Parallel runs
  * every child and succeeds when at least `min_success` of them do (the paper leaves the
@@ -19,30 +19,74 @@ export type BtNode =
   | { type: 'tool'; name?: string; tool: string }
   | { type: 'workflow'; name?: string; workflow: string };
 
+const nodeName = z
+  .string()
+  .optional()
+  .describe("Label of the node; a tool leaf's step is called by it in the policy's prompt (default: the tool's name). Optional.");
+const children = () => z.array(BtNodeSchema).min(1).describe('The child nodes, run in order; at least one.');
+
 export const BtNodeSchema: z.ZodType<BtNode> = z.lazy(() =>
-  z.discriminatedUnion('type', [
-    z.object({ type: z.literal('sequence'), name: z.string().optional(), children: z.array(BtNodeSchema).min(1) }).strict(),
-    z.object({ type: z.literal('selector'), name: z.string().optional(), children: z.array(BtNodeSchema).min(1) }).strict(),
-    z
-      .object({
-        type: z.literal('parallel'),
-        name: z.string().optional(),
-        children: z.array(BtNodeSchema).min(1),
-        /** Children that must succeed for the Parallel to succeed. Default all. */
-        min_success: z.number().int().min(1).optional(),
-      })
-      .strict(),
-    z.object({ type: z.literal('tool'), name: z.string().optional(), tool: z.string().min(1) }).strict(),
-    z.object({ type: z.literal('workflow'), name: z.string().optional(), workflow: z.string().min(1) }).strict(),
-  ]),
+  z
+    .discriminatedUnion('type', [
+      z
+        .object({
+          type: z.literal('sequence').describe('Sequence: runs its children in order and succeeds only if all do (RCAFlow).'),
+          name: nodeName,
+          children: children(),
+        })
+        .strict(),
+      z
+        .object({
+          type: z
+            .literal('selector')
+            .describe(
+              'Selector: runs its children in order and succeeds on the first success; the policy then gives a confidence (RCAFlow).',
+            ),
+          name: nodeName,
+          children: children(),
+        })
+        .strict(),
+      z
+        .object({
+          type: z.literal('parallel').describe('Parallel: runs every child and succeeds when at least min_success of them do (RCAFlow).'),
+          name: nodeName,
+          children: children(),
+          /** Children that must succeed for the Parallel to succeed. Default all. */
+          min_success: z
+            .number()
+            .int()
+            .min(1)
+            .optional()
+            .describe('Children that must succeed for the Parallel to succeed (the paper leaves the aggregation open). Default all.'),
+        })
+        .strict(),
+      z
+        .object({
+          type: z.literal('tool').describe('Leaf: one call of a project tool, played by the policy.'),
+          name: nodeName,
+          tool: z.string().min(1).describe('Registry name of the tool the policy calls at this leaf, e.g. search_traces.'),
+        })
+        .strict(),
+      z
+        .object({
+          type: z.literal('workflow').describe("Leaf: a nested workflow, run on its own branch and merged into the parent's workspace."),
+          name: nodeName,
+          workflow: z.string().min(1).describe("Name of the sub-workflow to run, a key of the workflow file's workflows."),
+        })
+        .strict(),
+    ])
+    .describe("A behaviour-tree node, by type: sequence, selector, parallel, tool or workflow (RCAFlow's Structured Workflow Definition)."),
 );
 
 /** A workflow file: the root tree and the named sub-workflows its leaves may run. */
 export const WorkflowSchema = z
   .object({
-    name: z.string().min(1),
-    root: BtNodeSchema,
-    workflows: z.record(z.string(), BtNodeSchema).default({}),
+    name: z.string().min(1).describe('Name of the workflow, the first branch on the stack.'),
+    root: BtNodeSchema.describe('The root node of the behaviour tree.'),
+    workflows: z
+      .record(z.string(), BtNodeSchema)
+      .default({})
+      .describe('Named sub-workflows that workflow leaves run, each a behaviour-tree node; none may nest itself. Default none.'),
   })
   .strict()
   .superRefine((w, ctx) => {

@@ -16,51 +16,129 @@ import { type Check, checks, type PlanSettings, turnsForChecks } from './plan';
 
 export const ExpertSettingsSchema = z.object({
   /** Turns kept for log and metric checks of the top suspects, unless a strong lead is still open in the trace. Default 3. */
-  confirmations: z.number().int().min(0).default(3),
+  confirmations: z
+    .number()
+    .int()
+    .min(0)
+    .default(3)
+    .describe('Turns kept for log and metric checks of the top suspects, unless a strong lead is still open in the trace. Default 3.'),
   /** How many of the top suspects get their logs checked (then the leader's metrics). Default 3. */
-  log_checks: z.number().int().min(0).default(3),
+  log_checks: z
+    .number()
+    .int()
+    .min(0)
+    .default(3)
+    .describe("How many of the top suspects get their logs checked (then the leader's metrics). Default 3."),
   /** Besides the tool's SLOW mark, a span is slow when this many usual standard deviations above its usual duration. Default 3. */
-  slow_z: z.number().positive().default(3),
+  slow_z: z
+    .number()
+    .positive()
+    .default(3)
+    .describe("Besides the tool's SLOW mark, a span is slow when this many usual standard deviations above its usual duration. Default 3."),
   /** A span is cut short when it lasts at most this fraction of its usual duration. Default 0.5. */
-  fast_ratio: z.number().gt(0).lt(1).default(0.5),
+  fast_ratio: z
+    .number()
+    .gt(0)
+    .lt(1)
+    .default(0.5)
+    .describe('A span is cut short when it lasts at most this fraction of its usual duration. Default 0.5.'),
   /** Interest of a span (see decide.ts) from which it is still followed in the turns kept for checks. Default 1. */
-  strong_lead: z.number().positive().default(1),
+  strong_lead: z
+    .number()
+    .positive()
+    .default(1)
+    .describe(
+      'Interest of a span (how strongly its evidence points at a fault; packages/env/src/policies/expert/decide.ts) from which it is still followed in the turns kept for checks. Default 1.',
+    ),
   /** An error log template supports a suspect when new or at least this many times its usual rate. Default 3. */
-  log_ratio: z.number().positive().default(3),
+  log_ratio: z
+    .number()
+    .positive()
+    .default(3)
+    .describe('An error log template supports a suspect when new or at least this many times its usual rate. Default 3.'),
   /** Most root causes in the final answer. Default 5. */
-  max_answers: z.number().int().min(1).default(5),
+  max_answers: z.number().int().min(1).default(5).describe('Most root causes in the final answer. Default 5.'),
   /**
    * Log checks of whole nodes (every pod on the node at once) seen in the trace, before the
    * per-suspect checks: exception and return faults barely move latency but log error
    * templates new to the service. Default 3, chosen by leave-one-fault-out (scripts/expert-split.ts).
    */
-  log_survey: z.number().int().min(0).default(3),
+  log_survey: z
+    .number()
+    .int()
+    .min(0)
+    .default(3)
+    .describe(
+      'Log checks of whole nodes (every pod on the node at once) seen in the trace, before the per-suspect checks: exception and return faults barely move latency but log error templates new to the service. Default 3, chosen by leave-one-fault-out (scripts/expert-split.ts).',
+    ),
   /**
    * Turns kept for checks even while a strong lead is open in the trace (unless it carries the
    * request's delay, slow_path_share). Default 3, chosen by leave-one-fault-out (scripts/expert-split.ts).
    */
-  lead_checks: z.number().int().min(0).default(3),
+  lead_checks: z
+    .number()
+    .int()
+    .min(0)
+    .default(3)
+    .describe(
+      "Turns kept for checks even while a strong lead is open in the trace (unless it carries the request's delay, slow_path_share). Default 3, chosen by leave-one-fault-out (scripts/expert-split.ts).",
+    ),
   /** Suspect score of the last callee of a span whose error handler ran (the call that threw). Default 0.6, chosen by leave-one-fault-out. */
-  caller_error_weight: z.number().nonnegative().default(0.6),
+  caller_error_weight: z
+    .number()
+    .nonnegative()
+    .default(0.6)
+    .describe(
+      'Suspect score of the last callee of a span whose error handler ran (the call that threw). Default 0.6, chosen by leave-one-fault-out.',
+    ),
   /** Suspect score of error log templates above their usual rate but not new (they rise with any fault upstream). Default 0.5. */
-  risen_log_weight: z.number().nonnegative().default(0.5),
+  risen_log_weight: z
+    .number()
+    .nonnegative()
+    .default(0.5)
+    .describe('Suspect score of error log templates above their usual rate but not new (they rise with any fault upstream). Default 0.5.'),
   /** Suspect score of a pod whose usual log statements went silent around the request (search_logs' silent list). Default 1.5, chosen by leave-one-fault-out. */
-  silent_log_weight: z.number().nonnegative().default(1.5),
-  /** Interest of a span cut short (at most fastRatio of its usual duration) when choosing which span to open next. Default 0.6. */
-  fast_lead_weight: z.number().nonnegative().default(0.6),
+  silent_log_weight: z
+    .number()
+    .nonnegative()
+    .default(1.5)
+    .describe(
+      "Suspect score of a pod whose usual log statements went silent around the request (search_logs' silent list). Default 1.5, chosen by leave-one-fault-out.",
+    ),
+  /** Interest of a span cut short (at most fast_ratio of its usual duration) when choosing which span to open next. Default 0.6. */
+  fast_lead_weight: z
+    .number()
+    .nonnegative()
+    .default(0.6)
+    .describe(
+      'Interest of a span cut short (at most fast_ratio of its usual duration) when choosing which span to open next. Default 0.6.',
+    ),
   /**
    * Added to fast_lead_weight when the cut-short span's caller is not slow: an exception ends the
    * request early, while under a slow caller a fast call is usually noise next to the slow one.
    * Default 0.7, chosen by leave-one-fault-out (scripts/expert-split.ts).
    */
-  calm_fast_lead_bonus: z.number().nonnegative().default(0.7),
+  calm_fast_lead_bonus: z
+    .number()
+    .nonnegative()
+    .default(0.7)
+    .describe(
+      "Added to fast_lead_weight when the cut-short span's caller is not slow: an exception ends the request early, while under a slow caller a fast call is usually noise next to the slow one. Default 0.7, chosen by leave-one-fault-out (scripts/expert-split.ts).",
+    ),
   /**
    * In a slow request, a slow lead whose excess over its usual duration is at least this share
    * of the entry span's excess carries the request's delay: while it is open, no turn is kept
    * for checks, so the descent reaches a deep callee within D_max. null: never. Default 1,
    * chosen by leave-one-fault-out (scripts/expert-split.ts, docs/expert-tuning.md).
    */
-  slow_path_share: z.number().positive().nullable().default(1),
+  slow_path_share: z
+    .number()
+    .positive()
+    .nullable()
+    .default(1)
+    .describe(
+      "In a slow request, a slow lead whose excess over its usual duration is at least this share of the entry span's excess carries the request's delay: while it is open, no turn is kept for checks, so the descent reaches a deep callee within D_max. null: never. Default 1, chosen by leave-one-fault-out (scripts/expert-split.ts, docs/expert-tuning.md).",
+    ),
 });
 export type ExpertSettings = z.infer<typeof ExpertSettingsSchema>;
 

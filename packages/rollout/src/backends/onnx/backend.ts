@@ -27,11 +27,19 @@ import { resolveSampling, type Generation, type GenerationBackend, type Generati
 export const onnxSettingsSchema = z
   .object({
     /** Hugging Face model directory: config.json, tokenizer files, onnx/model.onnx (or model.onnx), and onnx/decode.onnx where the trainer exported one (decoded on when present). */
-    model_dir: z.string().min(1),
+    model_dir: z
+      .string()
+      .min(1)
+      .describe(
+        'Hugging Face model directory: config.json, tokenizer files, onnx/model.onnx (or model.onnx), and onnx/decode.onnx where the trainer exported one (decoded on when present).',
+      ),
     /** Use the export's KV cache when it has one ('auto'), or recompute every step ('off'). Default 'auto'. */
-    kv_cache: z.enum(['auto', 'off']).default('auto'),
+    kv_cache: z
+      .enum(['auto', 'off'])
+      .default('auto')
+      .describe("Use the export's KV cache when it has one ('auto'), or recompute every step ('off'). Default 'auto'."),
     /** onnxruntime intra-op threads; 0 lets onnxruntime choose (all cores). Default 0. */
-    threads: z.number().int().min(0).default(0),
+    threads: z.number().int().min(0).default(0).describe('onnxruntime intra-op threads; 0 lets onnxruntime choose (all cores). Default 0.'),
     /**
      * Let onnxruntime's intra-op threads spin-wait for work between operators (onnxruntime's own
      * default) instead of sleeping. Off by default: the backend shares its cores with the train
@@ -50,7 +58,14 @@ export const onnxSettingsSchema = z
      * Most rows decoded together, over all concurrent requests (a rollout worker's episodes);
      * further rows wait for a running one to end. Default 8.
      */
-    max_batch: z.number().int().positive().default(8),
+    max_batch: z
+      .number()
+      .int()
+      .positive()
+      .default(8)
+      .describe(
+        "Most rows decoded together, over all concurrent requests (a rollout worker's episodes); further rows wait for a running one to end. Default 8.",
+      ),
   })
   .strict();
 

@@ -22,19 +22,28 @@ import {
 export const openaiSettingsSchema = z
   .object({
     /** Server root including the API prefix, e.g. http://127.0.0.1:8000/v1. */
-    base_url: z.url(),
+    base_url: z.url().describe('Server root including the API prefix, e.g. http://127.0.0.1:8000/v1.'),
     /** Model name to ask for; default: the first model the server lists at /models. */
-    model: z.string().min(1).optional(),
+    model: z.string().min(1).optional().describe('Model name to ask for; default: the first model the server lists at /models.'),
     /** Environment variable holding the API key; no Authorization header when it is unset. Default OPENAI_API_KEY. */
-    api_key_env: z.string().min(1).default('OPENAI_API_KEY'),
+    api_key_env: z
+      .string()
+      .min(1)
+      .default('OPENAI_API_KEY')
+      .describe('Environment variable holding the API key; no Authorization header when it is unset. Default OPENAI_API_KEY.'),
     /** Per-request timeout, milliseconds. Default 120000. */
-    timeout_ms: z.number().int().positive().default(120_000),
+    timeout_ms: z.number().int().positive().default(120_000).describe('Per-request timeout, milliseconds. Default 120000.'),
     /** Retries after a network error, 429 or 5xx (backoff doubles each time). Default 3. */
-    retries: z.number().int().min(0).default(3),
+    retries: z
+      .number()
+      .int()
+      .min(0)
+      .default(3)
+      .describe('Retries after a network error, 429 or 5xx (backoff doubles each time). Default 3.'),
     /** Wait before the first retry, milliseconds. Default 500. */
-    backoff_ms: z.number().int().min(0).default(500),
+    backoff_ms: z.number().int().min(0).default(500).describe('Wait before the first retry, milliseconds. Default 500.'),
     /** Most requests in flight at once. Default 8. */
-    concurrency: z.number().int().positive().default(8),
+    concurrency: z.number().int().positive().default(8).describe('Most requests in flight at once. Default 8.'),
   })
   .strict();
 
