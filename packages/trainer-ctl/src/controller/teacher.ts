@@ -29,23 +29,29 @@ export function teacherCases(config: RunConfig, dataset: Dataset, train: Case[])
   return dataset.cases.filter((c) => faults.has(c.faultId));
 }
 
+/** The teacher conversations SFT trains on, before tokenization (scripts/sft-plan.ts counts them). */
+export async function teacherConversations(config: RunConfig, dataset: Dataset, train: Case[]): Promise<TeacherEpisode[]> {
+  const sft = config.stages.priming.sft;
+  const data = await teacherEpisodes({
+    dataset,
+    cases: teacherCases(config, dataset, train),
+    episode: config.episode,
+    expert: sft.teacher,
+    variants: sft.variants,
+    detours: sft.detours,
+    seed: config.run.seed,
+    reasoning: sft.reasoning,
+    answerSpans: sft.answer_spans ? sft.answer_choice : undefined,
+  });
+  const episodes = renamedEpisodes(data.episodes, dataset.topology, sft.rename, config.run.seed);
+  // Spread over the cases rather than the first ones' variants when there are more than wanted.
+  return spread(episodes, sft.conversations);
+}
+
 export function configTeacher(config: RunConfig, dataset: Dataset, train: Case[]): () => Promise<TrainSample[]> {
   return async () => {
-    const sft = config.stages.priming.sft;
-    const data = await teacherEpisodes({
-      dataset,
-      cases: teacherCases(config, dataset, train),
-      episode: config.episode,
-      expert: sft.teacher,
-      variants: sft.variants,
-      detours: sft.detours,
-      seed: config.run.seed,
-      reasoning: sft.reasoning,
-      answerSpans: sft.answer_spans ? sft.answer_choice : undefined,
-    });
-    const episodes = renamedEpisodes(data.episodes, dataset.topology, sft.rename, config.run.seed);
+    const episodes = await teacherConversations(config, dataset, train);
     const chat = chatModelFromConfig(config);
-    // Spread over the cases rather than the first ones' variants when there are more than wanted.
-    return spread(episodes, sft.conversations).map((ep) => sftSample(ep, chat, { renderTools: config.generation.render_tools }));
+    return episodes.map((ep) => sftSample(ep, chat, { renderTools: config.generation.render_tools }));
   };
 }

@@ -99,8 +99,9 @@ export const StagesSection = z
               .positive()
               .default(1)
               .describe(
-                'SFT optimizer steps per train job (update); each update exports the policy and counts for ' +
-                  'checkpoints.every_steps. More saves exports when steps are short (the tiny model). Default 1.',
+                'SFT optimizer steps per train job (update); each update is one metrics line and counts for ' +
+                  'checkpoints.every_steps, and only the last exports the policy. More saves per-job overhead when steps ' +
+                  'are short (the tiny model). Default 1.',
               ),
           })
           .refine((s) => s.answer_choice !== 'random' || s.answer_spans, {
