@@ -30,7 +30,7 @@ export const GrpoSection = z
     advantage: AdvantageSettingsSchema.prefault({}),
     loss: LossSettingsSchema.prefault({}).describe(
       'Policy loss of the engine (clip eps_low/eps_high, KL kl_coef/kl_estimator, aggregation); ' +
-        'packages/trainer-ctl/src/engine/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO).',
+        'packages/trainer-ctl/src/engine/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO uses k3 at 0.04).',
     ),
     reference: z
       .enum(['grpo_start', 'stage_start'])
