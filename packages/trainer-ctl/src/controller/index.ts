@@ -1,6 +1,4 @@
-export * from './state';
 export * from './checkpoints';
-export * from './metrics-log';
 export * from './schedule';
 export * from './cases';
 export * from './transport';

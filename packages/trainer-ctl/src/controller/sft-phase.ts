@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '../config/index';
 import type { TrainJob, TrainResult, TrainSample } from '../queue/jobs';
-import type { MetricsRecord } from './metrics-log';
+import type { MetricsRecord } from '../run-files/metrics-log';
 import { sftPlan, type SftStep } from '../sft/train';
 import type { ControlTransport } from './transport';
 
