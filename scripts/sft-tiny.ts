@@ -23,9 +23,9 @@ import {
   sft,
   sftSample,
   splitCases,
-  teacherEpisodes,
   type PlayedEpisode,
 } from '../packages/trainer-ctl/src/sft/index';
+import { teacherEpisodes } from '../packages/trainer-ctl/src/teacher-data/teacher';
 import { ensureNezhaDataset, REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))

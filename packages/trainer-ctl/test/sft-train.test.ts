@@ -7,7 +7,8 @@ import { loadDataset, spreadCases } from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type TokenizedEpisode } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
-import { sampleTokens, sft, sftLr, sftSample, SftSettingsSchema, teacherEpisodes } from '../src/sft/index';
+import { sampleTokens, sft, sftLr, sftSample, SftSettingsSchema } from '../src/sft/index';
+import { teacherEpisodes } from '../src/teacher-data/teacher';
 
 const engine = new TrainEngine();
 const modelDir = mkdtempSync(join(tmpdir(), 'sft-train-'));
