@@ -7,7 +7,8 @@ import { loadDataset, spreadCases } from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type TokenizedEpisode } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
-import { sampleTokens, sft, sftLr, sftSample, SftSettingsSchema } from '../src/sft/index';
+import { sampleTokens, sftSample } from '../src/sft/index';
+import { sft, sftLr, SftSettingsSchema } from '../src/algo/sft/schedule';
 import { teacherEpisodes } from '../src/teacher-data/teacher';
 
 const engine = new TrainEngine();

@@ -3,7 +3,6 @@ export * from './schedule';
 export * from './cases';
 export * from './transport';
 export * from './redis-transport';
-export * from './grading';
 export * from './step';
 export * from './step-metrics';
 export * from './stats';

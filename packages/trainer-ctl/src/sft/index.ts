@@ -1,4 +1,3 @@
 export * from './split';
 export * from './samples';
-export * from './train';
 export * from './figures';

@@ -1,10 +1,10 @@
 /** stages: the three ThinkFL training stages, in order, each with its own length and extras. */
 import { ExpertSettingsSchema } from '@thinkfl/env';
 import { z } from 'zod';
-import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
+import { OptimizerSettingsSchema } from '../../algo/core/optimizer-settings';
 import { DetourSettingsSchema } from '../../teacher-data/detours';
 import { RenameSettingsSchema } from '../../teacher-data/rename';
-import { SftSettingsSchema } from '../../sft/train';
+import { SftSettingsSchema } from '../../algo/sft/schedule';
 
 /** The ThinkFL stages in the order they run. */
 export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
@@ -88,7 +88,7 @@ export const StagesSection = z
                   'teaches the protocol but not which span to answer, so the choice is learnt from the GRPO reward alone. ' +
                   'Default teacher.',
               ),
-            // The schedule (epochs, batch_size, warmup_steps, min_lr_ratio): sft/train.ts's one SFT settings schema.
+            // The schedule (epochs, batch_size, warmup_steps, min_lr_ratio): algo/sft/schedule.ts's one SFT settings schema.
             ...SftSettingsSchema.shape,
             optimizer: OptimizerSettingsSchema.prefault({}).describe(
               'AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.',
