@@ -16,7 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { evaluate, ExpertSettingsSchema, loadDataset, solverFor } from '@thinkfl/env';
-import { type FaultRow, faultRows, faultTypes, outcomesOf, summarizeRows } from '../packages/env/src/policies/fault-table';
+import { type FaultRow, faultRows, faultTypes, outcomesOf, summarizeRows } from '../packages/env/src/eval/fault-table';
 import { ensureNezhaDataset } from '../testkit/nezha';
 
 /**

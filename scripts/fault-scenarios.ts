@@ -19,7 +19,7 @@ import { basename, join, resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { loadRunConfig } from '../packages/trainer-ctl/src/config/index';
-import { readMetrics } from '../packages/trainer-ctl/src/controller/index';
+import { readMetrics } from '../packages/trainer-ctl/src/run-files/metrics-log';
 import {
   compareWithUnbroken,
   presetConfig,

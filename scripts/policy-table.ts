@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { evaluate, getPolicy, loadDataset, policyNames, solverFor, summarizeRanks, type RankSummary } from '@thinkfl/env';
-import { type FaultInfo, faultRows, outcomesOf, type RequestOutcome, summarizeRows } from '../packages/env/src/policies/fault-table';
+import { type FaultInfo, faultRows, outcomesOf, type RequestOutcome, summarizeRows } from '../packages/env/src/eval/fault-table';
 import { ensureNezhaDataset, REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))

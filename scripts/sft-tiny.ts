@@ -20,12 +20,12 @@ import {
   formatFigures,
   policyFigures,
   sampleTokens,
-  sft,
   sftSample,
   splitCases,
-  teacherEpisodes,
   type PlayedEpisode,
 } from '../packages/trainer-ctl/src/sft/index';
+import { sft } from '../packages/trainer-ctl/src/algo/sft/schedule';
+import { teacherEpisodes } from '../packages/trainer-ctl/src/teacher-data/teacher';
 import { ensureNezhaDataset, REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))

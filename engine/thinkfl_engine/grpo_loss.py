@@ -4,7 +4,7 @@ Everything is aligned with the input token ids: position t holds log p(x_t | x_<
 generated-token mask says which positions count. Aggregations divide by normalizers computed
 once from the whole batch, so a batch split into micro-batches sums to the same loss.
 Each knob is documented (meaning, default, equation) in the zod schema of the same names,
-packages/trainer-ctl/src/engine/loss-settings.ts, which protocol.schema.json is generated from.
+packages/trainer-ctl/src/algo/core/loss-settings.ts, which protocol.schema.json is generated from.
 """
 
 from dataclasses import dataclass

@@ -14,7 +14,7 @@ import { runEpisode } from '../src/episodes';
 import { evaluate, type EvalResult } from '../src/eval';
 import { createExpert, ExpertSettingsSchema } from '../src/policies';
 import { evidenceKinds, type EvidenceKind } from '../src/policies/expert/kinds/kind';
-import { compareRows, type FaultRow, faultRows, faultTypes, outcomesOf, summarizeRows } from '../src/policies/fault-table';
+import { compareRows, type FaultRow, faultRows, faultTypes, outcomesOf, summarizeRows } from '../src/eval/fault-table';
 
 const pinned = (file: string): FaultRow[] => JSON.parse(readFileSync(join(import.meta.dirname, file), 'utf8')).faults;
 const TABLE = pinned('expert-regression.json');

@@ -7,7 +7,7 @@ import {
   computeAdvantages,
   keepGroup,
   type AdvantageSettings,
-} from '../src/grpo/advantages';
+} from '../src/algo/core/advantages';
 
 const settings = (over: Partial<AdvantageSettings>): AdvantageSettings => AdvantageSettingsSchema.parse(over);
 

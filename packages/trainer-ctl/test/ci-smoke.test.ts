@@ -15,7 +15,8 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { policyNames } from '@thinkfl/env';
 import { loadRunConfig } from '../src/config/index';
-import { readMetrics, readState } from '../src/controller/index';
+import { readMetrics } from '../src/run-files/metrics-log';
+import { readState } from '../src/run-files/state';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { readTensorboardScalars } from '../../../testkit/tensorboard';
 

@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initialState, pruneCheckpoints, rewindTo, writeSnapshot } from '../src/controller/index';
+import { initialState, rewindTo, writeSnapshot } from '../src/run-files/state';
+import { pruneCheckpoints } from '../src/controller/index';
 import { checkpointDir, writeTrainerState } from '../src/workers/run-files';
 
 const dirs: string[] = [];

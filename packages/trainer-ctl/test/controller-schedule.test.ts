@@ -9,7 +9,7 @@ import { loadDataset, type Dataset } from '@thinkfl/env';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
 import { runCases, sftUpdates, stepCases, teacherCases } from '../src/controller/index';
-import { sftPlan } from '../src/sft/index';
+import { sftPlan } from '../src/algo/sft/schedule';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
 let dataset: Dataset;

@@ -13,7 +13,9 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { createExpert, evaluate, ExpertSettingsSchema, parseEpisodeSettings, runEpisode, spreadCases } from '@thinkfl/env';
 import { describe, expect, it } from 'vitest';
-import { initialState, readMetrics, RedisTransport, runCases, runStages, type RunState } from '../src/controller/index';
+import { initialState, type RunState } from '../src/run-files/state';
+import { readMetrics } from '../src/run-files/metrics-log';
+import { RedisTransport, runCases, runStages } from '../src/controller/index';
 import { listCheckpoints } from '../src/workers/run-files';
 import { answeringTrainer, controllerHarness, expertWorker } from './controller-fixtures';
 

@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINE_DIR, ENGINE_PYTHON, TrainEngine, type LossArgs, type LossSettingsInput, type LossValues } from '../src/engine';
+import { ENGINE_DIR, ENGINE_PYTHON, TrainEngine, type LossArgs, type LossValues } from '../src/engine';
+import type { LossSettingsInput } from '../src/algo/core/loss-settings';
 
 type LossBatch = Omit<LossArgs, 'loss'>;
 

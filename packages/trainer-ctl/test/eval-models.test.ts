@@ -21,7 +21,8 @@ import {
   type ToolSpec,
 } from '@thinkfl/env';
 import { loadChatModel } from '@thinkfl/rollout';
-import { callsOnly, sftSample } from '../src/sft/index';
+import { callsOnly } from '../src/teacher-data/teacher';
+import { sftSample } from '../src/sft/index';
 import { createTinyModel, memorize, scratchDir, startServeProcess, type ServeProcess } from '../../rollout/test/backend-fixtures';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 

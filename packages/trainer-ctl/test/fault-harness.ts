@@ -17,7 +17,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { Redis } from 'ioredis';
-import { readMetrics, readState } from '../src/controller/index';
+import { readMetrics } from '../src/run-files/metrics-log';
+import { readState } from '../src/run-files/state';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import {
   activeTrainJob,

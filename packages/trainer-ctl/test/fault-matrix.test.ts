@@ -18,7 +18,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readMetrics, readState } from '../src/controller/index';
+import { readMetrics } from '../src/run-files/metrics-log';
+import { readState } from '../src/run-files/state';
 import { latestCheckpoint } from '../src/workers/run-files';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readTensorboardScalars } from '../../../testkit/tensorboard';

@@ -13,7 +13,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readMetrics, readState } from '../src/controller/index';
+import { readMetrics } from '../src/run-files/metrics-log';
+import { readState } from '../src/run-files/state';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { ensureWarmModel } from '../../../testkit/warm-model';
 import { compareWithUnbroken, leftovers, runWithFaults, shortPreset, writeConfig, type Fault } from './fault-harness';

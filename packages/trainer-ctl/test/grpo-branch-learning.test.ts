@@ -18,7 +18,7 @@ import { loadChatModel, tokenizeEpisode, type ChatModel } from '@thinkfl/rollout
 import type { RunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/index';
 import { groupIdOf, RedisTransport, runGrpoStep } from '../src/controller/index';
-import { anchorGroupId } from '../src/groups/index';
+import { anchorGroupId } from '../src/algo/groups/index';
 import { connectRedis, GroupStore, parseQueueSettings, PolicyRegistry } from '../src/queue/index';
 import { createEpisodePlayer, startRolloutWorker, startTrainWorker } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';

@@ -16,7 +16,7 @@ import { loadTokenizer, openOnnxBackend, Rng, type OnnxBackend } from '@thinkfl/
 import type { RunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/index';
 import { RedisTransport } from '../src/controller/index';
-import { computeAdvantages } from '../src/grpo/advantages';
+import { computeAdvantages } from '../src/algo/core/advantages';
 import { connectRedis, parseQueueSettings, PolicyRegistry, type RolloutJob, type TrainSample } from '../src/queue/index';
 import { startRolloutWorker, startTrainWorker, type RolloutPlayer } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';

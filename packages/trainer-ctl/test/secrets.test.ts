@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { readState } from '../src/controller/index';
+import { readState } from '../src/run-files/state';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { createTinyModel, scratch } from './workers-fixtures';

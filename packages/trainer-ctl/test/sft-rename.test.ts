@@ -13,15 +13,9 @@ import { writeTinyTokenizer } from '@thinkfl/rollout';
 import { loadRunConfig } from '../src/config/index';
 import { configTeacher } from '../src/controller/teacher';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
-import {
-  renamedEpisode,
-  renamedEpisodes,
-  nameRenamer,
-  namePermutation,
-  splitCases,
-  teacherEpisodes,
-  type TeacherEpisode,
-} from '../src/sft/index';
+import { renamedEpisode, renamedEpisodes, nameRenamer, namePermutation } from '../src/teacher-data/rename';
+import { splitCases } from '../src/sft/index';
+import { teacherEpisodes, type TeacherEpisode } from '../src/teacher-data/teacher';
 
 const episode = { d_max: 4, tool_settings: { span_aliases: true } };
 let dataset: Dataset;

@@ -20,7 +20,8 @@ import {
 } from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { policyFigures, sampleTokens, sftSample, splitCases, teacherEpisodes, type TeacherEpisode } from '../src/sft/index';
+import { policyFigures, sampleTokens, sftSample, splitCases } from '../src/sft/index';
+import { teacherEpisodes, type TeacherEpisode } from '../src/teacher-data/teacher';
 import { generatedRuns } from '../../../testkit/masks';
 
 const episode = { tool_settings: { span_aliases: true } };

@@ -7,7 +7,9 @@ import { loadDataset, spreadCases } from '@thinkfl/env';
 import { loadChatModel, writeTinyTokenizer, type TokenizedEpisode } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
-import { sampleTokens, sft, sftLr, sftSample, SftSettingsSchema, teacherEpisodes } from '../src/sft/index';
+import { sampleTokens, sftSample } from '../src/sft/index';
+import { sft, sftLr, SftSettingsSchema } from '../src/algo/sft/schedule';
+import { teacherEpisodes } from '../src/teacher-data/teacher';
 
 const engine = new TrainEngine();
 const modelDir = mkdtempSync(join(tmpdir(), 'sft-train-'));

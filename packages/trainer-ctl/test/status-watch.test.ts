@@ -7,7 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { appendMetrics, initialState, watchStatus, writeState, type RunState } from '../src/controller/index';
+import { appendMetrics } from '../src/run-files/metrics-log';
+import { initialState, writeState, type RunState } from '../src/run-files/state';
+import { watchStatus } from '../src/controller/index';
 import type { ProgressStream } from '../src/progress';
 
 const dirs: string[] = [];

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readState } from '../src/controller/index';
+import { readState } from '../src/run-files/state';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import {
   activeTrainJob,

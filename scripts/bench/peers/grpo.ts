@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
-import { computeAdvantages, AdvantageSettingsSchema } from '../../../packages/trainer-ctl/src/grpo/advantages';
+import { computeAdvantages, AdvantageSettingsSchema } from '../../../packages/trainer-ctl/src/algo/core/advantages';
 import { TrainEngine } from '../../../packages/trainer-ctl/src/engine/index';
 import { LineChild } from './child';
 import { alternate, show, spread, table } from './measure';

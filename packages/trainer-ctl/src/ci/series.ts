@@ -6,8 +6,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { STAGE_NAMES } from '../config/index';
-import { readMetrics } from '../controller/metrics-log';
-import { readState } from '../controller/state';
+import { readMetrics } from '../run-files/metrics-log';
+import { readState } from '../run-files/state';
 import { evalScalars, metricScalars, type EvalFigures } from '../logs/scalars';
 
 export interface Point {

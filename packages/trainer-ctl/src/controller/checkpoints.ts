@@ -7,7 +7,7 @@
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { listCheckpoints } from '../workers/run-files';
-import type { RunState } from './state';
+import type { RunState } from '../run-files/state';
 
 /** Deletes surplus checkpoints; returns the directories deleted. */
 export function pruneCheckpoints(runDir: string, state: RunState, keepLast: number): string[] {

@@ -18,7 +18,7 @@ import {
 import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
-import { appendEpisodes } from './metrics-log';
+import { appendEpisodes } from '../run-files/metrics-log';
 import { formatValid } from '../sft/figures';
 import type { ControlTransport } from './transport';
 

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { writeJsonAtomically } from './state';
+import { writeJsonAtomically } from '../run-files/state';
 
 const CLI = resolve(import.meta.dirname, '..', '..', 'bin', 'trainer-ctl.mjs');
 export const PROCESSES_FILE = 'processes.json';

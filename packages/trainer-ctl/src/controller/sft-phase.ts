@@ -1,7 +1,7 @@
 /**
  * Stage-1 supervised fine-tuning through the train queue: the teacher samples (correct
  * teacher conversations, tokenized) are built once and kept in RUN_DIR/teacher-samples.json,
- * then fed as the steps of sft/train.ts's sftPlan (the one SFT schedule, also run by
+ * then fed as the steps of algo/sft/schedule.ts's sftPlan (the one SFT schedule, also run by
  * scripts/sft-tiny.ts); one train job ('sft') carries `steps_per_update` steps.
  * SFT comes first in a run, so SFT update i is global update i; a resume skips the updates the
  * state counts.
@@ -10,8 +10,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunConfig } from '../config/index';
 import type { TrainJob, TrainResult, TrainSample } from '../queue/jobs';
-import type { MetricsRecord } from './metrics-log';
-import { sftPlan, type SftStep } from '../sft/train';
+import type { MetricsRecord } from '../run-files/metrics-log';
+import { sftPlan, type SftStep } from '../algo/sft/schedule';
 import type { ControlTransport } from './transport';
 
 export const TEACHER_FILE = 'teacher-samples.json';

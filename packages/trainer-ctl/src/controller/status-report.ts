@@ -18,8 +18,8 @@ import {
   type WorkerBeat,
 } from '../queue/index';
 import type { EvalReport } from './evaluation';
-import { readMetrics, type MetricsRecord } from './metrics-log';
-import { readState, type RunState } from './state';
+import { readMetrics, type MetricsRecord } from '../run-files/metrics-log';
+import { readState, type RunState } from '../run-files/state';
 import { RUN_INFO_FILE } from './train-run';
 
 export interface RunStatus {

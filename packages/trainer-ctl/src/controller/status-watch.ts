@@ -4,7 +4,7 @@
  * plain line, so a CI log gets one line per step. Returns when the run is done.
  */
 import type { ProgressStream } from '../progress';
-import { readMetrics } from './metrics-log';
+import { readMetrics } from '../run-files/metrics-log';
 import { evalLine, formatStatus, metricsLine, runStatus } from './status-report';
 
 export interface WatchOptions {

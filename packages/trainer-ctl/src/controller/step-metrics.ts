@@ -4,24 +4,11 @@
  * compared step by step), share of zero-variance groups, the trainer's loss/KL/clip figures, lengths,
  * tool calls, format validity, staleness and the timings of each phase.
  */
-import type { GroupGrade } from '@thinkfl/graders';
 import type { StageName } from '../config/index';
-import type { TrainResult, Trajectory } from '../queue/jobs';
+import type { TrainResult } from '../queue/jobs';
+import type { GradedGroup } from '../algo/grading';
 import { formatValid } from '../sft/figures';
 import { stat, type Stat } from './stats';
-
-export interface GradedGroup {
-  groupId: string;
-  caseId: string;
-  trajectories: Trajectory[];
-  grade: GroupGrade;
-  advantages: number[];
-  /** False when skip_equal_groups left it out of the batch. */
-  kept: boolean;
-  zeroVariance: boolean;
-  /** Turns its samples shared before they branched (grpo.groups branch); absent for whole-episode groups. */
-  branchTurn?: number;
-}
 
 export interface StepTimings {
   /** Adding the rollout jobs to the queue. */

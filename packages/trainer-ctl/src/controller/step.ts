@@ -6,12 +6,12 @@
  */
 import type { Case } from '@thinkfl/env';
 import type { StageName } from '../config/index';
-import { groupKind, type PlayGroup } from '../groups/index';
+import { groupKind, type PlayGroup } from '../algo/groups/index';
 import type { RolloutJob, TrainJob, TrainResult, TrainSample } from '../queue/jobs';
-import { gradeTrajectories, type GradingContext } from './grading';
+import { gradeTrajectories, type GradedGroup, type GradingContext } from '../algo/grading';
 import { hash32 } from './random';
 import { stepCases } from './schedule';
-import { stepRecord, type GradedGroup, type StepRecord, type StepTimings } from './step-metrics';
+import { stepRecord, type StepRecord, type StepTimings } from './step-metrics';
 import type { ControlTransport } from './transport';
 
 export interface StepContext extends GradingContext {

@@ -1,14 +1,16 @@
 /**
  * The stage-1 teacher as the run config describes it: the scripted expert (stages.priming.sft.teacher)
  * plays the run's episode protocol on training cases (stages.priming.sft.cases), only correct
- * answers are kept (sft/teacher.ts), replaced by consistently renamed copies when
- * stages.priming.sft.rename asks (sft/rename.ts), tokenized with the run's chat model
+ * answers are kept (teacher-data/teacher.ts), replaced by consistently renamed copies when
+ * stages.priming.sft.rename asks (teacher-data/rename.ts), tokenized with the run's chat model
  * (sft/samples.ts), up to stages.priming.sft.conversations.
  */
 import type { Case, Dataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import type { TrainSample } from '../queue/index';
-import { renamedEpisodes, sftSample, teacherEpisodes, type TeacherEpisode } from '../sft/index';
+import { renamedEpisodes } from '../teacher-data/rename';
+import { sftSample } from '../sft/index';
+import { teacherEpisodes, type TeacherEpisode } from '../teacher-data/teacher';
 import { chatModelFromConfig } from '../workers/chat-from-config';
 
 /** Up to n episodes taken round-robin over their cases (variant 0 of every case before any variant 1). */

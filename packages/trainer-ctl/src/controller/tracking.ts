@@ -6,8 +6,8 @@
 import { spreadCases, type Case } from '@thinkfl/env';
 import { evalFigures } from '../logs/scalars';
 import { playGreedy, type EvalContext } from './evaluation';
-import type { MetricsRecord } from './metrics-log';
-import type { RunState } from './state';
+import type { MetricsRecord } from '../run-files/metrics-log';
+import type { RunState } from '../run-files/state';
 
 /** The training cases every tracking point plays (none when tracking is off). */
 export function trackCases(train: Case[], cases: number): Case[] {

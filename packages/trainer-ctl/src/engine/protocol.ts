@@ -8,8 +8,8 @@
  * the vocabulary, the first mask position) are the engine's own.
  */
 import { z } from 'zod';
-import { LossSettingsSchema } from './loss-settings';
-import { OptimizerSettingsSchema } from './optimizer-settings';
+import { LossSettingsSchema } from '../algo/core/loss-settings';
+import { OptimizerSettingsSchema } from '../algo/core/optimizer-settings';
 import { TinyModelConfigSchema } from './tiny-model-config';
 
 const Dtype = z.enum(['float32', 'float64', 'bfloat16', 'float16']);

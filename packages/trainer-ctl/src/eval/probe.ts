@@ -10,7 +10,7 @@
  */
 import { rankOfTruth, runEpisode, type Case, type Dataset, type EpisodeRecord, type RootCause } from '@thinkfl/env';
 import { ModelPolicy, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
-import { replayTurns } from '../groups/branch';
+import { replayTurns } from '../algo/groups/branch';
 import { modelPolicySettings, type PlaySettings } from './solvers';
 
 export interface ProbeSettings {
@@ -86,7 +86,7 @@ export async function probeCase(
   const greedy = await runEpisode({ dataset, case: c, policy: greedyPolicy, protocol, settings: play.episode });
   const walk = greedyPolicy.trajectory();
   const answerTurn = Math.max(0, walk.turns.length - 1);
-  // The branch point of grpo.groups kind branch at: answer (groups/branch.ts), so the probe sees what such a group samples.
+  // The branch point of grpo.groups kind branch at: answer (algo/groups/branch.ts), so the probe sees what such a group samples.
   const replay = replayTurns(walk.ids, walk.turns, greedy.messages, answerTurn, `probe: case ${c.id}`);
   const sampleRanks: (number | null)[] = [];
   let sampleAnswered = 0;

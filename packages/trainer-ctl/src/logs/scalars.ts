@@ -10,7 +10,7 @@
  */
 import type { EvalSummary } from '@thinkfl/env';
 
-/** A metrics.jsonl line (controller/metrics-log.ts writes them). */
+/** A metrics.jsonl line (run-files/metrics-log.ts writes them). */
 type MetricsRecord = Record<string, unknown> & { kind: 'sft' | 'grpo' | 'track' };
 
 /** Fields that identify a line rather than measure it. */

@@ -18,8 +18,8 @@ import {
 } from '@thinkfl/env';
 import { loadRunConfig, type RunConfig } from '../config/index';
 import type { EvalReport } from '../controller/evaluation';
-import { EPISODES_FILE, readJsonLines } from '../controller/metrics-log';
-import { readState } from '../controller/state';
+import { EPISODES_FILE, readJsonLines } from '../run-files/metrics-log';
+import { readState } from '../run-files/state';
 import { readEvals, runSeries, type Point } from '../ci/series';
 
 /** An eval-<name>.json as the controller writes it (controller/evaluation.ts). */

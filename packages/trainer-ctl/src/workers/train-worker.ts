@@ -19,7 +19,7 @@ import type { Redis } from 'ioredis';
 import type { RunConfig } from '../config/schema';
 import { DiskError } from '../disk-errors';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
-import type { OptimizerSettings } from '../engine/optimizer-settings';
+import type { OptimizerSettings } from '../algo/core/optimizer-settings';
 import { isConnectionError } from '../queue/connection';
 import { startHeartbeat } from '../queue/heartbeats';
 import { keys, type TrainJob, type TrainResult } from '../queue/jobs';

@@ -1,6 +1,6 @@
 /**
  * grpo.groups: each group kind's settings, { kind, ...settings }, and their union (the run
- * config's schema). Zod only, in the config's sections: the kinds (src/groups/) import the config, not back.
+ * config's schema). Zod only, in the config's sections: the kinds (src/algo/groups/) import the config, not back.
  */
 import { z } from 'zod';
 

@@ -1,8 +1,8 @@
 /** grpo: group size, advantages, the policy loss and the optimizer. */
 import { z } from 'zod';
-import { LossSettingsSchema } from '../../engine/loss-settings';
-import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
-import { AdvantageSettingsSchema } from '../../grpo/advantages';
+import { LossSettingsSchema } from '../../algo/core/loss-settings';
+import { OptimizerSettingsSchema } from '../../algo/core/optimizer-settings';
+import { AdvantageSettingsSchema } from '../../algo/core/advantages';
 import { GroupsSchema } from './groups';
 
 export const GrpoSection = z
@@ -20,7 +20,7 @@ export const GrpoSection = z
       .default(4)
       .describe('Distinct cases per GRPO step; a step trains on cases_per_step x group_size episodes. Default 4.'),
     groups: GroupsSchema.prefault({ kind: 'episode' }).describe(
-      'How the G samples of a group are made, as { kind, ...settings } (packages/trainer-ctl/src/groups). episode: G whole ' +
+      'How the G samples of a group are made, as { kind, ...settings } (packages/trainer-ctl/src/algo/groups). episode: G whole ' +
         'episodes of the case (ThinkFL, DeepSeekMath GRPO). branch: the policy plays the case greedily once (the anchor), ' +
         "and each sample replays the anchor's first turns token for token and samples its own from the branch point on " +
         '(`at`: the answer turn, or after k turns), so rewards within the group differ only by what was chosen after that ' +
@@ -30,7 +30,7 @@ export const GrpoSection = z
     advantage: AdvantageSettingsSchema.prefault({}),
     loss: LossSettingsSchema.prefault({}).describe(
       'Policy loss of the engine (clip eps_low/eps_high, KL kl_coef/kl_estimator, aggregation); ' +
-        'packages/trainer-ctl/src/engine/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO uses k3 at 0.04).',
+        'packages/trainer-ctl/src/algo/core/loss-settings.ts. Presets: eps 0.2 (PPO), KL 0.001 with k3 (DeepSeekMath GRPO uses k3 at 0.04).',
     ),
     reference: z
       .enum(['grpo_start', 'stage_start'])
@@ -58,7 +58,7 @@ export const GrpoSection = z
     })
       .prefault({})
       .describe(
-        'AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm) and when it starts anew (reset); packages/trainer-ctl/src/engine/optimizer-settings.ts.',
+        'AdamW of the GRPO updates (lr, weight_decay, betas, eps, max_grad_norm) and when it starts anew (reset); packages/trainer-ctl/src/algo/core/optimizer-settings.ts.',
       ),
     max_refill_groups: z
       .number()

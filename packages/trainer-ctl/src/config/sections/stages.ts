@@ -1,10 +1,10 @@
 /** stages: the three ThinkFL training stages, in order, each with its own length and extras. */
 import { ExpertSettingsSchema } from '@thinkfl/env';
 import { z } from 'zod';
-import { OptimizerSettingsSchema } from '../../engine/optimizer-settings';
-import { DetourSettingsSchema } from '../../sft/detours';
-import { RenameSettingsSchema } from '../../sft/rename';
-import { SftSettingsSchema } from '../../sft/train';
+import { OptimizerSettingsSchema } from '../../algo/core/optimizer-settings';
+import { DetourSettingsSchema } from '../../teacher-data/detours';
+import { RenameSettingsSchema } from '../../teacher-data/rename';
+import { SftSettingsSchema } from '../../algo/sft/schedule';
 
 /** The ThinkFL stages in the order they run. */
 export const STAGE_NAMES = ['priming', 'exploration', 'refinement'] as const;
@@ -53,12 +53,12 @@ export const StagesSection = z
               .default(1)
               .describe('Teacher conversations played per training case, each with its own detour seed. Default 1.'),
             detours: DetourSettingsSchema.prefault({ rate: 0 }).describe(
-              'Detours in the teacher conversations (sft/detours.ts): with chance rate an exploration turn becomes a ' +
+              'Detours in the teacher conversations (teacher-data/detours.ts): with chance rate an exploration turn becomes a ' +
                 "mistake a small model makes, followed by its error observation and the expert's recovery; detour " +
                 'turns are not trained on. Default rate 0 (off).',
             ),
             rename: RenameSettingsSchema.prefault({}).describe(
-              'Consistent renaming of the teacher conversations (sft/rename.ts): each correct conversation is replaced by ' +
+              'Consistent renaming of the teacher conversations (teacher-data/rename.ts): each correct conversation is replaced by ' +
                 'copies renamed copies, each with its own random permutation of the service names applied everywhere in it ' +
                 '(prompt, tool results, calls, answer; each pod by a pod of the new service), so that the answer can only be ' +
                 'copied from the evidence, not remembered. Default copies 0 (original names).',
@@ -88,7 +88,7 @@ export const StagesSection = z
                   'teaches the protocol but not which span to answer, so the choice is learnt from the GRPO reward alone. ' +
                   'Default teacher.',
               ),
-            // The schedule (epochs, batch_size, warmup_steps, min_lr_ratio): sft/train.ts's one SFT settings schema.
+            // The schedule (epochs, batch_size, warmup_steps, min_lr_ratio): algo/sft/schedule.ts's one SFT settings schema.
             ...SftSettingsSchema.shape,
             optimizer: OptimizerSettingsSchema.prefault({}).describe(
               'AdamW of the SFT updates (engine optimizer settings). Default lr 1e-5.',

@@ -8,8 +8,8 @@
  */
 import type { ChatMessage } from '@thinkfl/env';
 import type { ReplayTurn } from '@thinkfl/rollout';
-import type { RolloutJob } from '../queue/jobs';
-import type { BranchGroupsSettings } from '../config/sections/groups';
+import type { RolloutJob } from '../../queue/jobs';
+import type { BranchGroupsSettings } from '../../config/sections/groups';
 import type { GroupKind } from './types';
 
 /**

@@ -1,4 +1,4 @@
 export * from './types';
 export { anchorGroupId } from './branch';
 export { groupKind } from './registry';
-export { GroupsSchema, type GroupsSettings } from '../config/sections/groups';
+export { GroupsSchema, type GroupsSettings } from '../../config/sections/groups';

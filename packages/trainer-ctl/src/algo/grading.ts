@@ -6,11 +6,23 @@
  * exactly as the first time (the cache already holds their paths, as their own).
  */
 import type { Case, Dataset } from '@thinkfl/env';
-import { gradeGroup, type DiversityCache } from '@thinkfl/graders';
+import { gradeGroup, type DiversityCache, type GroupGrade } from '@thinkfl/graders';
 import type { RunConfig, StageName } from '../config/index';
-import { allEqual, computeAdvantages, keepGroup } from '../grpo/advantages';
+import { allEqual, computeAdvantages, keepGroup } from './core/advantages';
 import type { Trajectory } from '../queue/jobs';
-import type { GradedGroup } from './step-metrics';
+
+export interface GradedGroup {
+  groupId: string;
+  caseId: string;
+  trajectories: Trajectory[];
+  grade: GroupGrade;
+  advantages: number[];
+  /** False when skip_equal_groups left it out of the batch. */
+  kept: boolean;
+  zeroVariance: boolean;
+  /** Turns its samples shared before they branched (grpo.groups branch); absent for whole-episode groups. */
+  branchTurn?: number;
+}
 
 export interface GradingContext {
   config: RunConfig;

@@ -58,7 +58,7 @@ export const AdvantageSettingsSchema = z
       .default(1e-9)
       .describe('Rewards closer than this count as equal for skip_equal_groups; unit of the reward. Default 1e-9.'),
   })
-  .describe('Group-relative advantage estimation (trainer-ctl grpo/advantages.ts).');
+  .describe('Group-relative advantage estimation (trainer-ctl algo/core/advantages.ts).');
 
 export type AdvantageSettings = z.output<typeof AdvantageSettingsSchema>;
 

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { Rng, type TokenizedEpisode } from '@thinkfl/rollout';
-import type { TrainEngine } from '../engine/driver';
+import type { TrainEngine } from '../../engine/driver';
 
 /** The SFT schedule: the one schema of SFT settings, also the schedule keys of the run config's stages.priming.sft. */
 export const SftSettingsSchema = z.strictObject({

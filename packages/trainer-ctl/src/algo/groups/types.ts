@@ -1,5 +1,5 @@
 /** What a group kind is given and gives back (registry.ts names the kinds). */
-import type { RolloutJob, Trajectory } from '../queue/jobs';
+import type { RolloutJob, Trajectory } from '../../queue/jobs';
 
 /** Plays rollout jobs: `jobs` are one group's (same groupId, sample indices 0..n-1); resolves with their trajectories in sample order. */
 export type PlayGroup = (jobs: RolloutJob[]) => Promise<Trajectory[]>;

@@ -5,8 +5,8 @@
  * them by fault type. Built from plain request outcomes, so a result of an older commit (whose
  * evaluation lacked votes) is tabled by the same code.
  */
-import type { EvalResult } from '../eval/evaluate';
-import { batchVoteRanks, bestRank, summarizeRanks, voteRank } from '../eval/metrics';
+import type { EvalResult } from './evaluate';
+import { batchVoteRanks, bestRank, summarizeRanks, voteRank } from './metrics';
 
 export interface RequestOutcome {
   faultId: string;

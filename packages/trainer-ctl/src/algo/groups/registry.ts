@@ -1,6 +1,6 @@
 /**
  * How a GRPO group's samples are made, by name (grpo.groups: { kind, ...settings }). Adding a
- * kind is adding its file, its entry in KINDS and its schema in settings.ts.
+ * kind is adding its file, its entry in KINDS and its schema in config/sections/groups.ts.
  */
 import { branchGroups } from './branch';
 import { episodeGroups } from './episode';
