@@ -5,6 +5,8 @@ export * from './chat-from-config';
 export * from './run-files';
 export { safetensorsProblem, syncTree } from './checkpoint-integrity';
 export * from './train-step';
+export * from './engine-supervisor';
+export * from './update-runner';
 export * from './train-worker';
 export * from './train-node';
 export * from './start';

@@ -7,7 +7,7 @@
  */
 import type { RunConfig } from '../config/schema';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
-import { engineLaunch } from './train-worker';
+import { engineLaunch } from './engine-supervisor';
 
 export interface TrainNode {
   /** Times this node's ranks were started so far. */
