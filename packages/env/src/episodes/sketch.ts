@@ -88,90 +88,96 @@ function excess(dataset: Dataset, span: Span): number {
   return usual ? span.durationUs - usual.meanUs : 0;
 }
 
-export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: SketchSettings): OraclSketch {
-  const spans = dataset.traces.trace(c.traceId);
-  const byPod = new Map<string, Span[]>();
-  for (const sp of spans) {
-    const list = byPod.get(sp.pod);
-    if (list) list.push(sp);
-    else byPod.set(sp.pod, [sp]);
+/** Its spans against their usual duration and calls: slow ones, the slowest ratio, its own delay, calls missing and added. */
+function spanFacts(dataset: Dataset, own: Span[], tools: ToolSettings) {
+  let slowSpans = 0;
+  let maxRatio: number | undefined;
+  let ownExcessUs = 0;
+  const missing = new Set<string>();
+  const added = new Set<string>();
+  for (const sp of own) {
+    const usual = dataset.baseline.duration(sp);
+    if (usual && usual.meanUs > 0) {
+      const r = sp.durationUs / usual.meanUs;
+      maxRatio = Math.max(maxRatio ?? 0, r);
+      if (r >= tools.slow_ratio) slowSpans++;
+    }
+    const kids = dataset.traces.children(sp.spanId);
+    ownExcessUs += excess(dataset, sp) - kids.reduce((a, k) => a + Math.max(0, excess(dataset, k)), 0);
+    const d = diffCalls(dataset.baseline, sp, kids, tools.missing_call_min_rate);
+    d.missing.forEach((m) => missing.add(m));
+    d.added.forEach((m) => added.add(m));
   }
-  const order = [...byPod.keys()].sort((a, b) => byPod.get(a)![0].startUs - byPod.get(b)![0].startUs);
-  const kept = order.slice(0, s.max_pods);
-  const ids = new Map(kept.map((p, i) => [p, i + 1]));
-  const tS = c.timestampUs / 1e6;
+  return { slowSpans, maxRatio, ownExcessUs, missing, added };
+}
+
+/** The pod's metric series binned by their largest deviation around the case: Medium and High ones, largest first, and the count of Low ones. */
+function binnedMetrics(dataset: Dataset, pod: string, c: Case, tools: ToolSettings, s: SketchSettings) {
+  const metrics: SketchMetric[] = [];
+  let lowMetrics = 0;
+  for (const series of dataset.metrics.series(pod)) {
+    const f = measureFluctuation(series, fluctuationWindow(tools, c.timestampUs / 1e6));
+    if (!f) continue;
+    const bin = binOf(f.maxDeviationSigma, s);
+    if (bin === 'Low') lowMetrics++;
+    else metrics.push({ metric: f.metric, sigma: f.maxDeviationSigma, bin });
+  }
+  metrics.sort((a, b) => Math.abs(b.sigma) - Math.abs(a.sigma));
+  return { metrics, lowMetrics };
+}
+
+/** The pod's error and warning log templates around the case with their counts against the service's usual rate: unseen ones first, then by ratio and count. */
+function podLogs(dataset: Dataset, pod: string, service: string, c: Case, tools: ToolSettings, s: SketchSettings): SketchLog[] {
   const halfUs = tools.log_delta_s * 1e6;
-  const pods: SketchPod[] = kept.map((pod) => {
-    const own = byPod.get(pod)!;
-    const first = own[0];
-    let slowSpans = 0;
-    let maxRatio: number | undefined;
-    let ownExcessUs = 0;
-    const missing = new Set<string>();
-    const added = new Set<string>();
-    for (const sp of own) {
-      const usual = dataset.baseline.duration(sp);
-      if (usual && usual.meanUs > 0) {
-        const r = sp.durationUs / usual.meanUs;
-        maxRatio = Math.max(maxRatio ?? 0, r);
-        if (r >= tools.slow_ratio) slowSpans++;
-      }
-      const kids = dataset.traces.children(sp.spanId);
-      ownExcessUs += excess(dataset, sp) - kids.reduce((a, k) => a + Math.max(0, excess(dataset, k)), 0);
-      const d = diffCalls(dataset.baseline, sp, kids, tools.missing_call_min_rate);
-      d.missing.forEach((m) => missing.add(m));
-      d.added.forEach((m) => added.add(m));
-    }
-    const metrics: SketchMetric[] = [];
-    let lowMetrics = 0;
-    for (const series of dataset.metrics.series(pod)) {
-      const f = measureFluctuation(series, fluctuationWindow(tools, tS));
-      if (!f) continue;
-      const bin = binOf(f.maxDeviationSigma, s);
-      if (bin === 'Low') lowMetrics++;
-      else metrics.push({ metric: f.metric, sigma: f.maxDeviationSigma, bin });
-    }
-    metrics.sort((a, b) => Math.abs(b.sigma) - Math.abs(a.sigma));
-    const records = dataset.logs.query(pod, c.timestampUs - halfUs, c.timestampUs + halfUs, ['error', 'warn']);
-    const groups = new Map<string, { templateId: number; level: LogLevel; count: number }>();
-    for (const r of records) {
-      const k = `${r.templateId}|${r.level}`;
-      const g = groups.get(k) ?? { templateId: r.templateId, level: r.level, count: 0 };
-      g.count++;
-      groups.set(k, g);
-    }
-    const minutes = (2 * tools.log_delta_s) / 60;
-    const logs: SketchLog[] = [...groups.values()]
-      .map((g) => {
-        const usual = dataset.logs.baselineRate(first.service, g.templateId);
-        const rate = g.count / minutes;
-        return {
-          template: dataset.logs.template(g.templateId)?.template ?? `template ${g.templateId}`,
-          level: g.level,
-          count: g.count,
-          ...(usual ? { ratio: rate / usual } : {}),
-          unseen: usual === 0,
-        };
-      })
-      .sort((a, b) => Number(b.unseen) - Number(a.unseen) || (b.ratio ?? 0) - (a.ratio ?? 0) || b.count - a.count)
-      .slice(0, s.max_templates);
-    return {
-      id: ids.get(pod)!,
-      pod,
-      service: first.service,
-      ...(first.node ? { node: first.node } : {}),
-      spans: own.length,
-      slowSpans,
-      ...(maxRatio !== undefined ? { maxRatio } : {}),
-      ownExcessUs,
-      errorSpans: own.filter((x) => x.status === 'error').length,
-      missingCalls: [...missing].sort(),
-      addedCalls: [...added].sort(),
-      metrics,
-      lowMetrics,
-      logs,
-    };
-  });
+  const records = dataset.logs.query(pod, c.timestampUs - halfUs, c.timestampUs + halfUs, ['error', 'warn']);
+  const groups = new Map<string, { templateId: number; level: LogLevel; count: number }>();
+  for (const r of records) {
+    const k = `${r.templateId}|${r.level}`;
+    const g = groups.get(k) ?? { templateId: r.templateId, level: r.level, count: 0 };
+    g.count++;
+    groups.set(k, g);
+  }
+  const minutes = (2 * tools.log_delta_s) / 60;
+  return [...groups.values()]
+    .map((g) => {
+      const usual = dataset.logs.baselineRate(service, g.templateId);
+      const rate = g.count / minutes;
+      return {
+        template: dataset.logs.template(g.templateId)?.template ?? `template ${g.templateId}`,
+        level: g.level,
+        count: g.count,
+        ...(usual ? { ratio: rate / usual } : {}),
+        unseen: usual === 0,
+      };
+    })
+    .sort((a, b) => Number(b.unseen) - Number(a.unseen) || (b.ratio ?? 0) - (a.ratio ?? 0) || b.count - a.count)
+    .slice(0, s.max_templates);
+}
+
+function sketchPod(dataset: Dataset, c: Case, id: number, pod: string, own: Span[], tools: ToolSettings, s: SketchSettings): SketchPod {
+  const first = own[0];
+  const { slowSpans, maxRatio, ownExcessUs, missing, added } = spanFacts(dataset, own, tools);
+  const { metrics, lowMetrics } = binnedMetrics(dataset, pod, c, tools, s);
+  return {
+    id,
+    pod,
+    service: first.service,
+    ...(first.node ? { node: first.node } : {}),
+    spans: own.length,
+    slowSpans,
+    ...(maxRatio !== undefined ? { maxRatio } : {}),
+    ownExcessUs,
+    errorSpans: own.filter((x) => x.status === 'error').length,
+    missingCalls: [...missing].sort(),
+    addedCalls: [...added].sort(),
+    metrics,
+    lowMetrics,
+    logs: podLogs(dataset, pod, first.service, c, tools, s),
+  };
+}
+
+/** Calls between the sketch's pods (a span whose parent runs on another pod), counted per caller and callee. */
+function podEdges(dataset: Dataset, spans: Span[], ids: Map<string, number>): OraclSketch['edges'] {
   const edges = new Map<string, { from: number; to: number; calls: number }>();
   for (const sp of spans) {
     const parent = sp.parentId === null ? undefined : dataset.traces.span(sp.parentId);
@@ -184,7 +190,22 @@ export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: S
     e.calls++;
     edges.set(k, e);
   }
-  return { caseId: c.id, timestampUs: c.timestampUs, pods, edges: [...edges.values()], omitted: order.length - kept.length };
+  return [...edges.values()];
+}
+
+export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: SketchSettings): OraclSketch {
+  const spans = dataset.traces.trace(c.traceId);
+  const byPod = new Map<string, Span[]>();
+  for (const sp of spans) {
+    const list = byPod.get(sp.pod);
+    if (list) list.push(sp);
+    else byPod.set(sp.pod, [sp]);
+  }
+  const order = [...byPod.keys()].sort((a, b) => byPod.get(a)![0].startUs - byPod.get(b)![0].startUs);
+  const kept = order.slice(0, s.max_pods);
+  const ids = new Map(kept.map((p, i) => [p, i + 1]));
+  const pods = kept.map((pod) => sketchPod(dataset, c, ids.get(pod)!, pod, byPod.get(pod)!, tools, s));
+  return { caseId: c.id, timestampUs: c.timestampUs, pods, edges: podEdges(dataset, spans, ids), omitted: order.length - kept.length };
 }
 
 const ms = (us: number): string => `${(us / 1000).toFixed(1)}ms`;
