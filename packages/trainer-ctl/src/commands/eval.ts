@@ -18,6 +18,8 @@ import {
   gapLines,
   policyNames,
   spreadCases,
+  type Case,
+  type Dataset,
   type EpisodeRecord,
   type EvalResult,
 } from '@thinkfl/env';
@@ -77,6 +79,103 @@ function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
     concurrency: args.concurrency,
     threads: args.threads,
   };
+}
+
+type PolicyResult = { policy: string; protocol: string | null } & EvalResult;
+
+/** One policy on the cases, with a progress line: its results, and one JSONL line per request (transcript, answer, truth, ranks). */
+async function evaluatePolicy(
+  dataset: Dataset,
+  cases: Case[],
+  spec: PolicySpec,
+  play: PlaySettings,
+): Promise<{ result: PolicyResult; lines: string[] }> {
+  const solver = await openSolver(dataset, spec, play);
+  const episodes = new Map<string, EpisodeRecord>();
+  const progress = createProgress({ total: cases.length, label: `eval ${solver.label}` });
+  let hits = 0;
+  try {
+    const result = await evaluate(
+      dataset,
+      cases,
+      async (c) => {
+        const r = await solver.solve(c);
+        if (r.episode) episodes.set(c.id, r.episode);
+        return r;
+      },
+      {
+        concurrency: play.concurrency,
+        onProgress: (done, _total, last) => {
+          if (last.ranks.service === 0) hits++;
+          progress.update(done, `service R@1 ${((100 * hits) / done).toFixed(1)}%`);
+        },
+      },
+    );
+    progress.finish();
+    const caseOf = new Map(cases.map((c) => [c.id, c]));
+    const lines = result.requests.map((r) =>
+      JSON.stringify({
+        policy: solver.label,
+        case_id: r.case_id,
+        fault_id: r.fault_id,
+        truth: caseOf.get(r.case_id)!.truth,
+        answer: r.answer,
+        ranks: r.ranks,
+        error: r.error,
+        episode: episodes.get(r.case_id),
+      }),
+    );
+    return { result: { policy: solver.label, protocol: solver.protocol, ...result }, lines };
+  } finally {
+    await solver.close();
+  }
+}
+
+/** Writes the results JSON (--out, else under runs/) and the --episodes file; the results file's path. */
+function writeResults(
+  args: EvalArgs,
+  specs: PolicySpec[],
+  header: Record<string, unknown>,
+  results: PolicyResult[],
+  episodeLines: string[],
+): string {
+  const out = resolve(
+    args.out ?? `runs/eval-${specs.length === 1 ? specLabel(specs[0]).replace(/[^A-Za-z0-9._-]+/g, '_') : 'compare'}-${stamp()}.json`,
+  );
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(
+    out,
+    `${JSON.stringify(results.length === 1 ? { ...header, ...results[0] } : { ...header, policies: results }, null, 1)}\n`,
+  );
+  if (args.episodes) {
+    const file = resolve(args.episodes);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, episodeLines.map((l) => `${l}\n`).join(''));
+  }
+  return out;
+}
+
+/** The table on stdout: one policy's summary, or several side by side, and the requests that failed. */
+function printResults(args: EvalArgs, dataset: Dataset, cases: Case[], results: PolicyResult[], out: string): void {
+  const faults = new Set(cases.map((c) => c.faultId)).size;
+  const names = results.map((r) => `${r.policy}${r.protocol ? ` (protocol ${r.protocol})` : ''}`).join(', ');
+  console.log(
+    `dataset ${dataset.meta.name}${args.split === 'all' ? '' : ` (split ${args.split})`}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`,
+  );
+  console.log(
+    results.length === 1
+      ? formatSummary(results[0], results[0].levels)
+      : formatComparison(
+          results.map((r) => ({ policy: r.policy, summary: r })),
+          results[0].levels,
+        ),
+  );
+  for (const r of results) {
+    const errors = r.requests.filter((q) => q.error).length;
+    if (errors) console.log(`${r.policy}: ${errors} request(s) failed (counted as misses; see "error" in the JSON)`);
+  }
+  if (args.episodes) console.log(`episodes: ${resolve(args.episodes)}`);
+  console.log(`results: ${out}`);
 }
 
 export const command: CommandModule<object, EvalArgs> = {
@@ -151,92 +250,20 @@ export const command: CommandModule<object, EvalArgs> = {
     const cases = spreadCases(split, args.limit);
     if (!cases.length) throw new Error(`dataset ${dir} has no cases to evaluate${args.split === 'all' ? '' : ` in split ${args.split}`}`);
     const play = playSettings(args, specs);
-    const caseOf = new Map(cases.map((c) => [c.id, c]));
 
-    const results: ({ policy: string; protocol: string | null } & EvalResult)[] = [];
+    const results: PolicyResult[] = [];
     const episodeLines: string[] = [];
     for (const spec of specs) {
-      const solver = await openSolver(dataset, spec, play);
-      const episodes = new Map<string, EpisodeRecord>();
-      const progress = createProgress({ total: cases.length, label: `eval ${solver.label}` });
-      let hits = 0;
-      try {
-        const result = await evaluate(
-          dataset,
-          cases,
-          async (c) => {
-            const r = await solver.solve(c);
-            if (r.episode) episodes.set(c.id, r.episode);
-            return r;
-          },
-          {
-            concurrency: play.concurrency,
-            onProgress: (done, _total, last) => {
-              if (last.ranks.service === 0) hits++;
-              progress.update(done, `service R@1 ${((100 * hits) / done).toFixed(1)}%`);
-            },
-          },
-        );
-        progress.finish();
-        results.push({ policy: solver.label, protocol: solver.protocol, ...result });
-        for (const r of result.requests) {
-          const c = caseOf.get(r.case_id)!;
-          episodeLines.push(
-            JSON.stringify({
-              policy: solver.label,
-              case_id: r.case_id,
-              fault_id: r.fault_id,
-              truth: c.truth,
-              answer: r.answer,
-              ranks: r.ranks,
-              error: r.error,
-              episode: episodes.get(r.case_id),
-            }),
-          );
-        }
-      } finally {
-        await solver.close();
-      }
+      const { result, lines } = await evaluatePolicy(dataset, cases, spec, play);
+      results.push(result);
+      episodeLines.push(...lines);
     }
-
-    const out = resolve(
-      args.out ?? `runs/eval-${specs.length === 1 ? specLabel(specs[0]).replace(/[^A-Za-z0-9._-]+/g, '_') : 'compare'}-${stamp()}.json`,
-    );
     const header = {
       dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) },
       split: args.split,
       createdAt: new Date().toISOString(),
       cases: cases.length,
     };
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(
-      out,
-      `${JSON.stringify(results.length === 1 ? { ...header, ...results[0] } : { ...header, policies: results }, null, 1)}\n`,
-    );
-    if (args.episodes) {
-      const file = resolve(args.episodes);
-      mkdirSync(dirname(file), { recursive: true });
-      writeFileSync(file, episodeLines.map((l) => `${l}\n`).join(''));
-    }
-
-    const faults = new Set(cases.map((c) => c.faultId)).size;
-    const names = results.map((r) => `${r.policy}${r.protocol ? ` (protocol ${r.protocol})` : ''}`).join(', ');
-    console.log(
-      `dataset ${dataset.meta.name}${args.split === 'all' ? '' : ` (split ${args.split})`}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`,
-    );
-    console.log(
-      results.length === 1
-        ? formatSummary(results[0], results[0].levels)
-        : formatComparison(
-            results.map((r) => ({ policy: r.policy, summary: r })),
-            results[0].levels,
-          ),
-    );
-    for (const r of results) {
-      const errors = r.requests.filter((q) => q.error).length;
-      if (errors) console.log(`${r.policy}: ${errors} request(s) failed (counted as misses; see "error" in the JSON)`);
-    }
-    if (args.episodes) console.log(`episodes: ${resolve(args.episodes)}`);
-    console.log(`results: ${out}`);
+    printResults(args, dataset, cases, results, writeResults(args, specs, header, results, episodeLines));
   },
 };
