@@ -134,6 +134,45 @@ interface RunHooks {
   fail: (e: Error) => void;
 }
 
+/** The run's own redis-server (no Redis URL given), started again from its append-only file when it dies; its URL. */
+async function startRunRedis(config: RunConfig, runDir: string, tree: RunTree, hooks: RunHooks): Promise<string> {
+  const embedded = await startEmbeddedRedis({
+    runDir,
+    executable: config.queue.redis_server,
+    readyTimeoutS: config.queue.ready_timeout_s,
+    onEvent: (e) => {
+      if (e.kind === 'died') hooks.note(`redis-server ${e.how}; starting it again from its append-only file`);
+      else if (e.kind === 'restarted') {
+        hooks.note(`redis-server is back (restart ${e.restarts})`);
+        tree.record();
+      } else hooks.fail(new Error(`the run's redis-server died and could not be started again: ${e.error.message}`));
+    },
+  });
+  await tree.addRedis(embedded);
+  return embedded.url;
+}
+
+/** The train worker and workers.rollout.count rollout workers as child processes on the run's own Redis, each logging to logs/<name>.log. */
+async function startWorkers(
+  configFile: string,
+  config: RunConfig,
+  runDir: string,
+  url: string,
+  tree: RunTree,
+  signal: AbortSignal,
+): Promise<void> {
+  const common = ['--config', resolve(configFile), '--run-dir', runDir];
+  // The URL reaches workers through their environment, never their command line; the embedded
+  // Redis has no password, so one the caller's REDIS_PASSWORD would add is cleared.
+  const env = { [REDIS_URL_ENV]: url, [REDIS_PASSWORD_ENV]: '' };
+  const names = ['train', ...Array.from({ length: config.workers.rollout.count }, (_, i) => `rollout-${i}`)];
+  for (const name of names) {
+    if (signal.aborted) break;
+    const w = startWorkerProcess(runDir, name, name === 'train' ? 'train' : 'rollout', common, env);
+    await tree.addWorker(w, join(runDir, 'logs', `${name}.log`));
+  }
+}
+
 async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
   const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
   const { note } = hooks;
@@ -157,47 +196,22 @@ async function runTree(opts: TrainOptions, hooks: RunHooks): Promise<RunState> {
 
   const runId = config.run.name;
   const external = resolveRedisUrl(opts.redisUrl, config.queue.redis_url);
-  let url = external;
-  if (!external) {
-    const embedded = await startEmbeddedRedis({
-      runDir,
-      executable: config.queue.redis_server,
-      readyTimeoutS: config.queue.ready_timeout_s,
-      onEvent: (e) => {
-        if (e.kind === 'died') note(`redis-server ${e.how}; starting it again from its append-only file`);
-        else if (e.kind === 'restarted') {
-          note(`redis-server is back (restart ${e.restarts})`);
-          tree.record();
-        } else hooks.fail(new Error(`the run's redis-server died and could not be started again: ${e.error.message}`));
-      },
-    });
-    await tree.addRedis(embedded);
-    url = embedded.url;
-  }
+  const url = external ?? (await startRunRedis(config, runDir, tree, hooks));
   writeJsonAtomically(join(runDir, RUN_INFO_FILE), {
     run_id: runId,
-    redis_url: redactUrl(url!),
+    redis_url: redactUrl(url),
     embedded: !external,
     config_file: resolve(opts.configFile),
     pid: process.pid,
   });
-  const transport = new RedisTransport(url!, runId, { prefix: config.queue.prefix }, note, dataDir(runDir));
+  const transport = new RedisTransport(url, runId, { prefix: config.queue.prefix }, note, dataDir(runDir));
   await tree.addTransport(transport);
   // A refused password fails here in one clear line instead of hanging the first queue command.
   await waitReady(transport.redis, hooks.signal);
   if (external) await transport.discardWaitingRollouts();
   else {
     await transport.resetForStart();
-    const common = ['--config', resolve(opts.configFile), '--run-dir', runDir];
-    // The URL reaches workers through their environment, never their command line; the embedded
-    // Redis has no password, so one the caller's REDIS_PASSWORD would add is cleared.
-    const env = { [REDIS_URL_ENV]: url!, [REDIS_PASSWORD_ENV]: '' };
-    const names = ['train', ...Array.from({ length: config.workers.rollout.count }, (_, i) => `rollout-${i}`)];
-    for (const name of names) {
-      if (hooks.signal.aborted) break;
-      const w = startWorkerProcess(runDir, name, name === 'train' ? 'train' : 'rollout', common, env);
-      await tree.addWorker(w, join(runDir, 'logs', `${name}.log`));
-    }
+    await startWorkers(opts.configFile, config, runDir, url, tree, hooks.signal);
   }
   tree.record();
   const diversity = new RedisDiversityCache(transport.redis, { keyPrefix: `thinkfl:${runId}:diversity:`, ttlSeconds: 0 });
