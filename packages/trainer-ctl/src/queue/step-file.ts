@@ -72,6 +72,53 @@ const digestOf = (parts: Buffer[]) => {
   return h.digest('hex');
 };
 
+/** One tensor of a block: its header entry, and how its bytes are put into the file. */
+interface BlockTensor {
+  name: string;
+  dtype: Dtype;
+  shape: number[];
+  fill(put: (c: ArrayBufferView) => void): void;
+}
+
+/**
+ * Checks a block's rows (see TokenBatchWriter.append) and measures them: their offsets into
+ * the block's tokens, their advantages, and which optional columns they carry.
+ */
+function measureRows(rows: TokenRowSource, where: string) {
+  const offsets = new BigInt64Array(rows.count + 1);
+  const advantages = new Float64Array(rows.count);
+  let withLogprobs = 0;
+  let withAdvantage = 0;
+  for (let i = 0; i < rows.count; i++) {
+    const r = rows.row(i);
+    const n = r.ids.length;
+    if (r.mask.length !== n) throw new Error(`${where}: row ${i}: mask has ${r.mask.length} entries for ${n} ids`);
+    if (r.logprobs && r.logprobs.length !== n)
+      throw new Error(`${where}: row ${i}: logprobs has ${r.logprobs.length} entries for ${n} ids`);
+    for (let k = 0; k < n; k++) {
+      const id = r.ids[k];
+      if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff)
+        throw new Error(`${where}: row ${i}: token id ${id} at ${k} is not a non-negative int32`);
+      const m = r.mask[k];
+      if (m !== 0 && m !== 1) throw new Error(`${where}: row ${i}: mask value ${m} at ${k} (0 or 1)`);
+    }
+    if (r.logprobs) withLogprobs++;
+    if (r.advantage !== undefined) {
+      if (!Number.isFinite(r.advantage)) throw new Error(`${where}: row ${i}: advantage ${r.advantage} is not finite`);
+      advantages[i] = r.advantage;
+      withAdvantage++;
+    }
+    offsets[i + 1] = offsets[i] + BigInt(n);
+  }
+  for (const [what, c] of [
+    ['logprobs', withLogprobs],
+    ['advantage', withAdvantage],
+  ] as const) {
+    if (c !== 0 && c !== rows.count) throw new Error(`${where}: ${c} of ${rows.count} rows carry ${what}; give all or none`);
+  }
+  return { offsets, advantages, cols: { logprobs: withLogprobs > 0, advantages: withAdvantage > 0 } };
+}
+
 /**
  * Writes a token batch block by block: each block is a few rows (a group) appended as soon as
  * it is ready, so the file is mostly written before the last rows arrive. The header (written
@@ -128,38 +175,7 @@ export class TokenBatchWriter {
     if (this.closed) throw new Error(`${this.path}: written already`);
     if (rows.count === 0) throw new Error(`${where}: no rows`);
     if (this.full) throw new Error(`${this.path}: header space for ${this.blocks} blocks is used up`);
-    const offsets = new BigInt64Array(rows.count + 1);
-    const advantages = new Float64Array(rows.count);
-    let withLogprobs = 0;
-    let withAdvantage = 0;
-    for (let i = 0; i < rows.count; i++) {
-      const r = rows.row(i);
-      const n = r.ids.length;
-      if (r.mask.length !== n) throw new Error(`${where}: row ${i}: mask has ${r.mask.length} entries for ${n} ids`);
-      if (r.logprobs && r.logprobs.length !== n)
-        throw new Error(`${where}: row ${i}: logprobs has ${r.logprobs.length} entries for ${n} ids`);
-      for (let k = 0; k < n; k++) {
-        const id = r.ids[k];
-        if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff)
-          throw new Error(`${where}: row ${i}: token id ${id} at ${k} is not a non-negative int32`);
-        const m = r.mask[k];
-        if (m !== 0 && m !== 1) throw new Error(`${where}: row ${i}: mask value ${m} at ${k} (0 or 1)`);
-      }
-      if (r.logprobs) withLogprobs++;
-      if (r.advantage !== undefined) {
-        if (!Number.isFinite(r.advantage)) throw new Error(`${where}: row ${i}: advantage ${r.advantage} is not finite`);
-        advantages[i] = r.advantage;
-        withAdvantage++;
-      }
-      offsets[i + 1] = offsets[i] + BigInt(n);
-    }
-    for (const [what, c] of [
-      ['logprobs', withLogprobs],
-      ['advantage', withAdvantage],
-    ] as const) {
-      if (c !== 0 && c !== rows.count) throw new Error(`${where}: ${c} of ${rows.count} rows carry ${what}; give all or none`);
-    }
-    const cols = { logprobs: withLogprobs > 0, advantages: withAdvantage > 0 };
+    const { offsets, advantages, cols } = measureRows(rows, where);
     this.columns ??= cols;
     if (cols.logprobs !== this.columns.logprobs || cols.advantages !== this.columns.advantages) {
       throw new Error(
@@ -167,15 +183,19 @@ export class TokenBatchWriter {
       );
     }
     const t = Number(offsets[rows.count]);
-    const k = this.blocks;
-    const tensors: { name: string; dtype: Dtype; shape: number[]; fill(put: (c: ArrayBufferView) => void): void }[] = [
-      { name: 'offsets', dtype: 'I64', shape: [rows.count + 1], fill: (put) => put(offsets) },
-    ];
+    const tensors: BlockTensor[] = [{ name: 'offsets', dtype: 'I64', shape: [rows.count + 1], fill: (put) => put(offsets) }];
     if (cols.advantages) tensors.push({ name: 'advantages', dtype: 'F64', shape: [rows.count], fill: (put) => put(advantages) });
     tensors.push(rowColumn('ids', 'I32', t, rows, (r) => r.ids, Int32Array));
     if (cols.logprobs) tensors.push(rowColumn('logprobs', 'F32', t, rows, (r) => r.logprobs!, Float32Array));
     tensors.push(rowColumn('mask', 'U8', t, rows, (r) => r.mask, Uint8Array));
+    this.writeBlock(tensors);
+    this.rows += rows.count;
+    this.tokens += t;
+  }
 
+  /** Writes a block's tensors after the data so far through the staging buffer, hashing them as they go, and enters them in the header. */
+  private writeBlock(tensors: BlockTensor[]): void {
+    const k = this.blocks;
     const hash = createHash('sha256');
     const buf = (this.buf ??= Buffer.allocUnsafe(CHUNK_BYTES));
     let used = 0;
@@ -215,8 +235,6 @@ export class TokenBatchWriter {
     this.data = at - 8 - this.reserve;
     this.digests.push(hash.digest());
     this.blocks++;
-    this.rows += rows.count;
-    this.tokens += t;
   }
 
   /** Writes the header, fsyncs and renames the file into place; returns its reference. */
