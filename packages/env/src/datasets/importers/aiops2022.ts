@@ -112,6 +112,85 @@ function nodeRegExp(pattern: string): RegExp {
   }
 }
 
+type Column<T extends readonly string[]> = T[number];
+interface MetricPoints {
+  component: string;
+  level: Level;
+  name: string;
+  points: [number, number][];
+}
+
+function spanOf(file: string, rec: CsvRecord, c: Record<Column<typeof SPAN>, number>): Span {
+  const pod = textField(file, rec, c.cmdb_id, 'cmdb_id');
+  const parent = rec.fields[c.parent_span] ?? '';
+  const code = rec.fields[c.status_code] ?? '';
+  return {
+    traceId: textField(file, rec, c.trace_id, 'trace_id'),
+    spanId: textField(file, rec, c.span_id, 'span_id'),
+    parentId: parent === '' || parent === 'root' ? null : parent,
+    service: serviceOfOrdinalPod(pod),
+    pod,
+    operation: rec.fields[c.operation_name] ?? '',
+    startUs: timeUs(file, rec, c.timestamp),
+    durationUs: Math.round(numberField(file, rec, c.duration, 'duration') * 1000),
+    status: statusOf(code),
+    ...(code ? { statusCode: code } : {}),
+  };
+}
+
+/** Adds a metric row to its series; a "node.pod" id names the pod's node (nodeOfPod). */
+function addMetricPoint(
+  file: string,
+  rec: CsvRecord,
+  c: Record<Column<typeof METRIC>, number>,
+  isNode: RegExp,
+  points: Map<string, MetricPoints>,
+  nodeOfPod: Map<string, string>,
+): void {
+  const id = textField(file, rec, c.cmdb_id, 'cmdb_id');
+  const dot = id.indexOf('.');
+  let component = id;
+  let level: Level = isNode.test(id) ? 'node' : /-\d+$/.test(id) ? 'pod' : 'service';
+  if (dot > 0) {
+    component = id.slice(dot + 1);
+    level = 'pod';
+    nodeOfPod.set(component, id.slice(0, dot));
+  }
+  const name = textField(file, rec, c.kpi_name, 'kpi_name');
+  const key = `${component}\u0000${name}`;
+  let series = points.get(key);
+  if (!series) points.set(key, (series = { component, level, name, points: [] }));
+  series.points.push([timeUs(file, rec, c.timestamp) / 1e6, numberField(file, rec, c.value, 'value')]);
+}
+
+function faultOf(
+  file: string,
+  rec: CsvRecord,
+  c: Record<Column<typeof TRUTH>, number>,
+  nodeOfPod: Map<string, string>,
+  faultWindowSec: number,
+): FaultDraft {
+  const level = rec.fields[c.level];
+  if (level !== 'service' && level !== 'pod' && level !== 'node') {
+    throw new DataError(file, rec.line, `level must be service, pod or node, not '${level ?? ''}'`);
+  }
+  const id = textField(file, rec, c.cmdb_id, 'cmdb_id');
+  const startUs = timeUs(file, rec, c.timestamp);
+  const node = level === 'node' ? id : level === 'pod' ? nodeOfPod.get(id) : undefined;
+  return {
+    id: `aiops-${isoUs(startUs).replace(/[-:]/g, '').slice(0, 15)}-${id}`,
+    truth: {
+      level,
+      ...(level === 'service' ? { service: id } : level === 'pod' ? { pod: id, service: serviceOfOrdinalPod(id) } : {}),
+      ...(node ? { node } : {}),
+    },
+    type: textField(file, rec, c.failure_type, 'failure_type'),
+    startUs,
+    endUs: startUs + faultWindowSec * 1e6,
+    notes: [],
+  };
+}
+
 export const aiops2022: Importer<typeof Aiops2022Settings> = {
   name: 'aiops2022',
   describe: 'AIOps Challenge 2022 / OpenRCA CSV layout (spans, metrics, ground truth)',
@@ -121,71 +200,23 @@ export const aiops2022: Importer<typeof Aiops2022Settings> = {
     const { files, parts } = layout(src);
     const isNode = nodeRegExp(s.nodePattern);
     const spans: Span[] = [];
-    const points = new Map<string, { component: string; level: Level; name: string; points: [number, number][] }>();
+    const points = new Map<string, MetricPoints>();
     const nodeOfPod = new Map<string, string>();
-    const truthRows: { file: string; rec: CsvRecord; c: Record<(typeof TRUTH)[number], number> }[] = [];
+    const truthRows: { file: string; rec: CsvRecord; c: Record<Column<typeof TRUTH>, number> }[] = [];
     for (const { file, kind } of files) {
       progress(`reading ${file}`);
       let c: Record<string, number> | undefined;
       for await (const rec of readCsv(file)) {
         c ??= columns(file, rec.header, kind === 'span' ? SPAN : kind === 'metric' ? METRIC : TRUTH);
-        if (kind === 'span') {
-          const pod = textField(file, rec, c.cmdb_id, 'cmdb_id');
-          const parent = rec.fields[c.parent_span] ?? '';
-          const code = rec.fields[c.status_code] ?? '';
-          spans.push({
-            traceId: textField(file, rec, c.trace_id, 'trace_id'),
-            spanId: textField(file, rec, c.span_id, 'span_id'),
-            parentId: parent === '' || parent === 'root' ? null : parent,
-            service: serviceOfOrdinalPod(pod),
-            pod,
-            operation: rec.fields[c.operation_name] ?? '',
-            startUs: timeUs(file, rec, c.timestamp),
-            durationUs: Math.round(numberField(file, rec, c.duration, 'duration') * 1000),
-            status: statusOf(code),
-            ...(code ? { statusCode: code } : {}),
-          });
-        } else if (kind === 'metric') {
-          const id = textField(file, rec, c.cmdb_id, 'cmdb_id');
-          const dot = id.indexOf('.');
-          let component = id;
-          let level: Level = isNode.test(id) ? 'node' : /-\d+$/.test(id) ? 'pod' : 'service';
-          if (dot > 0) {
-            component = id.slice(dot + 1);
-            level = 'pod';
-            nodeOfPod.set(component, id.slice(0, dot));
-          }
-          const name = textField(file, rec, c.kpi_name, 'kpi_name');
-          const key = `${component}\u0000${name}`;
-          let series = points.get(key);
-          if (!series) points.set(key, (series = { component, level, name, points: [] }));
-          series.points.push([timeUs(file, rec, c.timestamp) / 1e6, numberField(file, rec, c.value, 'value')]);
-        } else {
-          truthRows.push({ file, rec, c: c as Record<(typeof TRUTH)[number], number> });
+        if (kind === 'span') spans.push(spanOf(file, rec, c));
+        else if (kind === 'metric') addMetricPoint(file, rec, c, isNode, points, nodeOfPod);
+        else {
+          truthRows.push({ file, rec, c: c as Record<Column<typeof TRUTH>, number> });
         }
       }
     }
-    const faults: FaultDraft[] = truthRows.map(({ file, rec, c }) => {
-      const level = rec.fields[c.level];
-      if (level !== 'service' && level !== 'pod' && level !== 'node') {
-        throw new DataError(file, rec.line, `level must be service, pod or node, not '${level ?? ''}'`);
-      }
-      const id = textField(file, rec, c.cmdb_id, 'cmdb_id');
-      const startUs = timeUs(file, rec, c.timestamp);
-      const node = level === 'node' ? id : level === 'pod' ? nodeOfPod.get(id) : undefined;
-      return {
-        id: `aiops-${isoUs(startUs).replace(/[-:]/g, '').slice(0, 15)}-${id}`,
-        truth: {
-          level,
-          ...(level === 'service' ? { service: id } : level === 'pod' ? { pod: id, service: serviceOfOrdinalPod(id) } : {}),
-          ...(node ? { node } : {}),
-        },
-        type: textField(file, rec, c.failure_type, 'failure_type'),
-        startUs,
-        endUs: startUs + s.faultWindowSec * 1e6,
-        notes: [],
-      };
-    });
+    // After all files: a fault's node comes from the metrics' "node.pod" ids.
+    const faults = truthRows.map(({ file, rec, c }) => faultOf(file, rec, c, nodeOfPod, s.faultWindowSec));
     for (const sp of spans) {
       const node = nodeOfPod.get(sp.pod);
       if (node) sp.node = node;
