@@ -42,6 +42,7 @@ const HEAD_CHUNK = 1024;
 
 type Architecture = NonNullable<RunConfig['model']['architecture']>;
 type Lora = NonNullable<RunConfig['model']['lora']>;
+type Resources = NonNullable<RunConfig['resources']>;
 
 export interface TrainRankMemory {
   weights: number;
@@ -141,32 +142,36 @@ function readDeepSpeed(path: string | undefined): DeepSpeedSettings {
 
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(2)} GiB`;
 
-/** The estimate of a run config that declares resources (paths resolved, as loadRunConfig gives them). */
-export function estimateMemory(c: RunConfig): MemoryEstimate {
-  const res = c.resources;
-  const a = c.model.architecture;
-  if (res === undefined || a === undefined) throw new Error('the memory estimate needs resources and model.architecture');
-  const ds = readDeepSpeed(c.workers.train.deepspeed_config);
+/** What the memory of one GPU is shared with: the budget of a train rank and of a vLLM replica follow from it. */
+interface GpuShare {
+  /** resources.gpu_memory_gib, bytes. */
+  mem: number;
+  /** resources.vllm_gpu_memory_utilization. */
+  util: number;
+  /** Train ranks and vLLM replicas on the same GPUs (resources.colocate with vLLM). */
+  shared: boolean;
+  /** Colocated replicas sleep during updates (generation.backend.sleep_during_updates). */
+  sleeping: boolean;
+}
+
+/** One train rank: ZeRO shards the weights, gradients and optimizer state over the ranks from stages 3, 2 and 1. */
+function trainRankMemory(
+  c: RunConfig,
+  a: Architecture,
+  ds: DeepSpeedSettings,
+  base: number,
+  adapters: number,
+  gpu: GpuShare,
+): TrainRankMemory {
   const ranks = c.workers.train.ranks;
   const shard = (stage: number) => (ds.zeroStage >= stage ? ranks : 1);
-
-  const base = baseParameters(a);
-  const adapters = c.model.lora === undefined ? 0 : loraParameters(a, c.model.lora);
   const parameters = base + adapters;
   const trainable = c.model.lora === undefined ? base : adapters;
   const wBytes = ds.sixteenBit ? 2 : 4;
-
   const tokens = c.workers.train.micro_batch_size * c.model.max_context_tokens;
   const h = a.hidden_size;
   const layerSaved = 2 * tokens * (4 * h + (a.heads + 2 * a.kv_heads) * a.head_dim + a.heads * a.head_dim + 4 * a.intermediate_size);
   const head = 3 * Math.min(tokens, HEAD_CHUNK) * a.vocab_size * 4;
-  const vllmOn = c.generation.backend.kind === 'vllm';
-  const replicas = c.generation.backend.kind === 'vllm' ? c.generation.backend.replicas.length : 0;
-  const mem = res.gpu_memory_gib * GIB;
-  const util = res.vllm_gpu_memory_utilization;
-  const shared = vllmOn && res.colocate;
-  const sleeping = shared && c.generation.backend.kind === 'vllm' && c.generation.backend.sleep_during_updates;
-
   const train: TrainRankMemory = {
     weights: (parameters * wBytes) / shard(3),
     gradients: (trainable * wBytes) / shard(2),
@@ -174,10 +179,73 @@ export function estimateMemory(c: RunConfig): MemoryEstimate {
     reference: c.model.lora === undefined && c.grpo.loss.kl_coef > 0 ? base * wBytes : 0,
     activations: a.layers * tokens * h * wBytes + layerSaved + head,
     total: 0,
-    budget: shared && !sleeping ? mem * (1 - util) : mem,
+    budget: gpu.shared && !gpu.sleeping ? gpu.mem * (1 - gpu.util) : gpu.mem,
   };
   train.total = train.weights + train.gradients + train.optimizer + train.reference + train.activations;
-  if (sleeping) train.between = { total: train.weights + train.gradients + train.optimizer + train.reference, budget: mem * (1 - util) };
+  if (gpu.sleeping)
+    train.between = { total: train.weights + train.gradients + train.optimizer + train.reference, budget: gpu.mem * (1 - gpu.util) };
+  return train;
+}
+
+/** Why a train rank does not fit its budget (during an update, and between updates beside an awake replica). */
+function trainProblems(train: TrainRankMemory, res: Resources, gpu: GpuShare): string[] {
+  const problems: string[] = [];
+  const budgetWhy =
+    gpu.shared && !gpu.sleeping
+      ? `resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${gpu.util}), colocated with vLLM`
+      : `resources.gpu_memory_gib ${res.gpu_memory_gib}${gpu.sleeping ? ', the vLLM replica asleep' : ''}`;
+  if (train.total > train.budget) {
+    problems.push(
+      `a train rank needs at least ${gib(train.total)} (weights ${gib(train.weights)} + gradients ${gib(train.gradients)} + ` +
+        `optimizer ${gib(train.optimizer)} + reference ${gib(train.reference)} + activations ${gib(train.activations)}) ` +
+        `but has ${gib(train.budget)} (${budgetWhy})`,
+    );
+  }
+  if (train.between && train.between.total > train.between.budget) {
+    problems.push(
+      `between updates a train rank keeps at least ${gib(train.between.total)} (weights ${gib(train.weights)} + gradients ` +
+        `${gib(train.gradients)} + optimizer ${gib(train.optimizer)} + reference ${gib(train.reference)}) but an awake vLLM replica ` +
+        `leaves it ${gib(train.between.budget)} (resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${gpu.util}))`,
+    );
+  }
+  return problems;
+}
+
+/** One vLLM replica: the base weights in 16 bits, the adapters of the versions it keeps loaded, one sequence's KV cache. */
+function vllmReplicaMemory(c: RunConfig, a: Architecture, base: number, adapters: number, gpu: GpuShare): VllmReplicaMemory | undefined {
+  if (c.generation.backend.kind !== 'vllm') return undefined;
+  const loaded = (c.generation.backend.staleness ?? c.workers.max_staleness) + 1;
+  const vllm: VllmReplicaMemory = {
+    weights: base * 2,
+    adapters: loaded * adapters * 2,
+    kvCache: 2 * a.layers * a.kv_heads * a.head_dim * 2 * c.model.max_context_tokens,
+    total: 0,
+    budget: gpu.mem * gpu.util,
+  };
+  vllm.total = vllm.weights + vllm.adapters + vllm.kvCache;
+  return vllm;
+}
+
+/** The estimate of a run config that declares resources (paths resolved, as loadRunConfig gives them). */
+export function estimateMemory(c: RunConfig): MemoryEstimate {
+  const res = c.resources;
+  const a = c.model.architecture;
+  if (res === undefined || a === undefined) throw new Error('the memory estimate needs resources and model.architecture');
+  const ds = readDeepSpeed(c.workers.train.deepspeed_config);
+  const ranks = c.workers.train.ranks;
+  const base = baseParameters(a);
+  const adapters = c.model.lora === undefined ? 0 : loraParameters(a, c.model.lora);
+  const backend = c.generation.backend;
+  const replicas = backend.kind === 'vllm' ? backend.replicas.length : 0;
+  const shared = backend.kind === 'vllm' && res.colocate;
+  const gpu: GpuShare = {
+    mem: res.gpu_memory_gib * GIB,
+    util: res.vllm_gpu_memory_utilization,
+    shared,
+    sleeping: shared && backend.kind === 'vllm' && backend.sleep_during_updates,
+  };
+  const train = trainRankMemory(c, a, ds, base, adapters, gpu);
+  const vllm = vllmReplicaMemory(c, a, base, adapters, gpu);
 
   const problems: string[] = [];
   const gpusNeeded = shared ? Math.max(ranks, replicas) : ranks + replicas;
@@ -187,45 +255,16 @@ export function estimateMemory(c: RunConfig): MemoryEstimate {
         `but resources.gpus is ${res.gpus}`,
     );
   }
-  const budgetWhy =
-    shared && !sleeping
-      ? `resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${util}), colocated with vLLM`
-      : `resources.gpu_memory_gib ${res.gpu_memory_gib}${sleeping ? ', the vLLM replica asleep' : ''}`;
-  if (train.total > train.budget) {
+  problems.push(...trainProblems(train, res, gpu));
+  if (vllm && vllm.total > vllm.budget) {
     problems.push(
-      `a train rank needs at least ${gib(train.total)} (weights ${gib(train.weights)} + gradients ${gib(train.gradients)} + ` +
-        `optimizer ${gib(train.optimizer)} + reference ${gib(train.reference)} + activations ${gib(train.activations)}) ` +
-        `but has ${gib(train.budget)} (${budgetWhy})`,
+      `a vLLM replica needs at least ${gib(vllm.total)} (weights ${gib(vllm.weights)} + adapters ${gib(vllm.adapters)} + ` +
+        `KV cache of ${c.model.max_context_tokens} tokens ${gib(vllm.kvCache)}) but has ${gib(vllm.budget)} ` +
+        `(resources.gpu_memory_gib ${res.gpu_memory_gib} x vllm_gpu_memory_utilization ${gpu.util})`,
     );
   }
-
-  if (train.between && train.between.total > train.between.budget) {
-    problems.push(
-      `between updates a train rank keeps at least ${gib(train.between.total)} (weights ${gib(train.weights)} + gradients ` +
-        `${gib(train.gradients)} + optimizer ${gib(train.optimizer)} + reference ${gib(train.reference)}) but an awake vLLM replica ` +
-        `leaves it ${gib(train.between.budget)} (resources.gpu_memory_gib ${res.gpu_memory_gib} x (1 - vllm_gpu_memory_utilization ${util}))`,
-    );
-  }
-
-  let vllm: VllmReplicaMemory | undefined;
-  if (c.generation.backend.kind === 'vllm') {
-    const loaded = (c.generation.backend.staleness ?? c.workers.max_staleness) + 1;
-    vllm = {
-      weights: base * 2,
-      adapters: loaded * adapters * 2,
-      kvCache: 2 * a.layers * a.kv_heads * a.head_dim * 2 * c.model.max_context_tokens,
-      total: 0,
-      budget: mem * util,
-    };
-    vllm.total = vllm.weights + vllm.adapters + vllm.kvCache;
-    if (vllm.total > vllm.budget) {
-      problems.push(
-        `a vLLM replica needs at least ${gib(vllm.total)} (weights ${gib(vllm.weights)} + adapters ${gib(vllm.adapters)} + ` +
-          `KV cache of ${c.model.max_context_tokens} tokens ${gib(vllm.kvCache)}) but has ${gib(vllm.budget)} ` +
-          `(resources.gpu_memory_gib ${res.gpu_memory_gib} x vllm_gpu_memory_utilization ${util})`,
-      );
-    }
-  }
+  const parameters = base + adapters;
+  const trainable = c.model.lora === undefined ? base : adapters;
   return { parameters, trainable, zeroStage: ds.zeroStage, ranks, replicas, gpusNeeded, gpus: res.gpus, train, vllm, problems };
 }
 
