@@ -115,6 +115,20 @@ function lastAnswer(ctx: PolicyContext, nth: number): RootCause[] | undefined {
   return (answers[nth]?.observation.data as { answer: RootCause[] } | undefined)?.answer;
 }
 
+/** The candidates whose pod has a metric beyond its band (the metric agent's answer), largest deviation first, then earliest peak. */
+function confirmedByMetrics(candidates: RootCause[], ev: Evidence): RootCause[] {
+  return candidates
+    .map((c) => ({ c, m: ev.metrics.get(c.pod!) as SearchMetricsData | undefined }))
+    .filter((x) => (x.m?.fluctuating.length ?? 0) > 0)
+    .map((x) => {
+      const peak = x.m!.fluctuating.reduce((a, f) => (Math.abs(f.maxDeviationSigma) > Math.abs(a.maxDeviationSigma) ? f : a));
+      const first = Math.min(...x.m!.fluctuating.map((f) => f.peakTs));
+      return { ...x, sigma: Math.abs(peak.maxDeviationSigma), first };
+    })
+    .sort((a, b) => b.sigma - a.sigma || a.first - b.first)
+    .map((x) => x.c);
+}
+
 export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
   return {
     name: 'rclagent-script',
@@ -177,16 +191,7 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
         const target = (r0 ?? candidates)[0]?.pod ?? root?.summary.pod ?? '';
         return hermes(`I check the metrics of ${target}.`, 'search_fluctuating_metrics', { service_name: target, timestamp: ts });
       }
-      const confirmed = candidates
-        .map((c) => ({ c, m: ev.metrics.get(c.pod!) as SearchMetricsData | undefined }))
-        .filter((x) => (x.m?.fluctuating.length ?? 0) > 0)
-        .map((x) => {
-          const peak = x.m!.fluctuating.reduce((a, f) => (Math.abs(f.maxDeviationSigma) > Math.abs(a.maxDeviationSigma) ? f : a));
-          const first = Math.min(...x.m!.fluctuating.map((f) => f.peakTs));
-          return { ...x, sigma: Math.abs(peak.maxDeviationSigma), first };
-        })
-        .sort((a, b) => b.sigma - a.sigma || a.first - b.first)
-        .map((x) => x.c);
+      const confirmed = confirmedByMetrics(candidates, ev);
       return print(
         confirmed.length ? confirmed : candidates,
         confirmed.length
