@@ -41,10 +41,16 @@ function functionName(node: ts.FunctionLikeDeclaration): string {
   if (!name && ts.isVariableDeclaration(parent)) name = parent.name.getText();
   if (!name && ts.isPropertyAssignment(parent)) name = parent.name.getText();
   if (!name && ts.isPropertyDeclaration(parent)) name = parent.name.getText();
+  if (!name && ts.isParenthesizedExpression(parent) && ts.isCallExpression(parent.parent) && parent.parent.expression === parent)
+    name = '<iife>';
   if (!name && ts.isCallExpression(parent)) name = `<callback of ${parent.expression.getText().slice(0, 40)}>`;
   if (ts.isConstructorDeclaration(node)) name = 'constructor';
   name ??= '<anonymous>';
-  const cls = ts.isClassLike(parent) ? parent : ts.isPropertyDeclaration(parent) && ts.isClassLike(parent.parent) ? parent.parent : undefined;
+  const cls = ts.isClassLike(parent)
+    ? parent
+    : ts.isPropertyDeclaration(parent) && ts.isClassLike(parent.parent)
+      ? parent.parent
+      : undefined;
   return cls?.name ? `${cls.name.text}.${name}` : name;
 }
 
