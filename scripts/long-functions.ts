@@ -5,17 +5,21 @@
  * allow-list, scripts/long-functions.allow, which names each with its reason.
  *   npm run check:functions            # the check
  *   npx tsx scripts/long-functions.ts --all   # every function over the limit, allowed or not
+ *   npx tsx scripts/long-functions.ts --root DIR   # another tree of the same layout
  * A function's length counts its lines from its first token to its closing one, its inner
  * functions included (a closure is part of the function that holds it), its doc comment not.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const LIMIT = 80;
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+/** The tree to check: the repository, or --root DIR (the script's test plants functions in one). */
+const rootAt = process.argv.indexOf('--root');
+const root = rootAt > 0 ? resolve(process.argv[rootAt + 1]) : join(here, '..');
 const allowFile = join(root, 'scripts/long-functions.allow');
 
 interface LongFunction {
@@ -79,9 +83,9 @@ function longTypeScriptFunctions(): LongFunction[] {
 }
 
 function longPythonFunctions(): LongFunction[] {
-  const venv = join(root, '.cache/venv/bin/python');
+  const venv = join(here, '..', '.cache/venv/bin/python');
   const python = existsSync(venv) ? venv : 'python3';
-  const out = execFileSync(python, [join(root, 'scripts/long-functions.py'), String(LIMIT), join(root, 'engine/thinkfl_engine')], {
+  const out = execFileSync(python, [join(here, 'long-functions.py'), String(LIMIT), join(root, 'engine/thinkfl_engine')], {
     encoding: 'utf8',
   });
   return (JSON.parse(out) as LongFunction[]).map((f) => ({ ...f, file: relative(root, f.file) }));
