@@ -21,7 +21,9 @@ import { checkpointDir, dataDir, policyDir, prunePolicies, writeAtomically, writ
 import { engineStep, mergeSteps, stepMetrics, type EngineStep } from './train-step';
 
 /** A job that fails for good: running it again would fail the same way. */
-export class PermanentJobError extends Error {}
+export class PermanentJobError extends Error {
+  override name = 'PermanentJobError';
+}
 
 /** The run directory's folder of published policies: adapters/ for vLLM's servers, policies/ otherwise. */
 export function policyFolder(config: RunConfig): 'adapters' | 'policies' {
