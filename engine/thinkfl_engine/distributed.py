@@ -9,8 +9,11 @@ launcher that is given a DeepSpeed config gets a one-rank group on a free loopba
 (`single_rank_group`).
 """
 
+import ctypes
 import os
+import signal
 import socket
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Dict, List, Optional, Sequence
@@ -21,6 +24,22 @@ import torch.distributed as dist
 LAUNCHER_ENV = ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')
 # A collective that waits this long is a rank that died or hangs: fail instead of waiting forever.
 GROUP_TIMEOUT = timedelta(minutes=30)
+
+
+def die_with_launcher() -> None:
+    """A rank started by torchrun is killed when torchrun dies (Linux PR_SET_PDEATHSIG).
+
+    The ranks inherit the launcher's stdio, so a launcher killed outright (SIGKILL, OOM) would
+    leave rank 0 answering the train worker's requests on the same pipe: the worker would never
+    see its engine die and would not restart it from the latest checkpoint.
+    """
+    if 'TORCHELASTIC_RUN_ID' not in os.environ or not sys.platform.startswith('linux'):
+        return
+    launcher = os.getppid()
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != launcher or launcher == 1:  # it died before the signal was armed
+        os._exit(3)
 
 
 @dataclass

@@ -22,7 +22,7 @@ import torch.distributed as dist
 import transformers
 
 from . import protocol
-from .distributed import Ranks
+from .distributed import Ranks, die_with_launcher
 from .ops import OPS, State
 
 log = logging.getLogger('thinkfl_engine')
@@ -86,6 +86,7 @@ def _request_of(line: Optional[str]) -> Tuple[Any, Any]:
 
 
 def main() -> None:
+    die_with_launcher()
     out = os.fdopen(os.dup(1), 'w', buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
