@@ -25,7 +25,7 @@ import {
   type PlayedEpisode,
 } from '../packages/trainer-ctl/src/sft/index';
 import { sft } from '../packages/trainer-ctl/src/algo/sft/schedule';
-import { teacherEpisodes } from '../packages/trainer-ctl/src/teacher-data/teacher';
+import { teacherEpisodes } from '@thinkfl/env';
 import { ensureNezhaDataset, REPO_ROOT } from '../testkit/nezha';
 
 const argv = await yargs(hideBin(process.argv))

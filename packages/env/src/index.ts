@@ -7,3 +7,7 @@ export * from './datasets/index';
 export * from './tools/index';
 export * from './parsing/index';
 export * from './episodes/index';
+export * from './rng';
+export * from './teacher-data/teacher';
+export * from './teacher-data/detours';
+export * from './teacher-data/rename';

@@ -1,6 +1,6 @@
 /** The seeded RNG and the token sampler: determinism, nucleus membership, logprobs of the sampling distribution. */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../src/backends/rng';
+import { Rng } from '@thinkfl/env';
 import { TokenSampler } from '../src/backends/sampling';
 import { resolveSampling } from '../src/backends/types';
 

@@ -4,8 +4,5 @@ export * from './algo/core/loss-settings';
 export * from './algo/core/optimizer-settings';
 export * from './sft/index';
 export * from './algo/sft/schedule';
-export * from './teacher-data/teacher';
-export * from './teacher-data/detours';
-export * from './teacher-data/rename';
 export * from './queue/index';
 export * from './workers/index';

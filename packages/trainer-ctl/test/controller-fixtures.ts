@@ -23,7 +23,7 @@ import { Worker } from 'bullmq';
 import { afterAll, beforeAll } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
 import { connectRedis, keys, parseQueueSettings, type RolloutJob, type TrainJob, type TrainResult } from '../src/queue/index';
-import { DetourPolicy, DetourSettingsSchema } from '../src/teacher-data/detours';
+import { DetourPolicy, DetourSettingsSchema } from '@thinkfl/env';
 import { sftSample } from '../src/sft/index';
 import { startRolloutWorker } from '../src/workers/rollout-worker';
 import { checkpointDir, writeTrainerState } from '../src/workers/run-files';

@@ -21,7 +21,7 @@ import {
   type ToolSpec,
 } from '@thinkfl/env';
 import { loadChatModel } from '@thinkfl/rollout';
-import { callsOnly } from '../src/teacher-data/teacher';
+import { callsOnly } from '@thinkfl/env';
 import { sftSample } from '../src/sft/index';
 import { createTinyModel, memorize, scratchDir, startServeProcess, type ServeProcess } from '../../rollout/test/backend-fixtures';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';

@@ -11,8 +11,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type EpisodeRecord } from '@thinkfl/env';
-import { loadTokenizer, openOnnxBackend, Rng, type OnnxBackend } from '@thinkfl/rollout';
+import { createExpert, ExpertSettingsSchema, loadDataset, Rng, runEpisode, type EpisodeRecord } from '@thinkfl/env';
+import { loadTokenizer, openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
 import type { RunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/index';
 import { RedisTransport } from '../src/controller/index';

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadDataset, spreadCases, type Case, type Dataset } from '@thinkfl/env';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { splitCases } from '../src/sft/index';
-import { teacherEpisodes, type TeacherData } from '../src/teacher-data/teacher';
+import { teacherEpisodes, type TeacherData } from '@thinkfl/env';
 
 const episode = { d_max: 4, tool_settings: { span_aliases: true, verdicts: true } };
 const expert = { max_answers: 3, log_survey: 0, lead_checks: 0, confirmations: 0, log_checks: 0 };

@@ -13,9 +13,9 @@ import { writeTinyTokenizer } from '@thinkfl/rollout';
 import { loadRunConfig } from '../src/config/index';
 import { configTeacher } from '../src/controller/teacher';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
-import { renamedEpisode, renamedEpisodes, nameRenamer, namePermutation } from '../src/teacher-data/rename';
+import { renamedEpisode, renamedEpisodes, nameRenamer, namePermutation } from '@thinkfl/env';
 import { splitCases } from '../src/sft/index';
-import { teacherEpisodes, type TeacherEpisode } from '../src/teacher-data/teacher';
+import { teacherEpisodes, type TeacherEpisode } from '@thinkfl/env';
 
 const episode = { d_max: 4, tool_settings: { span_aliases: true } };
 let dataset: Dataset;

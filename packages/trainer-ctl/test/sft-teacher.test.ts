@@ -21,7 +21,7 @@ import {
 import { loadChatModel, writeTinyTokenizer, type ChatModel } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { policyFigures, sampleTokens, sftSample, splitCases } from '../src/sft/index';
-import { teacherEpisodes, type TeacherEpisode } from '../src/teacher-data/teacher';
+import { teacherEpisodes, type TeacherEpisode } from '@thinkfl/env';
 import { generatedRuns } from '../../../testkit/masks';
 
 const episode = { tool_settings: { span_aliases: true } };

@@ -9,7 +9,7 @@ import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
 import { sampleTokens, sftSample } from '../src/sft/index';
 import { sft, sftLr, SftSettingsSchema } from '../src/algo/sft/schedule';
-import { teacherEpisodes } from '../src/teacher-data/teacher';
+import { teacherEpisodes } from '@thinkfl/env';
 
 const engine = new TrainEngine();
 const modelDir = mkdtempSync(join(tmpdir(), 'sft-train-'));

@@ -1,7 +1,6 @@
 export * from './types';
 export * from './backend-kind';
 export * from './registry';
-export { Rng } from './rng';
 export * from './onnx/index';
 export * from './openai/index';
 export * from './vllm/index';

@@ -8,7 +8,7 @@
  * top_p 1. Greedy decoding (T = 0) reports the raw distribution (T = 1), as vLLM does.
  */
 import type { Sampling } from './types';
-import type { Rng } from './rng';
+import type { Rng } from '@thinkfl/env';
 
 export interface Pick {
   token: number;

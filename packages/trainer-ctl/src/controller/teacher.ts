@@ -8,9 +8,9 @@
 import type { Case, Dataset } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import type { TrainSample } from '../queue/index';
-import { renamedEpisodes } from '../teacher-data/rename';
+import { renamedEpisodes } from '@thinkfl/env';
 import { sftSample } from '../sft/index';
-import { teacherEpisodes, type TeacherEpisode } from '../teacher-data/teacher';
+import { teacherEpisodes, type TeacherEpisode } from '@thinkfl/env';
 import { chatModelFromConfig } from '../workers/chat-from-config';
 
 /** Up to n episodes taken round-robin over their cases (variant 0 of every case before any variant 1). */

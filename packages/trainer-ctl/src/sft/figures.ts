@@ -5,7 +5,7 @@
  * and service-level Recall@1 per fault (for information).
  */
 import type { Case, Dataset, EpisodeRecord } from '@thinkfl/env';
-import { answeredCorrectly } from '../teacher-data/teacher';
+import { answeredCorrectly } from '@thinkfl/env';
 
 export interface PlayedEpisode {
   case: Case;

@@ -5,7 +5,7 @@
 import type { TokenizedEpisode } from '@thinkfl/rollout';
 import { EpisodeTokens, type ChatModel } from '@thinkfl/rollout';
 import type { ChatMessage } from '@thinkfl/env';
-import type { TeacherEpisode } from '../teacher-data/teacher';
+import type { TeacherEpisode } from '@thinkfl/env';
 
 export interface SftSampleOptions {
   /** Render the episode's tools into the prompt; must match the policy's `renderTools`. Default true. */

@@ -3,8 +3,7 @@
  * by fault (every case of a fault on one side, so evaluation never sees a fault trained on)
  * or by case. Deterministic in the seed and independent of the cases' order.
  */
-import type { Case } from '@thinkfl/env';
-import { Rng } from '@thinkfl/rollout';
+import { type Case, Rng } from '@thinkfl/env';
 import type { z } from 'zod';
 import type { DatasetSection } from '../config/sections/dataset';
 

@@ -21,7 +21,7 @@ import { PaddedCache } from './padded-cache';
 import { SharedPrefixCache } from './prefix-cache';
 import { startRow, toGeneration, type DecodeOptions } from './rows';
 import { DecodeScheduler } from './scheduler';
-import { randomSeed } from '../rng';
+import { randomSeed } from '@thinkfl/env';
 import { resolveSampling, type Generation, type GenerationBackend, type GenerationRequest } from '../types';
 
 export const onnxSettingsSchema = z

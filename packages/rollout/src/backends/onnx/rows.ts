@@ -3,7 +3,7 @@
  * batching on the KV cache, full recomputation without one): validation, the token it picks
  * from its row of logits, when it ends, and the Generation it becomes.
  */
-import { Rng } from '../rng';
+import { Rng } from '@thinkfl/env';
 import type { TokenSampler } from '../sampling';
 import { GenerationInputError, type Generation, type Sampling } from '../types';
 

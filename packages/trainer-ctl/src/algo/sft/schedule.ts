@@ -5,7 +5,8 @@
  * on an engine directly (scripts/sft-tiny.ts), with an optional wall-time budget.
  */
 import { z } from 'zod';
-import { Rng, type TokenizedEpisode } from '@thinkfl/rollout';
+import { Rng } from '@thinkfl/env';
+import type { TokenizedEpisode } from '@thinkfl/rollout';
 import type { TrainEngine } from '../../engine/driver';
 
 /** The SFT schedule: the one schema of SFT settings, also the schedule keys of the run config's stages.priming.sft. */

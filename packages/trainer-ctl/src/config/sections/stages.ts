@@ -2,8 +2,8 @@
 import { ExpertSettingsSchema } from '@thinkfl/env';
 import { z } from 'zod';
 import { OptimizerSettingsSchema } from '../../algo/core/optimizer-settings';
-import { DetourSettingsSchema } from '../../teacher-data/detours';
-import { RenameSettingsSchema } from '../../teacher-data/rename';
+import { DetourSettingsSchema } from '@thinkfl/env';
+import { RenameSettingsSchema } from '@thinkfl/env';
 import { SftSettingsSchema } from '../../algo/sft/schedule';
 
 /** The ThinkFL stages in the order they run. */

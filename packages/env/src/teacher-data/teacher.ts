@@ -4,24 +4,13 @@
  * whose answer puts the true root cause first at service level are kept (all of them when the
  * answers are drawn at random: answerSpans 'random').
  */
-import {
-  createExpert,
-  ExpertSettingsSchema,
-  parseEpisodeSettings,
-  rankOfTruth,
-  runEpisode,
-  type Case,
-  type Dataset,
-  type EpisodeRecord,
-  type Policy,
-  type PolicyContext,
-  type SearchTracesData,
-  type SpanSummary,
-  type ToolSpec,
-  VERDICTS,
-  verdictOf,
-} from '@thinkfl/env';
-import { Rng } from '@thinkfl/rollout';
+import { parseEpisodeSettings } from '../episodes/settings';
+import { runEpisode } from '../episodes/run-episode';
+import { rankOfTruth } from '../eval/match';
+import { createExpert, ExpertSettingsSchema } from '../policies/expert/expert';
+import { Rng } from '../rng';
+import { type SearchTracesData, type SpanSummary, VERDICTS, verdictOf } from '../tools/search-traces';
+import type { Case, Dataset, EpisodeRecord, Policy, PolicyContext, ToolSpec } from '../types';
 import { DetourPolicy, DetourSettingsSchema, type DetourSettingsInput } from './detours';
 
 export interface TeacherOptions {

@@ -6,8 +6,8 @@
  * recovery after them is (notes/tiny-model.md: valid final answers rose from 31% to 53-80%).
  */
 import { z } from 'zod';
-import type { AssistantMessage, Policy, PolicyContext, ToolSpec } from '@thinkfl/env';
-import { Rng } from '@thinkfl/rollout';
+import { Rng } from '../rng';
+import type { AssistantMessage, Policy, PolicyContext, ToolSpec } from '../types';
 
 export const DETOUR_KINDS = ['unknown_span', 'broken_json', 'unoffered_tool', 'side_span'] as const;
 export type DetourKind = (typeof DETOUR_KINDS)[number];

@@ -11,8 +11,8 @@
  * spelling.
  */
 import { z } from 'zod';
-import type { Topology } from '@thinkfl/env';
-import { Rng } from '@thinkfl/rollout';
+import { Rng } from '../rng';
+import type { Topology } from '../types';
 import type { TeacherEpisode } from './teacher';
 
 export const RenameSettingsSchema = z
