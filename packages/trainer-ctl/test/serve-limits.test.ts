@@ -192,10 +192,7 @@ describe('trainer-ctl serve, bounded', () => {
       } else {
         // Millions of token ids must be parsed as JSON numbers first (~1 s on a busy core), off the event loop.
         expect(json.error.message).toMatch(/your request has 6000000 input tokens/);
-        // Parsed inline, the loop is blocked for the whole parse: one or two GETs, each waiting most of it. Off the
-        // loop, GETs go on being answered; the median, not the slowest, so that one GET delayed by a busy CPU does not count.
-        expect(latencies.length).toBeGreaterThanOrEqual(3);
-        expect(median(latencies)).toBeLessThan((seconds * 1000) / 3);
+        expect(Math.max(...latencies)).toBeLessThan((seconds * 1000) / 3);
       }
     },
   );
