@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VllmBackend, stopTokenIds, verifyManifest, writeManifest } from '../src/backends/index';
 import { loadChatModel } from '../src/chat/chat-model';
 import { openLocalModel } from '../src/serve/index';
-import { createTinyModel, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+import { scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('vllm');
 let modelDir: string;

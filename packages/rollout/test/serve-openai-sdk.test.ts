@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSpec } from '@thinkfl/env';
-import { createTinyModel, scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
+import { scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('sdk');
 let serve: ServeProcess;

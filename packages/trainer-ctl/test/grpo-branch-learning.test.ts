@@ -23,7 +23,8 @@ import { connectRedis, GroupStore, parseQueueSettings, PolicyRegistry } from '..
 import { createEpisodePlayer, startRolloutWorker, startTrainWorker } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const G = 16;
 const STEPS = 4;

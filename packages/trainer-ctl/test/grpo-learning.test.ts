@@ -21,7 +21,8 @@ import { connectRedis, parseQueueSettings, PolicyRegistry, type RolloutJob, type
 import { startRolloutWorker, startTrainWorker, type RolloutPlayer } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const G = 8;
 const STEPS = 4;

@@ -37,7 +37,8 @@ import { startTrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues, type Tensor } from '../../../testkit/safetensors';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { scratch } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 /** Each backbone preset and the transformers architecture of its hub model (config.json model_type). */
 const PRESETS: [string, 'llama' | 'qwen2'][] = [

@@ -14,7 +14,8 @@ import { Redis } from 'ioredis';
 import { readState } from '../src/run-files/state';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { scratch } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const DEFAULT_PASSWORD = 'dflt-pw-c41e9b7d';

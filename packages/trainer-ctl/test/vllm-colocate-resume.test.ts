@@ -34,7 +34,8 @@ import { colocatedSteps, startTrainWorker, type TrainWorker, type TrainWorkerOpt
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { createTinyModel, scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'colo';
 const G = 4;

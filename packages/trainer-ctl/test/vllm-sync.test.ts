@@ -27,7 +27,8 @@ import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { readSafetensors } from '../../../testkit/safetensors';
 import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { createTinyModel, scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'vllm-sync';
 const G = 4;

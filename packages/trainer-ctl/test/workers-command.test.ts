@@ -10,7 +10,8 @@ import type { Redis } from 'ioredis';
 import type { LoadedRunConfig } from '../src/config/index';
 import { connectRedis, listWorkers, PolicyRegistry } from '../src/queue/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
+import { scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 let redis: TestRedis;
 let dir: string | undefined;

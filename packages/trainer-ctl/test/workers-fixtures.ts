@@ -1,13 +1,12 @@
 /**
- * Shared by the queue and worker tests: a real tiny model (scripts/create-tiny-model.ts, small
- * size), a run config on the real Nezha dataset pointing at it, and `trainer-ctl worker` child
+ * Shared by the queue and worker tests (the tiny model itself is testkit/tiny-model.ts):
+ * a run config on the real Nezha dataset pointing at a model, and `trainer-ctl worker` child
  * processes whose stderr lines are collected.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
@@ -16,36 +15,6 @@ import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 
 export function scratch(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `h10-${prefix}-`));
-}
-
-/** A freshly initialised tiny model directory (a Llama, or a Qwen2) with onnx/model.onnx. */
-export async function createTinyModel(outDir: string, seed = 0, architecture: 'llama' | 'qwen2' = 'llama'): Promise<string> {
-  const args = [
-    '--dataset',
-    NEZHA_DATASET,
-    '--out',
-    outDir,
-    '--seed',
-    String(seed),
-    '--architecture',
-    architecture,
-    '--hidden-size',
-    '64',
-    '--layers',
-    '2',
-    '--heads',
-    '4',
-    '--kv-heads',
-    '2',
-    '--head-dim',
-    '16',
-    '--intermediate-size',
-    '128',
-  ];
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], {
-    cwd: REPO_ROOT,
-  });
-  return outDir;
 }
 
 /**

@@ -16,7 +16,8 @@ import { Redis } from 'ioredis';
 import type { LoadedRunConfig } from '../src/config/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
+import { scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 import { freePort } from '../../../testkit/ports';
 
 const PASSWORD = 'default-pw-7f3a9c';

@@ -25,7 +25,8 @@ import {
 import { dataDir, engineOptimizer, engineStep, startTrainWorker } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'train-files';
 let redis: TestRedis;

@@ -42,7 +42,8 @@ import {
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
-import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'train-test';
 let redis: TestRedis;
