@@ -24,7 +24,7 @@
  * The GRPO batch is two real scripted-expert episodes tokenized with the tiny model's chat
  * template, advantages +1 and -1.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,12 +32,11 @@ import type { Redis } from 'ioredis';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
 import { loadRunConfig } from '../src/config/index';
-import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type TrainResult, type TrainSample } from '../src/queue/index';
+import { parseQueueSettings, PolicyRegistry, TrainQueue, type TrainResult, type TrainSample } from '../src/queue/index';
 import { startTrainWorker } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues, type Tensor } from '../../../testkit/safetensors';
-import { scratch } from './workers-fixtures';
+import { closeGround, openGround, type WorkerGround } from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 /** Each backbone preset and the transformers architecture of its hub model (config.json model_type). */
@@ -48,22 +47,17 @@ const PRESETS: [string, 'llama' | 'qwen2'][] = [
   ['llama-3-8b', 'llama'],
 ];
 
-let redis: TestRedis;
+let ground: WorkerGround | undefined;
 let conn: Redis;
 let dataset: Dataset;
 let dir: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('presets');
+  ({ conn, dir } = ground);
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('presets');
 }, 300_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 /** float32 -> bfloat16 bits, round to nearest even (how torch casts). */
 function bf16Bits(x: number): number {

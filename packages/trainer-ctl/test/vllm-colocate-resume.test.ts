@@ -21,24 +21,34 @@
  * weights the engine trains. (With the old names, `<run>-v<N>`, the replica served the first
  * attempt's version 3 in the last step, which the generation counters below catch.)
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
-import { loadChatModel, manifestDigest, SleepClient, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
+import { loadDataset, type Dataset } from '@thinkfl/env';
+import { manifestDigest, SleepClient, verifyManifest } from '@thinkfl/rollout';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
 import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
-import { connectRedis, parseQueueSettings, TrainQueue, type TrainSample, type Trajectory } from '../src/queue/index';
-import { colocatedSteps, startTrainWorker, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
+import { parseQueueSettings, TrainQueue, type Trajectory } from '../src/queue/index';
+import { colocatedSteps, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
+import type { TestRedis } from '../../../testkit/redis';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import {
+  closeGround,
+  expertSamples,
+  openGround,
+  runConfigHead,
+  spawnWorker,
+  startTrainer,
+  type WorkerGround,
+  type WorkerProcess,
+} from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'colo';
 const G = 4;
+let ground: WorkerGround | undefined;
 let redis: TestRedis;
 let conn: Redis;
 let dir: string;
@@ -61,11 +71,7 @@ const generatedRuns = (t: Trajectory) => t.mask.filter((m, i) => m === 1 && t.ma
 function writeConfig(file: string, temperature: number): LoadedRunConfig {
   writeFileSync(
     file,
-    `run: { name: ${RUN}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096, lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] } }
-dataset: { path: ${NEZHA_DATASET} }
-episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
-generation:
+    `${runConfigHead(dir, RUN, modelDir, 'lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] }')}generation:
   backend: { kind: vllm, replicas: [${replica.url}], sleep_during_updates: true, backoff_ms: 100, health_interval_ms: 200, request_timeout_s: 120, load_timeout_s: 60 }
   sampling: { max_tokens: 48 }
   temperature: { priming: ${temperature} }
@@ -91,15 +97,7 @@ function observed(hook: TrainWorkerOptions['aroundStep']): TrainWorkerOptions['a
 
 /** A train worker on `loaded` with the colocated hook, a rollout worker process, and the step context. */
 async function startRun(loaded: LoadedRunConfig, file: string): Promise<StepContext> {
-  trainer = await startTrainWorker({
-    connection: conn,
-    runId: RUN,
-    workerId: 'trainer',
-    settings,
-    config: loaded.config,
-    runDir: loaded.runDir,
-    aroundStep: observed(colocatedSteps(loaded.config, () => undefined)),
-  });
+  trainer = await startTrainer(conn, RUN, settings, loaded, { aroundStep: observed(colocatedSteps(loaded.config, () => undefined)) });
   rollout = spawnWorker(['rollout', '--config', file, '--redis', redis.url, '--id', 'R', '--concurrency', '4']);
   await rollout.waitLine(/ready on/, 180_000);
   transport = new RedisTransport(redis.url, RUN);
@@ -141,21 +139,13 @@ async function step(ctx: StepContext, loaded: LoadedRunConfig, n: number, versio
 
 let first: LoadedRunConfig;
 let ctxA: StepContext;
-let chatModel: ReturnType<typeof loadChatModel>;
 
-/** An SFT job on the scripted expert's conversations of `cases`, as the trainer's priming makes them; `lr` sets its one step's learning rate. */
-async function sft(update: number, cases: number[], checkpoint: boolean, lr?: number): Promise<void> {
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
-  const samples: TrainSample[] = [];
-  for (const i of cases) {
-    const ep = await runEpisode({
-      dataset,
-      case: dataset.cases[i],
-      policy: expert,
-      settings: { d_max: 3, tool_settings: { span_aliases: true } },
-    });
-    samples.push({ ...tokenizeEpisode(ep.messages, chatModel.template, chatModel.tokenizer), advantage: 0, temperature: 1 });
-  }
+/**
+ * An SFT job on the scripted expert's conversations of the 4 cases from `firstCase` on, as the
+ * trainer's priming makes them; `lr` sets its one step's learning rate.
+ */
+async function sft(update: number, firstCase: number, checkpoint: boolean, lr?: number): Promise<void> {
+  const samples = await expertSamples(dataset, modelDir, [0, 0, 0, 0], firstCase);
   const queue = new TrainQueue(conn, RUN, settings);
   await queue.submit({
     runId: RUN,
@@ -171,26 +161,22 @@ async function sft(update: number, cases: number[], checkpoint: boolean, lr?: nu
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('colo');
+  ({ redis, conn, dir } = ground);
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('colo');
   modelDir = await createTinyModel(join(dir, 'model'), 5);
   replica = await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora', '--enable-sleep-mode']);
   sleeper = new SleepClient(replica.url, undefined, 30_000);
   first = writeConfig(join(dir, 'run.yaml'), 1.0);
   ctxA = await startRun(first, join(dir, 'run.yaml'));
-  chatModel = loadChatModel(modelDir);
   // SFT first (format-aware priming), checkpointed: the run resumes from here below.
-  await sft(0, [0, 1, 2, 3], true);
+  await sft(0, 0, true);
 }, 900_000);
 
 afterAll(async () => {
   await stopRun();
   await replica?.stop();
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await closeGround(ground);
 });
 
 describe('vllm backend with colocated sleep and a resumed run against a long-lived replica', () => {
@@ -199,7 +185,7 @@ describe('vllm backend with colocated sleep and a resumed run against a long-liv
   it("sleeps the replica through every update and wakes it for rollouts; every trajectory is generated by its version's adapter", async () => {
     await step(ctxA, first, 0, 1);
     // Version 3: an SFT step at a high learning rate on other conversations, played once so that the replica holds it when the run is stopped.
-    await sft(2, [4, 5, 6, 7], false, 5e-2);
+    await sft(2, 4, false, 5e-2);
     ({ name: staleV3 } = await step(ctxA, first, 1, 3));
     const m = await readMetrics(replica.origin);
     console.log(

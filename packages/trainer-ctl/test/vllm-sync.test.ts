@@ -13,25 +13,35 @@
  * restarted on its port: the step still ends with exactly G samples per group, and the
  * restarted replica holds the current adapter before it answers any generation.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
-import { loadChatModel, manifestDigest, MANIFEST_FILE, tokenizeEpisode, verifyManifest, type Manifest } from '@thinkfl/rollout';
+import { loadDataset, type Dataset } from '@thinkfl/env';
+import { manifestDigest, MANIFEST_FILE, verifyManifest, type Manifest } from '@thinkfl/rollout';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
 import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
-import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type TrainSample, type Trajectory } from '../src/queue/index';
-import { startTrainWorker, type TrainWorker } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { parseQueueSettings, PolicyRegistry, TrainQueue, type Trajectory } from '../src/queue/index';
+import type { TrainWorker } from '../src/workers/index';
+import type { TestRedis } from '../../../testkit/redis';
 import { readSafetensors } from '../../../testkit/safetensors';
-import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import {
+  closeGround,
+  expertSamples,
+  openGround,
+  runConfigHead,
+  spawnWorker,
+  startTrainer,
+  type WorkerGround,
+  type WorkerProcess,
+} from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'vllm-sync';
 const G = 4;
+let ground: WorkerGround | undefined;
 let redis: TestRedis;
 let conn: Redis;
 let dir: string;
@@ -79,20 +89,15 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('vllm');
+  ({ redis, conn, dir } = ground);
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('vllm');
   modelDir = await createTinyModel(join(dir, 'model'), 5);
   for (let i = 0; i < 2; i++) replicas.push(await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora']));
   const file = join(dir, 'run.yaml');
   writeFileSync(
     file,
-    `run: { name: ${RUN}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096, lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] } }
-dataset: { path: ${NEZHA_DATASET} }
-episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
-generation:
+    `${runConfigHead(dir, RUN, modelDir, 'lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] }')}generation:
   backend: { kind: vllm, replicas: [${replicas.map((r) => r.url).join(', ')}], backoff_ms: 100, health_interval_ms: 200, request_timeout_s: 60, load_timeout_s: 60 }
   sampling: { max_tokens: 48 }
 grpo: { group_size: ${G}, cases_per_step: 2, max_refill_groups: 0, advantage: { skip_equal_groups: false }, loss: { kl_coef: 0 }, optimizer: { lr: 1.0e-3, reset: never } }   # SFT's moments carry on: every update moves the adapter even when a step's rewards are all equal (versions are compared below)
@@ -101,23 +106,10 @@ workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
   );
   loaded = loadRunConfig(file);
   const settings = parseQueueSettings({ prefix: 'thinkfl' });
-  trainer = await startTrainWorker({
-    connection: conn,
-    runId: RUN,
-    workerId: 'trainer',
-    settings,
-    config: loaded.config,
-    runDir: loaded.runDir,
-  });
+  trainer = await startTrainer(conn, RUN, settings, loaded);
   // Stage 1 starts with SFT (ThinkFL's format-aware priming): update 0 trains the adapter on
   // scripted-expert conversations, so the GRPO steps play an adapter that is not the base model.
-  const chat = loadChatModel(modelDir);
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
-  const samples: TrainSample[] = [];
-  for (const c of dataset.cases.slice(0, 4)) {
-    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
-    samples.push({ ...tokenizeEpisode(ep.messages, chat.template, chat.tokenizer), advantage: 0, temperature: 1 });
-  }
+  const samples = await expertSamples(dataset, modelDir, [0, 0, 0, 0]);
   const queue = new TrainQueue(conn, RUN, settings);
   await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'sft', samples, checkpoint: false });
   expect((await queue.waitResult(0, 300_000)).version).toBe(1);
@@ -138,9 +130,7 @@ afterAll(async () => {
   await transport?.close();
   await trainer?.close();
   for (const r of replicas) await r.stop();
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await closeGround(ground);
 });
 
 /** Each group has exactly G samples, one per index, all recording `version`. */

@@ -3,32 +3,27 @@
  * from, registers its heartbeat and exits 0 on SIGTERM, leaving the registry; bad invocations
  * fail with a clear message.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import type { LoadedRunConfig } from '../src/config/index';
-import { connectRedis, listWorkers, PolicyRegistry } from '../src/queue/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
+import { listWorkers, PolicyRegistry } from '../src/queue/index';
+import type { TestRedis } from '../../../testkit/redis';
+import { closeGround, openGround, spawnWorker, writeRunConfig, type WorkerGround } from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
 
+let ground: WorkerGround | undefined;
 let redis: TestRedis;
-let dir: string | undefined;
 let conn: Redis;
 let loaded: LoadedRunConfig;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
-  dir = scratch('command');
-  loaded = writeRunConfig(dir, 'command-test', await createTinyModel(join(dir, 'model'), 4));
+  ground = await openGround('command');
+  ({ redis, conn } = ground);
+  loaded = writeRunConfig(ground.dir, 'command-test', await createTinyModel(join(ground.dir, 'model'), 4));
 }, 300_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 describe('trainer-ctl worker', () => {
   it('train: publishes version 0 from the model dir, beats, and exits 0 on SIGTERM', async () => {

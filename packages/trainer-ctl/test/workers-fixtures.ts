@@ -4,17 +4,71 @@
  * processes whose stderr lines are collected.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
+import type { Redis } from 'ioredis';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
-import type { TrainSample } from '../src/queue/index';
+import { connectRedis, type QueueSettings, type TrainSample } from '../src/queue/index';
+import { startTrainWorker, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+import { startRedis, type TestRedis } from '../../../testkit/redis';
 
 export function scratch(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `h10-${prefix}-`));
+}
+
+/** What most worker tests stand on: a real redis-server, a queue connection to it, and a scratch directory. */
+export interface WorkerGround {
+  redis: TestRedis;
+  conn: Redis;
+  dir: string;
+}
+
+export async function openGround(prefix: string): Promise<WorkerGround> {
+  const redis = await startRedis();
+  return { redis, conn: connectRedis(redis.url), dir: scratch(prefix) };
+}
+
+/** Closes what openGround opened; safe to call when it never ran. */
+export async function closeGround(ground: WorkerGround | undefined): Promise<void> {
+  ground?.conn.disconnect();
+  await ground?.redis.stop();
+  if (ground) rmSync(ground.dir, { recursive: true, force: true });
+}
+
+/** The real train worker (id `trainer`) of a loaded run config; `more` adds options such as a log or hooks. */
+export function startTrainer(
+  conn: Redis,
+  runId: string,
+  settings: QueueSettings,
+  loaded: LoadedRunConfig,
+  more: Partial<TrainWorkerOptions> = {},
+): Promise<TrainWorker> {
+  return startTrainWorker({
+    connection: conn,
+    runId,
+    workerId: 'trainer',
+    settings,
+    config: loaded.config,
+    runDir: loaded.runDir,
+    ...more,
+  });
+}
+
+/**
+ * The run, model, dataset and episode lines every worker test's run config starts with: the
+ * tiny model at float32 on the real Nezha dataset, outputs under <dir>/runs; `model` adds
+ * entries to the model mapping.
+ */
+export function runConfigHead(dir: string, name: string, modelDir: string, model?: string): string {
+  return `run: { name: ${name}, output_dir: ${join(dir, 'runs')}, seed: 0 }
+model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096${model ? `, ${model}` : ''} }
+dataset: { path: ${NEZHA_DATASET} }
+episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
+`;
 }
 
 /**
@@ -32,11 +86,7 @@ export function writeRunConfig(
   const file = join(dir, opts.file ?? 'run.yaml');
   writeFileSync(
     file,
-    `run: { name: ${name}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096${opts.model ? `, ${opts.model}` : ''} }
-dataset: { path: ${NEZHA_DATASET} }
-episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
-generation:
+    `${runConfigHead(dir, name, modelDir, opts.model)}generation:
   backend: { kind: onnx, threads: 1 }
   sampling: { max_tokens: 64 }
 grpo: { group_size: 4, loss: { kl_coef: 0.001 }, optimizer: { lr: 1.0e-3 } }
@@ -102,14 +152,15 @@ export function spawnWorker(args: string[], env: Record<string, string> = {}, gr
 }
 
 /**
- * Real expert episodes on the first cases of the dataset (3 tool turns, span aliases), tokenized
- * with the model's own chat template: one train sample per advantage, sampled at temperature 1.
+ * Real expert episodes on the dataset's cases from `firstCase` on (3 tool turns, span aliases),
+ * tokenized with the model's own chat template: one train sample per advantage, sampled at
+ * temperature 1 (an SFT job's samples carry advantage 0).
  */
-export async function expertSamples(dataset: Dataset, modelDir: string, advantages: number[]): Promise<TrainSample[]> {
+export async function expertSamples(dataset: Dataset, modelDir: string, advantages: number[], firstCase = 0): Promise<TrainSample[]> {
   const chat = loadChatModel(modelDir);
   const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   const samples: TrainSample[] = [];
-  for (const [i, c] of dataset.cases.slice(0, advantages.length).entries()) {
+  for (const [i, c] of dataset.cases.slice(firstCase, firstCase + advantages.length).entries()) {
     const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
     const { ids, mask } = tokenizeEpisode(ep.messages, chat.template, chat.tokenizer);
     samples.push({ ids, mask, advantage: advantages[i], temperature: 1 });

@@ -5,32 +5,21 @@
  * samples sent inline as JSON to a second engine loaded from the same model, and once an
  * update is checkpointed the step files it covers are deleted.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
-import {
-  connectRedis,
-  keys,
-  parseQueueSettings,
-  stepFilePath,
-  TrainQueue,
-  trainJobId,
-  type TrainJob,
-  type TrainSample,
-} from '../src/queue/index';
-import { dataDir, engineOptimizer, engineStep, startTrainWorker } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
+import { dataDir, engineOptimizer, engineStep } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { closeGround, expertSamples, openGround, startTrainer, writeRunConfig, type WorkerGround } from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'train-files';
-let redis: TestRedis;
-let dir: string | undefined;
+let ground: WorkerGround | undefined;
 let conn: Redis;
 let loaded: LoadedRunConfig;
 let model: string;
@@ -38,19 +27,14 @@ let samples: TrainSample[];
 const settings = parseQueueSettings({ pollMs: 50 });
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('train-files');
+  conn = ground.conn;
   const dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('train-files');
-  model = await createTinyModel(join(dir, 'model'), 3);
-  loaded = writeRunConfig(dir, RUN, model);
+  model = await createTinyModel(join(ground.dir, 'model'), 3);
+  loaded = writeRunConfig(ground.dir, RUN, model);
   samples = await expertSamples(dataset, model, [1, -0.5]);
 }, 600_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 describe('train worker with step files', () => {
   it('trains from the file as from the same samples inline, and deletes step files once checkpointed', async () => {
@@ -64,14 +48,7 @@ describe('train worker with step files', () => {
     });
     const data = dataDir(loaded.runDir);
     const queue = new TrainQueue(conn, RUN, settings, data);
-    const worker = await startTrainWorker({
-      connection: conn,
-      runId: RUN,
-      workerId: 'trainer',
-      settings,
-      config: loaded.config,
-      runDir: loaded.runDir,
-    });
+    const worker = await startTrainer(conn, RUN, settings, loaded);
     try {
       await queue.submit(job(0, false));
       const stored = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;

@@ -22,15 +22,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadDataset, type Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
-import {
-  connectRedis,
-  parseQueueSettings,
-  PolicyRegistry,
-  TrainQueue,
-  type RolloutJob,
-  type TrainJob,
-  type TrainSample,
-} from '../src/queue/index';
+import { parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
 import {
   checkpointDir,
   createEpisodePlayer,
@@ -39,14 +31,13 @@ import {
   TRAINER_STATE_FILE,
   type TrainWorker,
 } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
-import { expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { closeGround, expertSamples, openGround, startTrainer, writeRunConfig, type WorkerGround } from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'train-test';
-let redis: TestRedis;
+let ground: WorkerGround | undefined;
 let dir: string | undefined;
 let conn: Redis;
 let dataset: Dataset;
@@ -57,35 +48,21 @@ const logs: string[] = [];
 const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
 
 async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWorker> {
-  return startTrainWorker({
-    connection: conn,
-    runId: RUN,
-    workerId: 'trainer',
-    settings,
-    config: loaded.config,
-    runDir: loaded.runDir,
-    log: (l) => logs.push(l),
-    onEngineDeath,
-  });
+  return startTrainer(conn, RUN, settings, loaded, { log: (l) => logs.push(l), onEngineDeath });
 }
 
 const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('train');
+  ({ conn, dir } = ground);
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('train');
-  model = await createTinyModel(join(dir, 'model'), 2);
+  model = await createTinyModel(join(ground.dir, 'model'), 2);
   loaded = writeRunConfig(dir, RUN, model);
   // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
   samples = await expertSamples(dataset, model, [1, -1]);
 }, 600_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 describe('train worker', () => {
   it('publishes version update+1 per update, answers a retried update from its stored result, resumes from a checkpoint', async () => {
@@ -388,15 +365,7 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
   /** A train worker on `run` that makes `updates` in order, then closes; its log lines. */
   async function play(run: string, loadedRun: LoadedRunConfig, updates: number[], job = (u: number) => jobOf(run, u)): Promise<string[]> {
     const lines: string[] = [];
-    const worker = await startTrainWorker({
-      connection: conn,
-      runId: run,
-      workerId: 'trainer',
-      settings,
-      config: loadedRun.config,
-      runDir: loadedRun.runDir,
-      log: (l) => lines.push(l),
-    });
+    const worker = await startTrainer(conn, run, settings, loadedRun, { log: (l) => lines.push(l) });
     const queue = new TrainQueue(conn, run, settings);
     try {
       for (const u of updates) {
