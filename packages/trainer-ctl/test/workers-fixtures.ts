@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
+import { expect } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
 import { connectRedis, type QueueSettings, type TrainSample } from '../src/queue/index';
@@ -166,4 +167,17 @@ export async function expertSamples(dataset: Dataset, modelDir: string, advantag
     samples.push({ ids, mask, advantage: advantages[i], temperature: 1 });
   }
   return samples;
+}
+
+/**
+ * Learning beyond the spread between seeds: `run(seed)` gives one seed's group mean reward at
+ * steps 0..`steps`; every seed's last must exceed the highest first of all seeds.
+ */
+export async function expectGainBeyondSeedSpread(run: (seed: number) => Promise<number[]>, seeds: number[], steps: number): Promise<void> {
+  const curves: number[][] = [];
+  for (const seed of seeds) curves.push(await run(seed));
+  const initial = curves.map((c) => c[0]);
+  const final = curves.map((c) => c[steps]);
+  console.log(`group mean reward per step, per seed: ${curves.map((c) => c.map((x) => x.toFixed(3)).join(' ')).join(' | ')}`);
+  expect(Math.min(...final)).toBeGreaterThan(Math.max(...initial));
 }
