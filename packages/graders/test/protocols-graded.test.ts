@@ -20,6 +20,21 @@ beforeAll(async () => {
 const TAGGED = (root: string) =>
   `<think>The sketch shows errors below the order call.</think>\n<Fault>a failing service</Fault>\n<Counterfactual>without it the caller would not fail</Counterfactual>\n<root>${root}</root>`;
 
+/** An episode of case `q` that ended with `answer` and nothing else, as a protocol's grader reads it. */
+const answered = (protocol: string, answer: unknown) =>
+  ({
+    caseId: 'q',
+    protocol,
+    messages: [],
+    toolCalls: [],
+    turns: [],
+    parseErrors: [],
+    answer,
+    path: [],
+    stopReason: 'answered',
+    timing: { startedAt: 0, wallMs: 0 },
+  }) as never;
+
 describe('oracl', () => {
   it('parses the <root> tag of one tagged turn and grades it with the oracl preset', async () => {
     const pod = kase.truth.pod!;
@@ -100,19 +115,7 @@ describe('fault_type grader (KnowledgeMind FT@k)', () => {
       faultType: 'return',
       settings: (await import('../src/index')).parseGraderSettings({}),
     };
-    const ep = (answer: unknown) =>
-      ({
-        caseId: 'q',
-        protocol: 'knowledgemind',
-        messages: [],
-        toolCalls: [],
-        turns: [],
-        parseErrors: [],
-        answer,
-        path: [],
-        stopReason: 'answered',
-        timing: { startedAt: 0, wallMs: 0 },
-      }) as never;
+    const ep = (answer: unknown) => answered('knowledgemind', answer);
     // types for the right pod: exception, cpu, return -> return at place 2 -> 1/3
     const three = [
       { pod, type: 'exception' },
@@ -155,19 +158,7 @@ describe('openrca graders on an rcaflow episode', () => {
     const sp = scoringPointsOf(ctx);
     expect(sp.failures).toBe(1);
     expect(sp.points.split('\n')).toHaveLength(3);
-    const ep = (answer: unknown) =>
-      ({
-        caseId: 'q',
-        protocol: 'rcaflow',
-        messages: [],
-        toolCalls: [],
-        turns: [],
-        parseErrors: [],
-        answer,
-        path: [],
-        stopReason: 'answered',
-        timing: { startedAt: 0, wallMs: 0 },
-      }) as never;
+    const ep = (answer: unknown) => answered('rcaflow', answer);
     expect(openRcaAnswer([{ pod, type: faultType, time: t }], 1, ctx)).toBe(
       JSON.stringify({ '1': { 'root cause occurrence datetime': t, 'root cause component': pod, 'root cause reason': faultType } }),
     );

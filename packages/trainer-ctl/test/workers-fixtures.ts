@@ -7,12 +7,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset } from '@thinkfl/env';
+import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset, type EpisodeRecord } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
 import { expect } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
-import { connectRedis, type QueueSettings, type TrainSample } from '../src/queue/index';
+import { connectRedis, type QueueSettings, type RolloutJob, type TrainSample, type Trajectory } from '../src/queue/index';
 import { startTrainWorker, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
@@ -150,6 +150,27 @@ export function spawnWorker(args: string[], env: Record<string, string> = {}, gr
       check();
     });
   return { child, lines, waitLine, exited };
+}
+
+/** What a rollout player returns for job `j` when it generated all of `ids`, each at log-probability -1, taking no time. */
+export function plainTrajectory(
+  j: RolloutJob,
+  ids: number[],
+  episode: EpisodeRecord,
+  temperature = j.temperature,
+): Omit<Trajectory, 'workerId'> {
+  return {
+    groupId: j.groupId,
+    caseId: j.caseId,
+    sampleIndex: j.sampleIndex,
+    policyVersion: 0,
+    ids,
+    mask: ids.map(() => 1),
+    logprobs: ids.map(() => -1),
+    temperature,
+    episode,
+    timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+  };
 }
 
 /**

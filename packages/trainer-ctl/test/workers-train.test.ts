@@ -51,6 +51,19 @@ async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWor
   return startTrainer(conn, RUN, settings, loaded, { log: (l) => logs.push(l), onEngineDeath });
 }
 
+/** A rollout job of priming step 3 on the dataset's first case, at temperature 1. */
+const rolloutJob = (groupId: string, sampleIndex: number, policyVersion: number, seed: number): RolloutJob => ({
+  runId: RUN,
+  stage: 'priming',
+  step: 3,
+  groupId,
+  caseId: dataset.cases[0].id,
+  sampleIndex,
+  policyVersion,
+  temperature: 1,
+  seed,
+});
+
 const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
 
 beforeAll(async () => {
@@ -154,17 +167,7 @@ describe('train worker', () => {
     const published = await registry.current();
     expect(published?.version).toBe(4);
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 500 });
-    const rollout = (policyVersion: number): RolloutJob => ({
-      runId: RUN,
-      stage: 'priming',
-      step: 3,
-      groupId: 'sync-g',
-      caseId: dataset.cases[0].id,
-      sampleIndex: 0,
-      policyVersion,
-      temperature: 1,
-      seed: 7,
-    });
+    const rollout = (policyVersion: number) => rolloutJob('sync-g', 0, policyVersion, 7);
     const t = await player.play(rollout(4));
     expect(player.version).toBe(4);
     expect(t.policyVersion).toBe(4);
@@ -179,17 +182,7 @@ describe('train worker', () => {
     const registry = new PolicyRegistry(conn, RUN);
     const version = (await registry.current())!.version;
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 60_000 });
-    const rollout = (sampleIndex: number): RolloutJob => ({
-      runId: RUN,
-      stage: 'priming',
-      step: 3,
-      groupId: 'batch-g',
-      caseId: dataset.cases[0].id,
-      sampleIndex,
-      policyVersion: version,
-      temperature: 1,
-      seed: 11 + sampleIndex,
-    });
+    const rollout = (sampleIndex: number) => rolloutJob('batch-g', sampleIndex, version, 11 + sampleIndex);
     // Rows of every decode step that reaches onnxruntime: on the export's decode graph, a step
     // whose prefix holds a prompt (a prefill's is all masked), counting the slots with a position.
     const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
