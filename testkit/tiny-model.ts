@@ -8,6 +8,16 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { NEZHA_DATASET, REPO_ROOT } from './nezha';
 
+/** The layout of the smallest models the tests create directly through the engine's create_tiny: 2 layers, grouped KV heads. */
+export const SMALL_LAYOUT = {
+  hidden_size: 32,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 8,
+  intermediate_size: 64,
+};
+
 export async function createTinyModel(outDir: string, seed = 0, architecture: 'llama' | 'qwen2' = 'llama'): Promise<string> {
   const args = [
     '--dataset',

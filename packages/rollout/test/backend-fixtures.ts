@@ -68,6 +68,16 @@ export async function toolCallerModel(base: string, outDir: string): Promise<Too
   return { dir: outDir, loss, tools, messages, entrySpanId: c.entrySpanId };
 }
 
+/** POSTs `body` as JSON to `url`; the reply's status and text. */
+export async function postJson(url: string, body: unknown): Promise<{ status: number; text: string }> {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, text: await r.text() };
+}
+
 export interface ServeProcess {
   url: string;
   stop(): Promise<number | null>;
