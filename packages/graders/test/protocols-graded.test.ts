@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { loadDataset, ReplayPolicy, runEpisode, type Case, type Dataset } from '@thinkfl/env';
 import { gradeGroup } from '../src/index';
+import { toolCallText } from '../../../testkit/tool-calls';
 
 let ds: Dataset;
 let kase: Case;
@@ -80,16 +81,15 @@ describe('oracl', () => {
 describe('rclagent', () => {
   it('grades a replayed three-phase episode with the stage-3 reward', async () => {
     const pod = kase.truth.pod!;
-    const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
     const ep = await runEpisode({
       dataset: ds,
       case: kase,
       protocol: 'rclagent',
       policy: new ReplayPolicy([
-        call('search_traces', { parent_span_id: kase.entrySpanId }),
-        call('print_results', { root_causes: [{ pod }] }),
-        call('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
-        call('print_results', { root_causes: [{ pod }] }),
+        toolCallText('search_traces', { parent_span_id: kase.entrySpanId }),
+        toolCallText('print_results', { root_causes: [{ pod }] }),
+        toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
+        toolCallText('print_results', { root_causes: [{ pod }] }),
         'I forgot the format',
       ]),
     });
@@ -190,8 +190,6 @@ describe('openrca graders on an rcaflow episode', () => {
 });
 
 describe('knowledgemind and rcaflow played by a replayed policy, then graded', () => {
-  const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-
   it('knowledgemind: scores through tools, answer graded by recall and fault_type', async () => {
     const pod = kase.truth.pod!;
     const ep = await runEpisode({
@@ -200,9 +198,9 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
       protocol: 'knowledgemind',
       settings: { knowledgemind: { simulations: 1 } },
       policy: new ReplayPolicy([
-        call('score_services', { scores: { [kase.truth.service!]: 8 } }),
-        call('score_simulation', { score: 7 }),
-        call('print_results', {
+        toolCallText('score_services', { scores: { [kase.truth.service!]: 8 } }),
+        toolCallText('score_simulation', { score: 7 }),
+        toolCallText('print_results', {
           root_causes: [
             { pod, type: 'cpu_contention' },
             { pod, type: faultType },
@@ -234,11 +232,11 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
     class Stepper extends ReplayPolicy {
       override async next(ctx: Parameters<ReplayPolicy['next']>[0]) {
         const tool = ctx.tools[0].name;
-        if (tool === 'search_traces') return { content: call(tool, { parent_span_id: kase.entrySpanId }) };
+        if (tool === 'search_traces') return { content: toolCallText(tool, { parent_span_id: kase.entrySpanId }) };
         if (tool === 'search_fluctuating_metrics' || tool === 'search_logs')
-          return { content: call(tool, { service_name: pod, timestamp: ts }) };
-        if (tool === 'report_confidence') return { content: call(tool, { confidence: 1 }) };
-        return { content: call('print_results', { root_causes: [{ pod, type: faultType, time: t }] }) };
+          return { content: toolCallText(tool, { service_name: pod, timestamp: ts }) };
+        if (tool === 'report_confidence') return { content: toolCallText(tool, { confidence: 1 }) };
+        return { content: toolCallText('print_results', { root_causes: [{ pod, type: faultType, time: t }] }) };
       }
     }
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'rcaflow', policy: new Stepper([]) });
