@@ -21,6 +21,10 @@ beforeAll(async () => {
 const TAGGED = (root: string) =>
   `<think>The sketch shows errors below the order call.</think>\n<Fault>a failing service</Fault>\n<Counterfactual>without it the caller would not fail</Counterfactual>\n<root>${root}</root>`;
 
+/** The first case played under `protocol` by a policy that replays `messages`. */
+const replayed = (protocol: string, messages: string[], settings?: Record<string, unknown>) =>
+  runEpisode({ dataset: ds, case: kase, protocol, settings, policy: new ReplayPolicy(messages) });
+
 /** An episode of case `q` that ended with `answer` and nothing else, as a protocol's grader reads it. */
 const answered = (protocol: string, answer: unknown) =>
   ({
@@ -40,12 +44,7 @@ describe('oracl', () => {
   it('parses the <root> tag of one tagged turn and grades it with the oracl preset', async () => {
     const pod = kase.truth.pod!;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
-    const ep = await runEpisode({
-      dataset: ds,
-      case: kase,
-      protocol: 'oracl',
-      policy: new ReplayPolicy([TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]),
-    });
+    const ep = await replayed('oracl', [TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]);
     expect(ep.stopReason).toBe('answered');
     expect(ep.answer).toEqual([
       { service: ds.topology.serviceOfPod(other), pod: other, type: 'cpu_contention' },
@@ -65,7 +64,7 @@ describe('oracl', () => {
   });
 
   it('an answer without <root> is a parse error with no answer, and is graded', async () => {
-    const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy(['<think>no idea</think>']) });
+    const ep = await replayed('oracl', ['<think>no idea</think>']);
     expect(ep.stopReason).toBe('no_answer');
     expect(ep.parseErrors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
     const g = await gradeGroup(
@@ -81,18 +80,13 @@ describe('oracl', () => {
 describe('rclagent', () => {
   it('grades a replayed three-phase episode with the stage-3 reward', async () => {
     const pod = kase.truth.pod!;
-    const ep = await runEpisode({
-      dataset: ds,
-      case: kase,
-      protocol: 'rclagent',
-      policy: new ReplayPolicy([
-        toolCallText('search_traces', { parent_span_id: kase.entrySpanId }),
-        toolCallText('print_results', { root_causes: [{ pod }] }),
-        toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
-        toolCallText('print_results', { root_causes: [{ pod }] }),
-        'I forgot the format',
-      ]),
-    });
+    const ep = await replayed('rclagent', [
+      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }),
+      toolCallText('print_results', { root_causes: [{ pod }] }),
+      toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
+      toolCallText('print_results', { root_causes: [{ pod }] }),
+      'I forgot the format',
+    ]);
     // The final review failed: forced answer R1 ∪ R0 = [pod].
     expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod }] });
     const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p) }, 'stage3');
@@ -192,12 +186,9 @@ describe('openrca graders on an rcaflow episode', () => {
 describe('knowledgemind and rcaflow played by a replayed policy, then graded', () => {
   it('knowledgemind: scores through tools, answer graded by recall and fault_type', async () => {
     const pod = kase.truth.pod!;
-    const ep = await runEpisode({
-      dataset: ds,
-      case: kase,
-      protocol: 'knowledgemind',
-      settings: { knowledgemind: { simulations: 1 } },
-      policy: new ReplayPolicy([
+    const ep = await replayed(
+      'knowledgemind',
+      [
         toolCallText('score_services', { scores: { [kase.truth.service!]: 8 } }),
         toolCallText('score_simulation', { score: 7 }),
         toolCallText('print_results', {
@@ -206,8 +197,9 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
             { pod, type: faultType },
           ],
         }),
-      ]),
-    });
+      ],
+      { knowledgemind: { simulations: 1 } },
+    );
     expect(ep.stopReason).toBe('answered');
     const g = await gradeGroup(
       [ep],
