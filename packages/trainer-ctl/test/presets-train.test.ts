@@ -28,7 +28,6 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
 import { loadRunConfig } from '../src/config/index';
@@ -47,14 +46,11 @@ const PRESETS: [string, 'llama' | 'qwen2'][] = [
   ['llama-3-8b', 'llama'],
 ];
 
-let ground: WorkerGround | undefined;
-let conn: Redis;
+let ground: WorkerGround;
 let dataset: Dataset;
-let dir: string;
 
 beforeAll(async () => {
   ground = await openGround('presets');
-  ({ conn, dir } = ground);
   dataset = await loadDataset(await ensureNezhaDataset());
 }, 300_000);
 afterAll(() => closeGround(ground));
@@ -113,7 +109,7 @@ function projectionShapes(c: {
 
 describe.each(PRESETS)('preset %s', (preset, architecture) => {
   it('makes one GRPO update through the train worker under its DeepSpeed config, changing only its LoRA adapter', async () => {
-    const root = join(dir, preset);
+    const root = join(ground.dir, preset);
     const modelDir = await createTinyModel(join(root, 'model'), 1, architecture);
     const raw = parse(readFileSync(join(REPO_ROOT, 'configs', `${preset}.yaml`), 'utf8')) as {
       run: Record<string, unknown>;
@@ -147,7 +143,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     const logs: string[] = [];
     const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
     const worker = await startTrainWorker({
-      connection: conn,
+      connection: ground.conn,
       runId: preset,
       workerId: 'trainer',
       settings,
@@ -155,7 +151,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
       runDir,
       log: (l) => logs.push(l),
     });
-    const queue = new TrainQueue(conn, preset, settings);
+    const queue = new TrainQueue(ground.conn, preset, settings);
     let result: TrainResult;
     try {
       await queue.submit({ runId: preset, stage: 'priming', update: 0, kind: 'grpo', samples, checkpoint: false });
@@ -166,7 +162,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     }
     expect(result.version).toBe(1);
     expect(Number.isFinite(result.metrics.loss)).toBe(true);
-    expect(await new PolicyRegistry(conn, preset).current()).toEqual({ version: 1, dir: join(runDir, 'adapters', 'v1') });
+    expect(await new PolicyRegistry(ground.conn, preset).current()).toEqual({ version: 1, dir: join(runDir, 'adapters', 'v1') });
 
     // The engine trained exactly the adapters: r (in + out) per adapted projection and layer.
     const modelConfig = JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8'));

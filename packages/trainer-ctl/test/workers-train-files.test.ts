@@ -8,7 +8,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
 import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
@@ -19,8 +18,7 @@ import { closeGround, expertSamples, openGround, startTrainer, writeRunConfig, t
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'train-files';
-let ground: WorkerGround | undefined;
-let conn: Redis;
+let ground: WorkerGround;
 let loaded: LoadedRunConfig;
 let model: string;
 let samples: TrainSample[];
@@ -28,7 +26,6 @@ const settings = parseQueueSettings({ pollMs: 50 });
 
 beforeAll(async () => {
   ground = await openGround('train-files');
-  conn = ground.conn;
   const dataset = await loadDataset(await ensureNezhaDataset());
   model = await createTinyModel(join(ground.dir, 'model'), 3);
   loaded = writeRunConfig(ground.dir, RUN, model);
@@ -47,11 +44,13 @@ describe('train worker with step files', () => {
       checkpoint,
     });
     const data = dataDir(loaded.runDir);
-    const queue = new TrainQueue(conn, RUN, settings, data);
-    const worker = await startTrainer(conn, RUN, settings, loaded);
+    const queue = new TrainQueue(ground.conn, RUN, settings, data);
+    const worker = await startTrainer(ground.conn, RUN, settings, loaded);
     try {
       await queue.submit(job(0, false));
-      const stored = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;
+      const stored = JSON.parse(
+        (await ground.conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!,
+      ) as TrainJob;
       expect(stored.samples).toEqual([]);
       expect(stored.batch).toMatchObject({ path: stepFilePath(data, 0), rows: 2, tokens: samples[0].ids.length + samples[1].ids.length });
       const fromFile = await queue.waitResult(0, 300_000);

@@ -19,7 +19,6 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Redis } from 'ioredis';
 import { loadDataset, type Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
@@ -37,9 +36,7 @@ import { closeGround, expertSamples, openGround, startTrainer, writeRunConfig, t
 import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'train-test';
-let ground: WorkerGround | undefined;
-let dir: string | undefined;
-let conn: Redis;
+let ground: WorkerGround;
 let dataset: Dataset;
 let loaded: LoadedRunConfig;
 let samples: TrainSample[];
@@ -48,7 +45,7 @@ const logs: string[] = [];
 const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
 
 async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWorker> {
-  return startTrainer(conn, RUN, settings, loaded, { log: (l) => logs.push(l), onEngineDeath });
+  return startTrainer(ground.conn, RUN, settings, loaded, { log: (l) => logs.push(l), onEngineDeath });
 }
 
 /** A rollout job of priming step 3 on the dataset's first case, at temperature 1. */
@@ -68,10 +65,9 @@ const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, sta
 
 beforeAll(async () => {
   ground = await openGround('train');
-  ({ conn, dir } = ground);
   dataset = await loadDataset(await ensureNezhaDataset());
   model = await createTinyModel(join(ground.dir, 'model'), 2);
-  loaded = writeRunConfig(dir, RUN, model);
+  loaded = writeRunConfig(ground.dir, RUN, model);
   // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
   samples = await expertSamples(dataset, model, [1, -1]);
 }, 600_000);
@@ -79,8 +75,8 @@ afterAll(() => closeGround(ground));
 
 describe('train worker', () => {
   it('publishes version update+1 per update, answers a retried update from its stored result, resumes from a checkpoint', async () => {
-    const registry = new PolicyRegistry(conn, RUN);
-    const queue = new TrainQueue(conn, RUN, settings);
+    const registry = new PolicyRegistry(ground.conn, RUN);
+    const queue = new TrainQueue(ground.conn, RUN, settings);
     let worker = await startWorker();
     expect(worker.updates).toBe(0);
     const v0 = await registry.current();
@@ -163,7 +159,7 @@ describe('train worker', () => {
   }, 600_000);
 
   it('syncs the rollout side to a published version, and fails a sync that times out with a clear error', async () => {
-    const registry = new PolicyRegistry(conn, RUN);
+    const registry = new PolicyRegistry(ground.conn, RUN);
     const published = await registry.current();
     expect(published?.version).toBe(4);
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 500 });
@@ -179,7 +175,7 @@ describe('train worker', () => {
   }, 300_000);
 
   it('decodes the episodes a rollout worker plays at the same time as one batch', async () => {
-    const registry = new PolicyRegistry(conn, RUN);
+    const registry = new PolicyRegistry(ground.conn, RUN);
     const version = (await registry.current())!.version;
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 60_000 });
     const rollout = (sampleIndex: number) => rolloutJob('batch-g', sampleIndex, version, 11 + sampleIndex);
@@ -208,7 +204,7 @@ describe('train worker', () => {
   }, 300_000);
 
   it('fails a malformed job at once; an engine killed in the middle of an update is started again and the job gives the unbroken result', async () => {
-    const queue = new TrainQueue(conn, RUN, settings);
+    const queue = new TrainQueue(ground.conn, RUN, settings);
     let worker = await startWorker();
     // Resumed from the checkpoint after update 1: update 2 is due again.
     expect(worker.updates).toBe(2);
@@ -252,7 +248,7 @@ describe('train worker', () => {
     const c = loaded.config;
     const config = { ...c, workers: { ...c.workers, train: { ...c.workers.train, engine_restarts: 0 } } };
     const worker = await startTrainWorker({
-      connection: conn,
+      connection: ground.conn,
       runId: RUN,
       workerId: 'trainer',
       settings,
@@ -261,7 +257,7 @@ describe('train worker', () => {
       log: (l) => logs.push(l),
       onEngineDeath: (e) => deaths.push(e),
     });
-    const queue = new TrainQueue(conn, RUN, settings);
+    const queue = new TrainQueue(ground.conn, RUN, settings);
     expect(worker.updates).toBe(2);
     process.kill(worker.enginePid!, 'SIGKILL');
     await queue.submit(job(2));
@@ -283,12 +279,12 @@ const VARIANTS = {
 describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint that retention then deletes (%s)', (name, v) => {
   it('goes on updating, exporting and checkpointing, and restarts a killed engine', async () => {
     const run = `retention-${name.replace(/\W+/g, '-')}`;
-    const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, model: v.model, train: v.train });
+    const { config, runDir } = writeRunConfig(ground.dir, run, model, '', { file: `${run}.yaml`, model: v.model, train: v.train });
     const logs: string[] = [];
     const start = () =>
-      startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
+      startTrainWorker({ connection: ground.conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
     const job = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
-    const queue = new TrainQueue(conn, run, settings);
+    const queue = new TrainQueue(ground.conn, run, settings);
     try {
       let worker = await start();
       for (const u of [0, 1]) {
@@ -358,8 +354,8 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
   /** A train worker on `run` that makes `updates` in order, then closes; its log lines. */
   async function play(run: string, loadedRun: LoadedRunConfig, updates: number[], job = (u: number) => jobOf(run, u)): Promise<string[]> {
     const lines: string[] = [];
-    const worker = await startTrainer(conn, run, settings, loadedRun, { log: (l) => lines.push(l) });
-    const queue = new TrainQueue(conn, run, settings);
+    const worker = await startTrainer(ground.conn, run, settings, loadedRun, { log: (l) => lines.push(l) });
+    const queue = new TrainQueue(ground.conn, run, settings);
     try {
       for (const u of updates) {
         await queue.submit(job(u));
@@ -375,7 +371,7 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
 
   it('starts each GRPO stage from an optimizer with no state, as a new engine does, and a run resumed in a stage ends as an unbroken one', async () => {
     const setup = (run: string, reset?: 'never'): LoadedRunConfig => {
-      const l = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
+      const l = writeRunConfig(ground.dir, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
       return reset ? { ...l, config: { ...l.config, grpo: { ...l.config.grpo, optimizer: { ...l.config.grpo.optimizer, reset } } } } : l;
     };
     // Unbroken, with the default reset (stage): a new optimizer before updates 2 and 4, logged by worker and engine.
@@ -386,7 +382,7 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
     expect(lines.some((l) => l.includes('optimizer reset (stage:priming): no state before update 2'))).toBe(true);
 
     // The first GRPO update is what a new engine on the SFT checkpoint makes with a new AdamW.
-    const fresh = writeRunConfig(dir!, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', {
+    const fresh = writeRunConfig(ground.dir, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', {
       file: 'reset-fresh.yaml',
       train: '{ autocast: float32 }',
     });
@@ -418,9 +414,9 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
 describe('a checkpoint job (a stage that ends on a step without an update)', () => {
   it('checkpoints and publishes the weights as they are as the next version, with no optimizer step', async () => {
     const run = 'ckpt-job';
-    const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
+    const { config, runDir } = writeRunConfig(ground.dir, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
     const worker = await startTrainWorker({
-      connection: conn,
+      connection: ground.conn,
       runId: run,
       workerId: 'trainer',
       settings,
@@ -428,8 +424,8 @@ describe('a checkpoint job (a stage that ends on a step without an update)', () 
       runDir,
       log: () => undefined,
     });
-    const queue = new TrainQueue(conn, run, settings);
-    const registry = new PolicyRegistry(conn, run);
+    const queue = new TrainQueue(ground.conn, run, settings);
+    const registry = new PolicyRegistry(ground.conn, run);
     try {
       const grpo = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: false });
       await queue.submit(grpo(0));
