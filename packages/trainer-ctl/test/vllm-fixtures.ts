@@ -58,12 +58,21 @@ export interface RolloutSide {
 }
 
 /** `trainer-ctl worker rollout` on the run config `file` (4 episodes at once), once ready; the transport and step context over it. */
-export async function startRolloutSide(ground: WorkerGround, file: string, loaded: LoadedRunConfig, dataset: Dataset): Promise<RolloutSide> {
+export async function startRolloutSide(
+  ground: WorkerGround,
+  file: string,
+  loaded: LoadedRunConfig,
+  dataset: Dataset,
+): Promise<RolloutSide> {
   const run = loaded.config.run.name;
   const rollout = spawnWorker(['rollout', '--config', file, '--redis', ground.redis.url, '--id', 'R', '--concurrency', '4']);
   await rollout.waitLine(/ready on/, 180_000);
   const transport = new RedisTransport(ground.redis.url, run);
-  return { rollout, transport, ctx: { config: loaded.config, dataset, runId: run, train: runCases(dataset, loaded.config).train, transport } };
+  return {
+    rollout,
+    transport,
+    ctx: { config: loaded.config, dataset, runId: run, train: runCases(dataset, loaded.config).train, transport },
+  };
 }
 
 /** Stops what was started of a run, in this order: the rollout worker (SIGTERM), the transport, the train worker. */

@@ -59,7 +59,6 @@ const loraB = (v: number) =>
     [...readSafetensors(join(versionDir(v), 'adapter_model.safetensors'))].filter(([k]) => k.includes('lora_B')).map(([, t]) => t.data),
   );
 
-
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {

@@ -7,15 +7,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createExpert, ExpertSettingsSchema, runEpisode, type Dataset, type EpisodeRecord } from '@thinkfl/env';
+import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset, type EpisodeRecord } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
 import { expect } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
 import { connectRedis, type QueueSettings, type RolloutJob, type TrainSample, type Trajectory } from '../src/queue/index';
 import { startTrainWorker, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
-import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 export function scratch(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `h10-${prefix}-`));
@@ -38,6 +39,28 @@ export async function closeGround(ground: WorkerGround | undefined): Promise<voi
   ground?.conn.disconnect();
   await ground?.redis.stop();
   if (ground) rmSync(ground.dir, { recursive: true, force: true });
+}
+
+/** What the train worker tests stand on: the ground, the Nezha dataset, a tiny model with a run config on it, and expert samples. */
+export interface TrainGround extends WorkerGround {
+  dataset: Dataset;
+  model: string;
+  loaded: LoadedRunConfig;
+  samples: TrainSample[];
+}
+
+/** openGround, then a tiny model (`seed`) in it, the run config of `run` on it and expertSamples with `advantages`. */
+export async function openTrainGround(prefix: string, run: string, seed: number, advantages: number[]): Promise<TrainGround> {
+  const ground = await openGround(prefix);
+  try {
+    const dataset = await loadDataset(await ensureNezhaDataset());
+    const model = await createTinyModel(join(ground.dir, 'model'), seed);
+    const loaded = writeRunConfig(ground.dir, run, model);
+    return { ...ground, dataset, model, loaded, samples: await expertSamples(dataset, model, advantages) };
+  } catch (e) {
+    await closeGround(ground);
+    throw e;
+  }
 }
 
 /** The real train worker (id `trainer`) of a loaded run config; `more` adds options such as a log or hooks. */

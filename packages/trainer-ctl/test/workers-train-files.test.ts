@@ -8,28 +8,22 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
 import { keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
 import { dataDir, engineOptimizer, engineStep } from '../src/workers/index';
-import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { closeGround, expertSamples, openGround, startTrainer, writeRunConfig, type WorkerGround } from './workers-fixtures';
-import { createTinyModel } from '../../../testkit/tiny-model';
+import { closeGround, openTrainGround, startTrainer, type TrainGround } from './workers-fixtures';
 
 const RUN = 'train-files';
-let ground: WorkerGround;
+let ground: TrainGround;
 let loaded: LoadedRunConfig;
 let model: string;
 let samples: TrainSample[];
 const settings = parseQueueSettings({ pollMs: 50 });
 
 beforeAll(async () => {
-  ground = await openGround('train-files');
-  const dataset = await loadDataset(await ensureNezhaDataset());
-  model = await createTinyModel(join(ground.dir, 'model'), 3);
-  loaded = writeRunConfig(ground.dir, RUN, model);
-  samples = await expertSamples(dataset, model, [1, -0.5]);
+  ground = await openTrainGround('train-files', RUN, 3, [1, -0.5]);
+  ({ loaded, model, samples } = ground);
 }, 600_000);
 afterAll(() => closeGround(ground));
 

@@ -19,7 +19,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadDataset, type Dataset } from '@thinkfl/env';
+import type { Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
 import {
@@ -30,13 +30,12 @@ import {
   TRAINER_STATE_FILE,
   type TrainWorker,
 } from '../src/workers/index';
-import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
+import { REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
-import { closeGround, expertSamples, openGround, startTrainer, writeRunConfig, type WorkerGround } from './workers-fixtures';
-import { createTinyModel } from '../../../testkit/tiny-model';
+import { closeGround, openTrainGround, startTrainer, writeRunConfig, type TrainGround } from './workers-fixtures';
 
 const RUN = 'train-test';
-let ground: WorkerGround;
+let ground: TrainGround;
 let dataset: Dataset;
 let loaded: LoadedRunConfig;
 let samples: TrainSample[];
@@ -64,12 +63,9 @@ const rolloutJob = (groupId: string, sampleIndex: number, policyVersion: number,
 const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
 
 beforeAll(async () => {
-  ground = await openGround('train');
-  dataset = await loadDataset(await ensureNezhaDataset());
-  model = await createTinyModel(join(ground.dir, 'model'), 2);
-  loaded = writeRunConfig(ground.dir, RUN, model);
-  // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
-  samples = await expertSamples(dataset, model, [1, -1]);
+  // Samples: two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
+  ground = await openTrainGround('train', RUN, 2, [1, -1]);
+  ({ dataset, loaded, model, samples } = ground);
 }, 600_000);
 afterAll(() => closeGround(ground));
 
