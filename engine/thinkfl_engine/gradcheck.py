@@ -34,6 +34,24 @@ def _check(name: str, fn, inputs) -> Dict[str, Any]:
         return {'name': name, 'ok': False, 'error': str(e).splitlines()[0]}
 
 
+def _grpo_checks(
+    prefix: str, variants: Dict[str, Dict[str, Any]], logp, old_ref, batch, inputs
+) -> List[Dict[str, Any]]:
+    """One check of the GRPO loss per variant, its log-probabilities `logp(*inputs)`; the reference only where KL is on."""
+    old, ref = old_ref
+    mask, adv, n = batch
+    checks = []
+    for name, raw in variants.items():
+        s = LossSettings.from_json(raw)
+        r = ref if s.kl_coef else None
+        checks.append(
+            _check(
+                f'{prefix}/{name}', lambda *ps, s=s, r=r: grpo_loss(logp(*ps), old, r, mask, adv, s, n)['loss'], inputs
+            )
+        )
+    return checks
+
+
 class _Head(torch.nn.Module):
     """An output projection whose weight is the tensor under check (not a parameter of its own)."""
 
@@ -56,17 +74,8 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
     logp0 = -torch.rand((b, t), generator=g, dtype=d) * 2
     old = logp0 + torch.randn((b, t), generator=g, dtype=d) * 0.3
     ref = logp0 + torch.randn((b, t), generator=g, dtype=d) * 0.3
-    results: List[Dict[str, Any]] = []
-    for name, raw in VARIANTS.items():
-        s = LossSettings.from_json(raw)
-        r = ref if s.kl_coef else None
-        results.append(
-            _check(
-                f'loss/{name}',
-                lambda lp, s=s, r=r: grpo_loss(lp, old, r, mask, adv, s, n)['loss'],
-                (logp0.clone().requires_grad_(True),),
-            )
-        )
+    batch = (mask, adv, n)
+    results = _grpo_checks('loss', VARIANTS, lambda lp: lp, (old, ref), batch, (logp0.clone().requires_grad_(True),))
 
     # transformers' RMSNorm computes in float32 even for float64 weights, so finite differences through
     # the backbone only see float32 rounding: the check starts at its final hidden states and covers
@@ -98,15 +107,6 @@ def run_gradcheck(seed: int = 0) -> Dict[str, Any]:
         'token-mean-dual-clip-k3': {**VARIANTS['dual-clip'], **VARIANTS['kl-k3']},
         'gspo-k2': {**VARIANTS['gspo'], **VARIANTS['kl-k2']},
     }
-    for name, raw in model_variants.items():
-        s = LossSettings.from_json(raw)
-        r = model_ref if s.kl_coef else None
-        results.append(
-            _check(
-                f'model/grpo/{name}',
-                lambda *ps, s=s, r=r: grpo_loss(model_logp(*ps), model_old, r, mask, adv, s, n)['loss'],
-                params,
-            )
-        )
+    results += _grpo_checks('model/grpo', model_variants, model_logp, (model_old, model_ref), batch, params)
     results.append(_check('model/sft', lambda *ps: sft_loss(model_logp(*ps), mask, n), params))
     return {'ok': all(r['ok'] for r in results), 'checks': results, 'model_parameters': sum(p.numel() for p in params)}

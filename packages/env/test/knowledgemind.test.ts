@@ -9,6 +9,7 @@ import { faultMiningTree } from '../src/episodes/knowledgemind/tree';
 import { ReplayPolicy, runEpisode } from '../src/episodes/index';
 import { rescale } from '../src/policies/knowledgemind-script';
 import type { Dataset } from '../src/types';
+import { toolCallText } from '../../../testkit/tool-calls';
 
 describe('MCTS arithmetic (Alg. 2)', () => {
   it('UCT = Q/N + C sqrt(ln N(parent) / N), +infinity unvisited', () => {
@@ -115,16 +116,14 @@ describe('knowledgemind protocol with a replayed policy', () => {
     ds = await loadDataset(await ensureNezhaDataset());
   });
 
-  const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-
   it('asks for expansion and simulation scores through tools, then the answer at the most-visited end', async () => {
     const kase = ds.cases[0];
     const seen: unknown[] = [];
     const replay = new ReplayPolicy([
       // Scores naming unknown services default the real candidates to 1; invalid turns count as score 1.
-      call('score_services', { scores: { 'no-such-service': 9 } }),
+      toolCallText('score_services', { scores: { 'no-such-service': 9 } }),
       'not a call',
-      call('print_results', { root_causes: [{ pod: kase.truth.pod, type: 'exception' }] }),
+      toolCallText('print_results', { root_causes: [{ pod: kase.truth.pod, type: 'exception' }] }),
     ]);
     const policy = {
       name: 'spy',

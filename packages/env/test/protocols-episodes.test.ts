@@ -3,6 +3,7 @@ import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { loadDataset } from '../src/datasets/index';
 import { ReplayPolicy, runEpisode } from '../src/episodes/index';
 import type { AssistantMessage, Case, Dataset, Policy, PolicyContext } from '../src/types';
+import { toolCallText } from '../../../testkit/tool-calls';
 
 let ds: Dataset;
 let kase: Case;
@@ -12,9 +13,8 @@ beforeAll(async () => {
   kase = ds.cases[0];
 });
 
-const hermes = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-const traces = (id: string) => hermes('search_traces', { parent_span_id: id });
-const answer = (pod: string) => hermes('print_results', { root_causes: [{ pod }] });
+const traces = (id: string) => toolCallText('search_traces', { parent_span_id: id });
+const answer = (pod: string) => toolCallText('print_results', { root_causes: [{ pod }] });
 
 /** Replays messages and remembers what each turn offered. */
 class Recording implements Policy {
@@ -99,7 +99,12 @@ describe('rot', () => {
   });
 
   it('records tools not offered, invalid arguments and unknown spans as readable errors', async () => {
-    const msgs = [hermes('search_everything', {}), hermes('search_traces', { parent_span_id: 5 }), traces('0000000000000000'), answer('p')];
+    const msgs = [
+      toolCallText('search_everything', {}),
+      toolCallText('search_traces', { parent_span_id: 5 }),
+      traces('0000000000000000'),
+      answer('p'),
+    ];
     const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs) });
     expect(ep.turns.map((t) => [t.parsed, t.offeredTool, t.argsValid])).toEqual([
       [true, false, false],
@@ -199,8 +204,8 @@ describe('rot', () => {
 
 describe('rclagent', () => {
   const metrics = (name: string) =>
-    hermes('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
-  const answerAll = (pods: string[]) => hermes('print_results', { root_causes: pods.map((pod) => ({ pod })) });
+    toolCallText('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
+  const answerAll = (pods: string[]) => toolCallText('print_results', { root_causes: pods.map((pod) => ({ pod })) });
 
   it('runs initial reasoning with trace and format only, reflection that must go below R0, and a final review given R0 and R1', async () => {
     const pod = kase.truth.pod as string;

@@ -8,6 +8,7 @@ import { loadDataset, readOpenRca } from '../src/datasets/index';
 import { ReplayPolicy, runEpisode } from '../src/episodes/index';
 import { BtInterpreter, parseWorkflow, type BtNode, type BtRuntime } from '../src/episodes/rcaflow/tree';
 import type { Dataset } from '../src/types';
+import { toolCallText } from '../../../testkit/tool-calls';
 
 const leaf = (tool: string): BtNode => ({ type: 'tool', tool, name: tool });
 
@@ -137,7 +138,6 @@ describe('rcaflow protocol with a replayed policy', () => {
   beforeAll(async () => {
     ds = await loadDataset(await ensureNezhaDataset());
   });
-  const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
 
   it('offers one tool per step, re-plans at confidence 0.9, and takes an OpenRCA-style answer', async () => {
     const kase = ds.cases[0];
@@ -145,15 +145,15 @@ describe('rcaflow protocol with a replayed policy', () => {
     const pod = kase.truth.pod!;
     const offered: string[][] = [];
     const replay = new ReplayPolicy([
-      call('search_traces', { parent_span_id: kase.entrySpanId }), // anomaly detection
-      call('search_traces', { parent_span_id: kase.entrySpanId }), // selector: trace first
-      call('search_fluctuating_metrics', { service_name: pod, timestamp: ts }), // selector: metrics (if the first failed)
-      call('report_confidence', { confidence: 0.9 }), // after the selector: re-plan
-      call('search_logs', { service_name: kase.truth.service, timestamp: ts }), // the inserted step
-      call('search_logs', { service_name: kase.truth.service, timestamp: ts }), // branch: logs
-      call('search_traces', { parent_span_id: kase.entrySpanId }), // branch: trace
-      call('report_confidence', { confidence: 0.95 }), // after the branch: go on
-      call('print_results', { root_causes: [{ pod, type: 'exception', time: '2023-01-29 08:43:00' }] }),
+      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }), // anomaly detection
+      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }), // selector: trace first
+      toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: ts }), // selector: metrics (if the first failed)
+      toolCallText('report_confidence', { confidence: 0.9 }), // after the selector: re-plan
+      toolCallText('search_logs', { service_name: kase.truth.service, timestamp: ts }), // the inserted step
+      toolCallText('search_logs', { service_name: kase.truth.service, timestamp: ts }), // branch: logs
+      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }), // branch: trace
+      toolCallText('report_confidence', { confidence: 0.95 }), // after the branch: go on
+      toolCallText('print_results', { root_causes: [{ pod, type: 'exception', time: '2023-01-29 08:43:00' }] }),
     ]);
     const policy = {
       name: 'spy',

@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { loadDataset, ReplayPolicy, runEpisode, type Case, type Dataset } from '@thinkfl/env';
 import { gradeGroup } from '../src/index';
+import { toolCallText } from '../../../testkit/tool-calls';
 
 let ds: Dataset;
 let kase: Case;
@@ -20,16 +21,30 @@ beforeAll(async () => {
 const TAGGED = (root: string) =>
   `<think>The sketch shows errors below the order call.</think>\n<Fault>a failing service</Fault>\n<Counterfactual>without it the caller would not fail</Counterfactual>\n<root>${root}</root>`;
 
+/** The first case played under `protocol` by a policy that replays `messages`. */
+const replayed = (protocol: string, messages: string[], settings?: Record<string, unknown>) =>
+  runEpisode({ dataset: ds, case: kase, protocol, settings, policy: new ReplayPolicy(messages) });
+
+/** An episode of case `q` that ended with `answer` and nothing else, as a protocol's grader reads it. */
+const answered = (protocol: string, answer: unknown) =>
+  ({
+    caseId: 'q',
+    protocol,
+    messages: [],
+    toolCalls: [],
+    turns: [],
+    parseErrors: [],
+    answer,
+    path: [],
+    stopReason: 'answered',
+    timing: { startedAt: 0, wallMs: 0 },
+  }) as never;
+
 describe('oracl', () => {
   it('parses the <root> tag of one tagged turn and grades it with the oracl preset', async () => {
     const pod = kase.truth.pod!;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
-    const ep = await runEpisode({
-      dataset: ds,
-      case: kase,
-      protocol: 'oracl',
-      policy: new ReplayPolicy([TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]),
-    });
+    const ep = await replayed('oracl', [TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]);
     expect(ep.stopReason).toBe('answered');
     expect(ep.answer).toEqual([
       { service: ds.topology.serviceOfPod(other), pod: other, type: 'cpu_contention' },
@@ -49,7 +64,7 @@ describe('oracl', () => {
   });
 
   it('an answer without <root> is a parse error with no answer, and is graded', async () => {
-    const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'oracl', policy: new ReplayPolicy(['<think>no idea</think>']) });
+    const ep = await replayed('oracl', ['<think>no idea</think>']);
     expect(ep.stopReason).toBe('no_answer');
     expect(ep.parseErrors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
     const g = await gradeGroup(
@@ -65,19 +80,13 @@ describe('oracl', () => {
 describe('rclagent', () => {
   it('grades a replayed three-phase episode with the stage-3 reward', async () => {
     const pod = kase.truth.pod!;
-    const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-    const ep = await runEpisode({
-      dataset: ds,
-      case: kase,
-      protocol: 'rclagent',
-      policy: new ReplayPolicy([
-        call('search_traces', { parent_span_id: kase.entrySpanId }),
-        call('print_results', { root_causes: [{ pod }] }),
-        call('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
-        call('print_results', { root_causes: [{ pod }] }),
-        'I forgot the format',
-      ]),
-    });
+    const ep = await replayed('rclagent', [
+      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }),
+      toolCallText('print_results', { root_causes: [{ pod }] }),
+      toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
+      toolCallText('print_results', { root_causes: [{ pod }] }),
+      'I forgot the format',
+    ]);
     // The final review failed: forced answer R1 ∪ R0 = [pod].
     expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod }] });
     const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p) }, 'stage3');
@@ -100,19 +109,7 @@ describe('fault_type grader (KnowledgeMind FT@k)', () => {
       faultType: 'return',
       settings: (await import('../src/index')).parseGraderSettings({}),
     };
-    const ep = (answer: unknown) =>
-      ({
-        caseId: 'q',
-        protocol: 'knowledgemind',
-        messages: [],
-        toolCalls: [],
-        turns: [],
-        parseErrors: [],
-        answer,
-        path: [],
-        stopReason: 'answered',
-        timing: { startedAt: 0, wallMs: 0 },
-      }) as never;
+    const ep = (answer: unknown) => answered('knowledgemind', answer);
     // types for the right pod: exception, cpu, return -> return at place 2 -> 1/3
     const three = [
       { pod, type: 'exception' },
@@ -155,19 +152,7 @@ describe('openrca graders on an rcaflow episode', () => {
     const sp = scoringPointsOf(ctx);
     expect(sp.failures).toBe(1);
     expect(sp.points.split('\n')).toHaveLength(3);
-    const ep = (answer: unknown) =>
-      ({
-        caseId: 'q',
-        protocol: 'rcaflow',
-        messages: [],
-        toolCalls: [],
-        turns: [],
-        parseErrors: [],
-        answer,
-        path: [],
-        stopReason: 'answered',
-        timing: { startedAt: 0, wallMs: 0 },
-      }) as never;
+    const ep = (answer: unknown) => answered('rcaflow', answer);
     expect(openRcaAnswer([{ pod, type: faultType, time: t }], 1, ctx)).toBe(
       JSON.stringify({ '1': { 'root cause occurrence datetime': t, 'root cause component': pod, 'root cause reason': faultType } }),
     );
@@ -199,26 +184,22 @@ describe('openrca graders on an rcaflow episode', () => {
 });
 
 describe('knowledgemind and rcaflow played by a replayed policy, then graded', () => {
-  const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-
   it('knowledgemind: scores through tools, answer graded by recall and fault_type', async () => {
     const pod = kase.truth.pod!;
-    const ep = await runEpisode({
-      dataset: ds,
-      case: kase,
-      protocol: 'knowledgemind',
-      settings: { knowledgemind: { simulations: 1 } },
-      policy: new ReplayPolicy([
-        call('score_services', { scores: { [kase.truth.service!]: 8 } }),
-        call('score_simulation', { score: 7 }),
-        call('print_results', {
+    const ep = await replayed(
+      'knowledgemind',
+      [
+        toolCallText('score_services', { scores: { [kase.truth.service!]: 8 } }),
+        toolCallText('score_simulation', { score: 7 }),
+        toolCallText('print_results', {
           root_causes: [
             { pod, type: 'cpu_contention' },
             { pod, type: faultType },
           ],
         }),
-      ]),
-    });
+      ],
+      { knowledgemind: { simulations: 1 } },
+    );
     expect(ep.stopReason).toBe('answered');
     const g = await gradeGroup(
       [ep],
@@ -243,11 +224,11 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
     class Stepper extends ReplayPolicy {
       override async next(ctx: Parameters<ReplayPolicy['next']>[0]) {
         const tool = ctx.tools[0].name;
-        if (tool === 'search_traces') return { content: call(tool, { parent_span_id: kase.entrySpanId }) };
+        if (tool === 'search_traces') return { content: toolCallText(tool, { parent_span_id: kase.entrySpanId }) };
         if (tool === 'search_fluctuating_metrics' || tool === 'search_logs')
-          return { content: call(tool, { service_name: pod, timestamp: ts }) };
-        if (tool === 'report_confidence') return { content: call(tool, { confidence: 1 }) };
-        return { content: call('print_results', { root_causes: [{ pod, type: faultType, time: t }] }) };
+          return { content: toolCallText(tool, { service_name: pod, timestamp: ts }) };
+        if (tool === 'report_confidence') return { content: toolCallText(tool, { confidence: 1 }) };
+        return { content: toolCallText('print_results', { root_causes: [{ pod, type: faultType, time: t }] }) };
       }
     }
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'rcaflow', policy: new Stepper([]) });

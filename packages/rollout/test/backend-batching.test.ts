@@ -13,7 +13,8 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openOnnxBackend, type Generation, type GenerationRequest, type OnnxBackend } from '../src/backends/index';
 import { loadTokenizer } from '../src/chat/tokenizer';
-import { createTinyModel, scratchDir } from './backend-fixtures';
+import { scratchDir } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('batching');
 /** The trainer's export (with decode.onnx), and a copy without the decode graph. */

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openOnnxBackend, type OnnxBackend } from '../src/backends/index';
 import { loadTokenizer } from '../src/chat/tokenizer';
-import { createTinyModel, scratchDir } from './backend-fixtures';
+import { scratchDir } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('cancel');
 let backend: OnnxBackend;

@@ -1,13 +1,12 @@
 /**
- * Tiny models for the backend and serve tests, made by the real train engine (created,
- * optionally fine-tuned on one conversation, exported to ONNX with its KV-cache signature).
+ * Tiny models for the backend and serve tests, fine-tuned by the real train engine (created by
+ * testkit/tiny-model.ts, memorizing one conversation, exported to ONNX with its KV-cache signature).
  * The engine lives in trainer-ctl; only these tests reach up to it, to get a real policy.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { getTool, loadDataset, toolSpec, type ChatMessage, type ToolSpec } from '@thinkfl/env';
 import { loadChatModel } from '../src/chat/chat-model';
 import { tokenizeEpisode } from '../src/chat/episode-tokens';
@@ -16,37 +15,6 @@ import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 
 export function scratchDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `h7-${prefix}-`));
-}
-
-/**
- * A freshly initialised tiny model directory (tokenizer fitted to the Nezha dataset,
- * onnx/model.onnx), made by scripts/create-tiny-model.ts at a small size with grouped KV heads.
- */
-export async function createTinyModel(outDir: string, seed: number): Promise<string> {
-  const args = [
-    '--dataset',
-    NEZHA_DATASET,
-    '--out',
-    outDir,
-    '--seed',
-    String(seed),
-    '--hidden-size',
-    '64',
-    '--layers',
-    '2',
-    '--heads',
-    '4',
-    '--kv-heads',
-    '2',
-    '--head-dim',
-    '16',
-    '--intermediate-size',
-    '128',
-  ];
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'scripts', 'create-tiny-model.ts'), ...args], {
-    cwd: REPO_ROOT,
-  });
-  return outDir;
 }
 
 /** SFT on one tokenized conversation until the model reproduces it; writes and exports outDir. */
@@ -98,6 +66,16 @@ export async function toolCallerModel(base: string, outDir: string): Promise<Too
   const episode = tokenizeEpisode([...messages, answer], chat.template, chat.tokenizer, { tools });
   const loss = await memorize(base, episode.ids, episode.mask, outDir);
   return { dir: outDir, loss, tools, messages, entrySpanId: c.entrySpanId };
+}
+
+/** POSTs `body` as JSON to `url`; the reply's status and text. */
+export async function postJson(url: string, body: unknown): Promise<{ status: number; text: string }> {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: r.status, text: await r.text() };
 }
 
 export interface ServeProcess {

@@ -14,6 +14,7 @@ import { openOnnxBackend } from '../src/backends/index';
 import { loadChatModel } from '../src/chat/index';
 import { TinyModelConfigSchema, TrainEngine } from '../../trainer-ctl/src/engine';
 import { scratchDir } from './backend-fixtures';
+import { SMALL_LAYOUT } from '../../../testkit/tiny-model';
 
 const require = createRequire(import.meta.url);
 const NEW_TOKENS = 12;
@@ -40,12 +41,7 @@ describe.each(ARCHITECTURES)('onnx backend on a tiny random $architecture', ({ a
     const config = TinyModelConfigSchema.parse({
       architecture,
       vocab_size: vocab,
-      hidden_size: 32,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 8,
-      intermediate_size: 64,
+      ...SMALL_LAYOUT,
       eos_token_id: eos,
     });
     await engine.request('create_tiny', { out_dir: base, config, seed: 5 });

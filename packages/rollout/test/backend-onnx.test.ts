@@ -16,7 +16,8 @@ import {
 } from '../src/backends/index';
 import { loadTokenizer } from '../src/chat/tokenizer';
 import { TrainEngine } from '../../trainer-ctl/src/engine';
-import { createTinyModel, scratchDir } from './backend-fixtures';
+import { scratchDir } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('onnx');
 let modelA: string;

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSpec } from '@thinkfl/env';
 import { OpenAIBackend, Semaphore, openBackend, openOnnxBackend } from '../src/backends/index';
 import { loadChatModel } from '../src/chat/chat-model';
-import { createTinyModel, scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
+import { scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('openai');
 let modelDir: string;

@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VllmBackend, stopTokenIds, verifyManifest, writeManifest } from '../src/backends/index';
 import { loadChatModel } from '../src/chat/chat-model';
 import { openLocalModel } from '../src/serve/index';
-import { createTinyModel, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+import { postJson, scratchDir, startServeProcess, type ServeProcess } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('vllm');
 let modelDir: string;
@@ -123,14 +124,7 @@ describe('vllm backend', () => {
 });
 
 describe('vllm backend against a replica that outlives runs', () => {
-  const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${serve.url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, text: await r.text() };
-  };
+  const post = (path: string, body: unknown) => postJson(`${serve.url}${path}`, body);
   const cards = async () => ((await (await fetch(`${serve.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
   /** `src` copied to `out` as the trainer writes version v there. */
   const writeVersion = async (src: string, out: string, v: number) => {

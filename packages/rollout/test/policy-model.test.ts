@@ -11,7 +11,8 @@ import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { openOnnxBackend, type OnnxBackend } from '../src/backends/index';
 import { loadChatModel, type ChatModel } from '../src/chat/index';
 import { ModelPolicy, turnSeed, type ModelPolicySettingsInput } from '../src/policy/index';
-import { createTinyModel, scratchDir } from './backend-fixtures';
+import { scratchDir } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 import { generatedRuns } from '../../../testkit/masks';
 
 let dataset: Dataset;

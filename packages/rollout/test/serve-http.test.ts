@@ -10,7 +10,8 @@ import { getTool, toolSpec } from '@thinkfl/env';
 import { loadChatModel, type ChatModel } from '../src/chat/chat-model';
 import { openLocalModel, startServer, type RunningServer, type ServedModel } from '../src/serve/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
-import { createTinyModel, scratchDir } from './backend-fixtures';
+import { scratchDir } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('serve');
 let server: RunningServer;

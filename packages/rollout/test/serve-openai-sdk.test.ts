@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import OpenAI, { NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSpec } from '@thinkfl/env';
-import { createTinyModel, scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
+import { postJson, scratchDir, startServeProcess, toolCallerModel, type ServeProcess } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('sdk');
 let serve: ServeProcess;
@@ -21,14 +22,7 @@ let tools: ToolSpec[];
 let messages: ChatMessage[];
 let entrySpanId: string;
 
-const post = async (path: string, body: unknown) => {
-  const r = await fetch(`${serve.url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: r.status, text: await r.text() };
-};
+const post = (path: string, body: unknown) => postJson(`${serve.url}${path}`, body);
 const listed = async () => (await client.models.list()).data.map((m) => m.id);
 
 beforeAll(async () => {

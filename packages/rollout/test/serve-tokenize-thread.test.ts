@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type Tokenizer } from '../src/chat/tokenizer';
 import { TooManyTokens } from '../src/serve/served-model';
 import { TokenizerThread } from '../src/serve/tokenize-thread';
-import { createTinyModel, scratchDir } from './backend-fixtures';
+import { scratchDir } from './backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const dir = scratchDir('tokenize-thread');
 let thread: TokenizerThread;

@@ -6,7 +6,6 @@
  * them: TensorBoard's own reader on its event files, `trainer-ctl status --watch` in a log,
  * and `trainer-ctl report` opened in headless Chromium (screenshot in .cache/test-output/).
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,29 +18,14 @@ import { readMetrics } from '../src/run-files/metrics-log';
 import { readState } from '../src/run-files/state';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { readTensorboardScalars } from '../../../testkit/tensorboard';
+import { runCli, type CliResult } from './train-fixtures';
 
-const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const PRESET = join(REPO_ROOT, 'configs', 'ci-smoke.yaml');
 const OUTPUT = join(REPO_ROOT, '.cache', 'test-output');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const scratch = mkdtempSync(join(tmpdir(), 'ci-smoke-'));
 const runDir = join(scratch, 'run');
-let first: Exit;
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[]): Promise<Exit> {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b: Buffer) => (stdout += b));
-  child.stderr.on('data', (b: Buffer) => (stderr += b));
-  return new Promise((done) => child.on('exit', (code) => done({ code, stdout, stderr })));
-}
+let first: CliResult;
 
 /** The part of a browser canvas the drawing check reads (the project's tsconfig has no DOM types). */
 interface Canvas2d {
@@ -64,7 +48,7 @@ async function readJunit(): Promise<{ tests: number; failures: number; cases: Ju
 }
 
 beforeAll(async () => {
-  first = await cli(['train', PRESET, '--run-dir', runDir]);
+  first = await runCli(['train', PRESET, '--run-dir', runDir]);
 }, 1_800_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -100,7 +84,7 @@ describe('configs/ci-smoke.yaml', () => {
       .replace(/ {2}expect:\n/, `  expect:\n    - { name: ${impossible}, metric: priming/reward/mean, of: max, min: 3 }\n`);
     const file = join(scratch, 'ci-smoke-strict.yaml');
     writeFileSync(file, text);
-    const r = await cli(['train', file, '--run-dir', runDir]);
+    const r = await runCli(['train', file, '--run-dir', runDir]);
     expect(r.code).not.toBe(0);
     expect(r.stdout).toContain('is already complete');
     expect(r.stdout).toMatch(new RegExp(`expect FAIL ${impossible.replace(/[()]/g, '\\$&')}: max [\\d.]+ is below the minimum 3`));
@@ -138,7 +122,7 @@ describe('configs/ci-smoke.yaml', () => {
   });
 
   it('status --watch in a log prints one plain line per step and evaluation, and returns when the run is done', async () => {
-    const r = await cli(['status', runDir, '--watch', '--interval', '0.2']);
+    const r = await runCli(['status', runDir, '--watch', '--interval', '0.2']);
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     const metrics = readMetrics(runDir);
@@ -154,7 +138,7 @@ describe('configs/ci-smoke.yaml', () => {
       if (value === null || typeof value !== 'object') return [];
       return Object.entries(value).flatMap(([k, v]) => [...(/[a-z0-9][A-Z]/.test(k) ? [`${path}.${k}`] : []), ...camel(v, `${path}.${k}`)]);
     };
-    const status = await cli(['status', runDir, '--json']);
+    const status = await runCli(['status', runDir, '--json']);
     expect(status.code, status.stderr).toBe(0);
     const files = readdirSync(runDir).filter((f) => /^(eval-.+|state|run)\.json$/.test(f));
     expect(files.filter((f) => f.startsWith('eval-'))).toHaveLength(4);
@@ -179,7 +163,7 @@ describe('configs/ci-smoke.yaml', () => {
     it('opens offline, draws every chart, shows the evaluations against the baselines and the transcripts, with no console error', async () => {
       mkdirSync(OUTPUT, { recursive: true });
       const html = join(OUTPUT, 'report.html');
-      const r = await cli(['report', runDir, '--out', html]);
+      const r = await runCli(['report', runDir, '--out', html]);
       expect(r.code, r.stderr).toBe(0);
       expect(readFileSync(html, 'utf8')).not.toMatch(/<script[^>]+src=|<link[^>]+href=/); // self-contained
 

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TrainEngine, type GrpoStepArgs, type GrpoStepResult, type StepResult } from '../src/engine';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
 import { prng } from '../../../testkit/prng';
-import { TINY_CONFIG, TINY_VOCAB } from './engine-fixtures';
+import { maxDiff, TINY_CONFIG, TINY_VOCAB } from './engine-fixtures';
 
 /** 8 ragged sequences in pairs of like length: micro-batches of 2 cost alike, so 2 ranks take 2 of the 4 each. */
 const rand = prng(24);
@@ -72,13 +72,6 @@ async function train(name: string, ranks: number, deepspeed: Record<string, unkn
   } finally {
     await engine.shutdown();
   }
-}
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
-  return worst;
 }
 
 /** The largest difference between two runs' losses, gradients and weights, each checked within TOL. */

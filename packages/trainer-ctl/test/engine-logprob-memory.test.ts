@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
+import { SMALL_LAYOUT } from '../../../testkit/tiny-model';
 
 const VOCAB = 151936;
 const CHUNK = 128;
@@ -31,12 +32,7 @@ describe('log-probabilities in chunks', () => {
     const config = TinyModelConfigSchema.parse({
       architecture: 'qwen2',
       vocab_size: VOCAB,
-      hidden_size: 32,
-      num_hidden_layers: 2,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      head_dim: 8,
-      intermediate_size: 64,
+      ...SMALL_LAYOUT,
     });
     await engine.request('create_tiny', { out_dir: dir, config, seed: 0 });
   });

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TinyModelConfigSchema, TrainEngine } from '../src/engine';
-import { TINY_CONFIG } from './engine-fixtures';
+import { maxDiff, TINY_CONFIG } from './engine-fixtures';
 
 const IDS = [1, 5, 6, 7, 8, 9, 10, 11, 3];
 const BATCH = [IDS, [1, 12, 13, 14, 15, 16, 17, 18, 2]];
@@ -114,13 +114,6 @@ async function exportInNewEngine(modelDir: string, out: string) {
   } finally {
     await fresh.shutdown();
   }
-}
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
-  return worst;
 }
 
 describe('ONNX policy export: graphs traced once, new weights written into them', () => {

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunConfig } from '../src/config/index';
 import { checkpointDir, EngineSupervisor, syncTree, writeAtomically, writeTrainerState } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 let dir: string | undefined;
 let model: string;

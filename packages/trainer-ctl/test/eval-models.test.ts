@@ -23,7 +23,8 @@ import {
 import { loadChatModel } from '@thinkfl/rollout';
 import { callsOnly } from '@thinkfl/env';
 import { sftSample } from '../src/sft/index';
-import { createTinyModel, memorize, scratchDir, startServeProcess, type ServeProcess } from '../../rollout/test/backend-fixtures';
+import { memorize, scratchDir, startServeProcess, type ServeProcess } from '../../rollout/test/backend-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
 const run = promisify(execFile);

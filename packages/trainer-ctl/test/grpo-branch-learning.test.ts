@@ -10,7 +10,6 @@
  * makes the group branched: every sample replays its anchor's walk token for token, and only
  * the answer turn it generated after the branch point is trained.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Case, type ChatMessage, type Dataset } from '@thinkfl/env';
@@ -22,16 +21,15 @@ import { anchorGroupId } from '../src/algo/groups/index';
 import { connectRedis, GroupStore, parseQueueSettings, PolicyRegistry } from '../src/queue/index';
 import { createEpisodePlayer, startRolloutWorker, startTrainWorker } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { closeGround, expectGainBeyondSeedSpread, openGround, writeRunConfig, type WorkerGround } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const G = 16;
 const STEPS = 4;
 const SEEDS = [0, 1, 2];
 const settings = parseQueueSettings({ pollMs: 50 });
 
-let redis: TestRedis;
-let dir: string;
+let ground: WorkerGround;
 let dataset: Dataset;
 let config: RunConfig;
 let kase: Case;
@@ -46,9 +44,8 @@ function conversation(walk: ChatMessage[], pod: string): ChatMessage[] {
 
 beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());
-  redis = await startRedis();
-  dir = scratch('branch');
-  const model = await createTinyModel(join(dir, 'model'), 5);
+  ground = await openGround('branch');
+  const model = await createTinyModel(join(ground.dir, 'model'), 5);
   const chat: ChatModel = loadChatModel(model);
   kase = dataset.cases[0];
   const episode = { d_max: 2, tool_settings: { span_aliases: true } };
@@ -64,7 +61,7 @@ beforeAll(async () => {
   const others = dataset.topology.pods.map((p) => p.pod).filter((p) => p !== truth);
   const answers = [truth, ...others.slice(0, 3)];
   const rows = answers.map((s) => tokenizeEpisode(conversation(walk.messages, s), chat.template, chat.tokenizer, { tools: [] }));
-  const start = join(dir, 'start');
+  const start = join(ground.dir, 'start');
   const engine = new TrainEngine();
   try {
     await engine.request('load', { model_dir: model, seed: 0, optimizer: { lr: 1e-2 } });
@@ -73,7 +70,7 @@ beforeAll(async () => {
   } finally {
     await engine.shutdown();
   }
-  config = structuredClone(writeRunConfig(dir, 'branch', start).config);
+  config = structuredClone(writeRunConfig(ground.dir, 'branch', start).config);
   config.episode.d_max = 2;
   config.generation.render_tools = false;
   config.grpo.group_size = G;
@@ -86,24 +83,21 @@ beforeAll(async () => {
   config.graders.stage_rewards.priming = { terms: [{ grader: 'recall', weight: 1 }] };
 }, 600_000);
 
-afterAll(async () => {
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 /** Group mean rewards of steps 0..STEPS for one seed (step k samples after k updates). */
 async function run(seed: number): Promise<number[]> {
   const runId = `branch-${seed}`;
   const seeded: RunConfig = { ...config, run: { ...config.run, name: runId, seed } };
-  const conn = connectRedis(redis.url);
-  const rollConn = connectRedis(redis.url);
+  const conn = connectRedis(ground.redis.url);
+  const rollConn = connectRedis(ground.redis.url);
   const trainer = await startTrainWorker({
     connection: conn,
     runId,
     workerId: `train-${seed}`,
     settings,
     config: seeded,
-    runDir: join(dir, runId),
+    runDir: join(ground.dir, runId),
   });
   const player = await createEpisodePlayer({ config: seeded, registry: new PolicyRegistry(rollConn, runId), dataset });
   const roller = await startRolloutWorker({
@@ -114,7 +108,7 @@ async function run(seed: number): Promise<number[]> {
     concurrency: 1,
     play: player.play,
   });
-  const transport = new RedisTransport(redis.url, runId, settings);
+  const transport = new RedisTransport(ground.redis.url, runId, settings);
   const store = new GroupStore(transport.redis, runId);
   const means: number[] = [];
   let version = 0;
@@ -155,11 +149,6 @@ async function run(seed: number): Promise<number[]> {
 
 describe('branched GRPO groups on the real pipeline', () => {
   it('raise the group mean of an answer-turn reward beyond the spread over 3 seeds, training only the answer turn', async () => {
-    const curves: number[][] = [];
-    for (const seed of SEEDS) curves.push(await run(seed));
-    const initial = curves.map((c) => c[0]);
-    const final = curves.map((c) => c[STEPS]);
-    console.log(`group mean reward per step, per seed: ${curves.map((c) => c.map((x) => x.toFixed(3)).join(' ')).join(' | ')}`);
-    expect(Math.min(...final)).toBeGreaterThan(Math.max(...initial));
+    await expectGainBeyondSeedSpread(run, SEEDS, STEPS);
   }, 120_000);
 });

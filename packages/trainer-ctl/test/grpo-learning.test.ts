@@ -8,7 +8,6 @@
  * mean reward must exceed the highest initial group mean of all seeds, i.e. the gain is beyond
  * the spread between seeds.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExpert, ExpertSettingsSchema, loadDataset, Rng, runEpisode, type EpisodeRecord } from '@thinkfl/env';
@@ -20,8 +19,8 @@ import { computeAdvantages } from '../src/algo/core/advantages';
 import { connectRedis, parseQueueSettings, PolicyRegistry, type RolloutJob, type TrainSample } from '../src/queue/index';
 import { startRolloutWorker, startTrainWorker, type RolloutPlayer } from '../src/workers/index';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, writeRunConfig } from './workers-fixtures';
+import { closeGround, expectGainBeyondSeedSpread, openGround, writeRunConfig, type WorkerGround } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const G = 8;
 const STEPS = 4;
@@ -29,8 +28,7 @@ const SEEDS = [0, 1, 2];
 const TOKENS = 12;
 const settings = parseQueueSettings({ pollMs: 50 });
 
-let redis: TestRedis;
-let dir: string;
+let ground: WorkerGround;
 let config: RunConfig;
 let prompt: number[];
 let episode: EpisodeRecord;
@@ -45,9 +43,8 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 beforeAll(async () => {
   const dataset = await loadDataset(await ensureNezhaDataset());
-  redis = await startRedis();
-  dir = scratch('learn');
-  const model = await createTinyModel(join(dir, 'model'), 5);
+  ground = await openGround('learn');
+  const model = await createTinyModel(join(ground.dir, 'model'), 5);
   const tok = loadTokenizer(model);
   prompt = tok.encode('search_traces(');
   // Ids of ordinary text (no end-of-sequence id among them).
@@ -57,7 +54,7 @@ beforeAll(async () => {
   // The fixed start: SFT on answers drawn uniformly from the four choices, exported as a model dir.
   const rng = new Rng(12345);
   const pick = () => choices[Math.floor(rng.next() * 4)];
-  const start = join(dir, 'start');
+  const start = join(ground.dir, 'start');
   const engine = new TrainEngine();
   try {
     await engine.request('load', { model_dir: model, seed: 0, optimizer: { lr: 1e-2 } });
@@ -69,7 +66,7 @@ beforeAll(async () => {
   } finally {
     await engine.shutdown();
   }
-  config = structuredClone(writeRunConfig(dir, 'learn', start).config);
+  config = structuredClone(writeRunConfig(ground.dir, 'learn', start).config);
   config.grpo.group_size = G;
   config.grpo.optimizer.lr = 1e-2;
   // The trajectory record carries an episode; this token-level reward does not read it.
@@ -80,15 +77,12 @@ beforeAll(async () => {
     settings: {},
   });
 }, 300_000);
-afterAll(async () => {
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 /** Group mean rewards of steps 0..STEPS (the last one sampled after STEPS updates) for one sampling seed. */
 async function run(seed: number): Promise<number[]> {
   const runId = `learn-${seed}`;
-  const conn = connectRedis(redis.url);
+  const conn = connectRedis(ground.redis.url);
   const registry = new PolicyRegistry(conn, runId);
   let backend: OnnxBackend | undefined;
   let version = -1;
@@ -121,11 +115,11 @@ async function run(seed: number): Promise<number[]> {
     workerId: `train-${seed}`,
     settings,
     config,
-    runDir: join(dir, runId),
+    runDir: join(ground.dir, runId),
   });
-  const rollConn = connectRedis(redis.url);
+  const rollConn = connectRedis(ground.redis.url);
   const roller = await startRolloutWorker({ connection: rollConn, runId, workerId: `roll-${seed}`, settings, concurrency: 1, play });
-  const transport = new RedisTransport(redis.url, runId, settings);
+  const transport = new RedisTransport(ground.redis.url, runId, settings);
   const means: number[] = [];
   try {
     for (let step = 0; step <= STEPS; step++) {
@@ -170,11 +164,6 @@ async function run(seed: number): Promise<number[]> {
 
 describe('GRPO on the real pipeline', () => {
   it('raises the group mean of a learnable reward beyond the spread over 3 seeds', async () => {
-    const curves: number[][] = [];
-    for (const seed of SEEDS) curves.push(await run(seed));
-    const initial = curves.map((c) => c[0]);
-    const final = curves.map((c) => c[STEPS]);
-    console.log(`group mean reward per step, per seed: ${curves.map((c) => c.map((x) => x.toFixed(3)).join(' ')).join(' | ')}`);
-    expect(Math.min(...final)).toBeGreaterThan(Math.max(...initial));
+    await expectGainBeyondSeedSpread(run, SEEDS, STEPS);
   }, 120_000);
 });

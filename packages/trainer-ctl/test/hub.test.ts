@@ -25,7 +25,8 @@ import { loadRunConfig } from '../src/config/index';
 import { prepareInputs } from '../src/controller/index';
 import { startLocalHub, type LocalHub } from '../../../testkit/hub-server';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { scratch } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const REPO = 'thinkfl-test/tiny';
 const TOKEN = 'hf_testtoken';

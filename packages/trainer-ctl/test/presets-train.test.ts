@@ -24,20 +24,19 @@
  * The GRPO batch is two real scripted-expert episodes tokenized with the tiny model's chat
  * template, advantages +1 and -1.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
 import { loadChatModel, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
 import { loadRunConfig } from '../src/config/index';
-import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type TrainResult, type TrainSample } from '../src/queue/index';
+import { parseQueueSettings, PolicyRegistry, TrainQueue, type TrainResult, type TrainSample } from '../src/queue/index';
 import { startTrainWorker } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues, type Tensor } from '../../../testkit/safetensors';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { closeGround, openGround, type WorkerGround } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 /** Each backbone preset and the transformers architecture of its hub model (config.json model_type). */
 const PRESETS: [string, 'llama' | 'qwen2'][] = [
@@ -47,22 +46,14 @@ const PRESETS: [string, 'llama' | 'qwen2'][] = [
   ['llama-3-8b', 'llama'],
 ];
 
-let redis: TestRedis;
-let conn: Redis;
+let ground: WorkerGround;
 let dataset: Dataset;
-let dir: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('presets');
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('presets');
 }, 300_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 /** float32 -> bfloat16 bits, round to nearest even (how torch casts). */
 function bf16Bits(x: number): number {
@@ -118,7 +109,7 @@ function projectionShapes(c: {
 
 describe.each(PRESETS)('preset %s', (preset, architecture) => {
   it('makes one GRPO update through the train worker under its DeepSpeed config, changing only its LoRA adapter', async () => {
-    const root = join(dir, preset);
+    const root = join(ground.dir, preset);
     const modelDir = await createTinyModel(join(root, 'model'), 1, architecture);
     const raw = parse(readFileSync(join(REPO_ROOT, 'configs', `${preset}.yaml`), 'utf8')) as {
       run: Record<string, unknown>;
@@ -152,7 +143,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     const logs: string[] = [];
     const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
     const worker = await startTrainWorker({
-      connection: conn,
+      connection: ground.conn,
       runId: preset,
       workerId: 'trainer',
       settings,
@@ -160,7 +151,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
       runDir,
       log: (l) => logs.push(l),
     });
-    const queue = new TrainQueue(conn, preset, settings);
+    const queue = new TrainQueue(ground.conn, preset, settings);
     let result: TrainResult;
     try {
       await queue.submit({ runId: preset, stage: 'priming', update: 0, kind: 'grpo', samples, checkpoint: false });
@@ -171,7 +162,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     }
     expect(result.version).toBe(1);
     expect(Number.isFinite(result.metrics.loss)).toBe(true);
-    expect(await new PolicyRegistry(conn, preset).current()).toEqual({ version: 1, dir: join(runDir, 'adapters', 'v1') });
+    expect(await new PolicyRegistry(ground.conn, preset).current()).toEqual({ version: 1, dir: join(runDir, 'adapters', 'v1') });
 
     // The engine trained exactly the adapters: r (in + out) per adapted projection and layer.
     const modelConfig = JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8'));

@@ -40,6 +40,7 @@ import {
   until,
   type TrainProcess,
 } from './train-fixtures';
+import { plainTrajectory } from './workers-fixtures';
 
 const TIMEOUT = 600_000;
 /** The run directory's file system: a whole tiny run takes about 34 MB. */
@@ -166,18 +167,7 @@ describe('writes of the run directory on a full or read-only file system', () =>
     const fatal: Error[] = [];
     const play: RolloutPlayer = async (j) => {
       const ids = Array.from({ length: 300 }, (_, i) => i % 50);
-      return {
-        groupId: j.groupId,
-        caseId: j.caseId,
-        sampleIndex: j.sampleIndex,
-        policyVersion: 0,
-        ids,
-        mask: ids.map(() => 1),
-        logprobs: ids.map(() => -1),
-        temperature: 1,
-        episode: {} as EpisodeRecord,
-        timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
-      };
+      return plainTrajectory(j, ids, {} as EpisodeRecord, 1);
     };
     const worker = await startRolloutWorker({
       connection: conn,

@@ -10,11 +10,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { readState } from '../src/run-files/state';
 import { NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { startRedisWithPasswords, type TestRedis } from '../../../testkit/redis';
+import { scratch } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const DEFAULT_PASSWORD = 'dflt-pw-c41e9b7d';
@@ -24,18 +24,11 @@ let dir: string;
 let modelDir: string;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  const admin = new Redis(redis.url);
-  await admin.acl('SETUSER', 'alice', 'on', `>${ALICE_PASSWORD}`, '~*', '&*', '+@all');
-  await admin.config('SET', 'requirepass', DEFAULT_PASSWORD);
-  admin.disconnect();
+  redis = await startRedisWithPasswords(DEFAULT_PASSWORD, ALICE_PASSWORD);
   dir = scratch('secrets');
   modelDir = await createTinyModel(join(dir, 'model'), 3);
 }, 300_000);
 afterAll(async () => {
-  const admin = new Redis(redis.url, { password: DEFAULT_PASSWORD });
-  await admin.config('SET', 'requirepass', '');
-  admin.disconnect();
   await redis?.stop();
   rmSync(dir, { recursive: true, force: true });
 });

@@ -8,7 +8,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { scratch } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 import { prng } from '../../../testkit/prng';
 
 const SEED = 1515;

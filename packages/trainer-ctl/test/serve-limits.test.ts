@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import OpenAI, { APIError, BadRequestError, NotFoundError, RateLimitError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { createTinyModel, scratch } from './workers-fixtures';
+import { scratch } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const CONTEXT = 8192;
 const RUNNING = 4;

@@ -27,8 +27,12 @@ export interface TinyRunOptions {
 
 const SFT = '{ conversations: 4, epochs: 1, batch_size: 2, optimizer: { lr: 1.0e-3 } }';
 
-/** A run config: 2 cases per fault, groups of 2, GRPO steps 2 + 1 + 1, a checkpoint every update. */
-export function tinyRunYaml(scratch: string, name: string, opts: TinyRunOptions = {}): string {
+/**
+ * The run, model, dataset, episode, generation and grpo sections of a tiny run: the model created
+ * by the run (seed 0) in <scratch>/model, 2 cases per fault, `episode` as a flow mapping, groups
+ * of 2 of one case a step, every group an update (skip_equal_groups off); grpo stays open for more keys.
+ */
+export function tinyRunHead(scratch: string, name: string, episode: string): string {
   return `run: { name: ${name}, seed: 0 }
 model:
   dir: ${join(scratch, 'model')}
@@ -36,7 +40,7 @@ model:
   max_context_tokens: 4096
   create_tiny: { seed: 0, hidden_size: 64, layers: 2, heads: 4, kv_heads: 2, head_dim: 16, intermediate_size: 128 }
 dataset: { path: ${NEZHA_DATASET}, max_cases_per_fault: 2, max_eval_cases: 2 }
-episode: { protocol: rot, d_max: 4, tool_settings: { span_aliases: true } }
+episode: ${episode}
 generation:
   backend: { kind: onnx, threads: 1 }
   sampling: { max_tokens: 24 }
@@ -46,7 +50,12 @@ grpo:
   max_refill_groups: 0
   advantage: { skip_equal_groups: false }
   optimizer: { lr: 1.0e-3 }
-  loss: { kl_coef: 0.05 }
+`;
+}
+
+/** A run config: 2 cases per fault, groups of 2, GRPO steps 2 + 1 + 1, a checkpoint every update. */
+export function tinyRunYaml(scratch: string, name: string, opts: TinyRunOptions = {}): string {
+  return `${tinyRunHead(scratch, name, '{ protocol: rot, d_max: 4, tool_settings: { span_aliases: true } }')}  loss: { kl_coef: 0.05 }
 stages:
   priming: { sft: ${opts.sft ?? SFT}, steps: 2 }
   exploration: { steps: 1, repeats: 1 }
@@ -89,6 +98,22 @@ export function spawnTrain(configFile: string, runDir: string, extra: string[] =
   });
   const exited = new Promise<Exit>((done) => child.on('exit', (code, signal) => done({ code, signal, output, stdout })));
   return { child, exited };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `trainer-ctl <args>` to its exit, its stdout and stderr collected. */
+export function runCli(args: string[]): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b: Buffer) => (stdout += b));
+  child.stderr.on('data', (b: Buffer) => (stderr += b));
+  return new Promise((done) => child.on('exit', (code) => done({ code, stdout, stderr })));
 }
 
 /** The SFT update and GRPO step keys of metrics.jsonl, in order. */

@@ -4,7 +4,6 @@
  * missing), into a scratch run directory. All three stages complete, every stage ends with a
  * checkpoint and a held-out evaluation, and stage 1 leaves a policy that plays the protocol.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,20 +12,13 @@ import { loadRunConfig } from '../src/config/index';
 import { readMetrics } from '../src/run-files/metrics-log';
 import { readState } from '../src/run-files/state';
 import { REPO_ROOT } from '../../../testkit/nezha';
+import { runCli } from './train-fixtures';
 
-const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const PRESET = join(REPO_ROOT, 'configs', 'tiny-cpu.yaml');
 const scratch = mkdtempSync(join(tmpdir(), 'train-preset-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function train(runDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, 'train', PRESET, '--run-dir', runDir], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b: Buffer) => (stdout += b));
-  child.stderr.on('data', (b: Buffer) => (stderr += b));
-  return new Promise((done) => child.on('exit', (code) => done({ code, stdout, stderr })));
-}
+const train = (runDir: string) => runCli(['train', PRESET, '--run-dir', runDir]);
 
 interface Eval {
   cases: number;

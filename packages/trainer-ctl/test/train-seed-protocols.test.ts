@@ -4,7 +4,6 @@
  * model, the stage reward grades the episodes with the protocol's graders, and the engine
  * updates the policy. SFT is off (the expert plays `rot`, not these protocols).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EpisodeRecord } from '@thinkfl/env';
 import { readMetrics } from '../src/run-files/metrics-log';
 import { readState } from '../src/run-files/state';
-import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { runCli, tinyRunHead } from './train-fixtures';
 
-const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 const TIMEOUT = 900_000;
 let scratch: string;
 
@@ -29,24 +28,7 @@ function config(name: string, episode: string, reward: string): string {
   const file = join(scratch, `${name}.yaml`);
   writeFileSync(
     file,
-    `run: { name: ${name}, seed: 0 }
-model:
-  dir: ${join(scratch, 'model')}
-  dtype: float32
-  max_context_tokens: 4096
-  create_tiny: { seed: 0, hidden_size: 64, layers: 2, heads: 4, kv_heads: 2, head_dim: 16, intermediate_size: 128 }
-dataset: { path: ${NEZHA_DATASET}, max_cases_per_fault: 2, max_eval_cases: 2 }
-episode: ${episode}
-generation:
-  backend: { kind: onnx, threads: 1 }
-  sampling: { max_tokens: 24 }
-grpo:
-  group_size: 2
-  cases_per_step: 1
-  max_refill_groups: 0
-  advantage: { skip_equal_groups: false }
-  optimizer: { lr: 1.0e-3 }
-graders:
+    `${tinyRunHead(scratch, name, episode)}graders:
   stage_rewards: { priming: ${reward} }
 stages:
   priming: { sft: { enabled: false }, steps: 2 }
@@ -60,12 +42,7 @@ checkpoints: { every_steps: 1 }
   return file;
 }
 
-function train(file: string, runDir: string): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, 'train', file, '--run-dir', runDir], { cwd: REPO_ROOT });
-  let stderr = '';
-  child.stderr.on('data', (b: Buffer) => (stderr += b));
-  return new Promise((done) => child.on('exit', (code) => done({ code, stderr })));
-}
+const train = (file: string, runDir: string) => runCli(['train', file, '--run-dir', runDir]);
 
 const episodes = (runDir: string) =>
   readFileSync(join(runDir, 'episodes.jsonl'), 'utf8')

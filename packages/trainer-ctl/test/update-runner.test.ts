@@ -25,7 +25,8 @@ import {
 } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 let redis: TestRedis;
 let conn: Redis;

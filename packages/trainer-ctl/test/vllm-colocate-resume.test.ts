@@ -21,26 +21,23 @@
  * weights the engine trains. (With the old names, `<run>-v<N>`, the replica served the first
  * attempt's version 3 in the last step, which the generation counters below catch.)
  */
-import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
-import { loadChatModel, manifestDigest, SleepClient, tokenizeEpisode, verifyManifest } from '@thinkfl/rollout';
-import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
-import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
-import { connectRedis, parseQueueSettings, TrainQueue, type TrainSample, type Trajectory } from '../src/queue/index';
-import { colocatedSteps, startTrainWorker, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
+import { loadDataset, type Dataset } from '@thinkfl/env';
+import { manifestDigest, SleepClient, verifyManifest } from '@thinkfl/rollout';
+import type { LoadedRunConfig } from '../src/config/index';
+import { runGrpoStep, type RedisTransport, type StepContext, type StepOutcome } from '../src/controller/index';
+import { parseQueueSettings } from '../src/queue/index';
+import { colocatedSteps, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { createTinyModel, scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { closeGround, openGround, startTrainer, type WorkerGround, type WorkerProcess } from './workers-fixtures';
+import { generationCount, generationsOn, modelCards, sftUpdate, startRolloutSide, stopRunSides, writeLoraRunConfig } from './vllm-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'colo';
 const G = 4;
-let redis: TestRedis;
-let conn: Redis;
-let dir: string;
+let ground: WorkerGround;
 let dataset: Dataset;
 let modelDir: string;
 let replica: ServeProcess;
@@ -53,18 +50,16 @@ const settings = parseQueueSettings({ prefix: 'thinkfl' });
 const asleepAtStep: boolean[] = [];
 const awakeAfter: boolean[] = [];
 
-const cards = async () => ((await (await fetch(`${replica.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
-const generations = async (model: string) => (await readMetrics(replica.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
-const generatedRuns = (t: Trajectory) => t.mask.filter((m, i) => m === 1 && t.mask[i - 1] !== 1).length;
+const cards = () => modelCards(replica);
+const generations = (model: string) => generationsOn(replica, model);
 
 function writeConfig(file: string, temperature: number): LoadedRunConfig {
-  writeFileSync(
+  return writeLoraRunConfig(
+    ground,
     file,
-    `run: { name: ${RUN}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096, lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] } }
-dataset: { path: ${NEZHA_DATASET} }
-episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
-generation:
+    RUN,
+    modelDir,
+    `generation:
   backend: { kind: vllm, replicas: [${replica.url}], sleep_during_updates: true, backoff_ms: 100, health_interval_ms: 200, request_timeout_s: 120, load_timeout_s: 60 }
   sampling: { max_tokens: 48 }
   temperature: { priming: ${temperature} }
@@ -72,7 +67,6 @@ grpo: { group_size: ${G}, cases_per_step: 2, max_refill_groups: 0, advantage: { 
 workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
 `,
   );
-  return loadRunConfig(file);
 }
 
 /** The production hook with an observer inside it: what the replica says at the start of each engine step and after the hook. */
@@ -90,28 +84,16 @@ function observed(hook: TrainWorkerOptions['aroundStep']): TrainWorkerOptions['a
 
 /** A train worker on `loaded` with the colocated hook, a rollout worker process, and the step context. */
 async function startRun(loaded: LoadedRunConfig, file: string): Promise<StepContext> {
-  trainer = await startTrainWorker({
-    connection: conn,
-    runId: RUN,
-    workerId: 'trainer',
-    settings,
-    config: loaded.config,
-    runDir: loaded.runDir,
+  trainer = await startTrainer(ground.conn, RUN, settings, loaded, {
     aroundStep: observed(colocatedSteps(loaded.config, () => undefined)),
   });
-  rollout = spawnWorker(['rollout', '--config', file, '--redis', redis.url, '--id', 'R', '--concurrency', '4']);
-  await rollout.waitLine(/ready on/, 180_000);
-  transport = new RedisTransport(redis.url, RUN);
-  return { config: loaded.config, dataset, runId: RUN, train: runCases(dataset, loaded.config).train, transport };
+  const side = await startRolloutSide(ground, file, loaded, dataset);
+  ({ rollout, transport } = side);
+  return side.ctx;
 }
 
 async function stopRun(): Promise<void> {
-  if (rollout && rollout.child.exitCode === null) {
-    rollout.child.kill('SIGTERM');
-    await rollout.exited;
-  }
-  await transport?.close();
-  await trainer?.close();
+  await stopRunSides(rollout, transport, trainer);
   rollout = transport = trainer = undefined;
 }
 
@@ -131,7 +113,7 @@ async function step(ctx: StepContext, loaded: LoadedRunConfig, n: number, versio
   const trajectories = out.groups.flatMap((g) => g.trajectories);
   for (const g of out.groups) expect(g.trajectories.map((t) => t.sampleIndex)).toEqual([...Array(G).keys()]);
   for (const t of trajectories) expect(t.policyVersion).toBe(version);
-  const turns = trajectories.reduce((a, t) => a + generatedRuns(t), 0);
+  const turns = generationCount(trajectories);
   expect((await generations(name)) - before).toBe(turns);
   expect(await generations('base')).toBe(0);
   expect((await cards()).find((c) => c.id === name)?.root).toBe(join(loaded.runDir, 'adapters', `v${version}`));
@@ -140,56 +122,27 @@ async function step(ctx: StepContext, loaded: LoadedRunConfig, n: number, versio
 
 let first: LoadedRunConfig;
 let ctxA: StepContext;
-let chatModel: ReturnType<typeof loadChatModel>;
 
-/** An SFT job on the scripted expert's conversations of `cases`, as the trainer's priming makes them; `lr` sets its one step's learning rate. */
-async function sft(update: number, cases: number[], checkpoint: boolean, lr?: number): Promise<void> {
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
-  const samples: TrainSample[] = [];
-  for (const i of cases) {
-    const ep = await runEpisode({
-      dataset,
-      case: dataset.cases[i],
-      policy: expert,
-      settings: { d_max: 3, tool_settings: { span_aliases: true } },
-    });
-    samples.push({ ...tokenizeEpisode(ep.messages, chatModel.template, chatModel.tokenizer), advantage: 0, temperature: 1 });
-  }
-  const queue = new TrainQueue(conn, RUN, settings);
-  await queue.submit({
-    runId: RUN,
-    stage: 'priming',
-    update,
-    kind: 'sft',
-    samples,
-    checkpoint,
-    ...(lr !== undefined && { sftSteps: [{ size: samples.length, lr }] }),
-  });
-  expect((await queue.waitResult(update, 300_000)).version).toBe(update + 1);
-  await queue.close();
-}
+/** SFT update `update` on the scripted expert's conversations of the 4 cases from `firstCase` on (sftUpdate). */
+const sft = (update: number, firstCase: number, checkpoint: boolean, lr?: number) =>
+  sftUpdate(ground, RUN, settings, { dataset, modelDir }, { update, firstCase, checkpoint, lr });
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('colo');
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('colo');
-  modelDir = await createTinyModel(join(dir, 'model'), 5);
+  modelDir = await createTinyModel(join(ground.dir, 'model'), 5);
   replica = await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora', '--enable-sleep-mode']);
   sleeper = new SleepClient(replica.url, undefined, 30_000);
-  first = writeConfig(join(dir, 'run.yaml'), 1.0);
-  ctxA = await startRun(first, join(dir, 'run.yaml'));
-  chatModel = loadChatModel(modelDir);
+  first = writeConfig(join(ground.dir, 'run.yaml'), 1.0);
+  ctxA = await startRun(first, join(ground.dir, 'run.yaml'));
   // SFT first (format-aware priming), checkpointed: the run resumes from here below.
-  await sft(0, [0, 1, 2, 3], true);
+  await sft(0, 0, true);
 }, 900_000);
 
 afterAll(async () => {
   await stopRun();
   await replica?.stop();
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await closeGround(ground);
 });
 
 describe('vllm backend with colocated sleep and a resumed run against a long-lived replica', () => {
@@ -198,7 +151,7 @@ describe('vllm backend with colocated sleep and a resumed run against a long-liv
   it("sleeps the replica through every update and wakes it for rollouts; every trajectory is generated by its version's adapter", async () => {
     await step(ctxA, first, 0, 1);
     // Version 3: an SFT step at a high learning rate on other conversations, played once so that the replica holds it when the run is stopped.
-    await sft(2, [4, 5, 6, 7], false, 5e-2);
+    await sft(2, 4, false, 5e-2);
     ({ name: staleV3 } = await step(ctxA, first, 1, 3));
     const m = await readMetrics(replica.origin);
     console.log(
@@ -211,7 +164,7 @@ describe('vllm backend with colocated sleep and a resumed run against a long-liv
 
   it("resumed at T 0.7, samples its own version 3 although the replica still holds the first attempt's from the same directory: ratio mean 1 +- 1e-4, clip fraction 0", async () => {
     await stopRun();
-    const file = join(dir, 'run-resumed.yaml');
+    const file = join(ground.dir, 'run-resumed.yaml');
     const resumed = writeConfig(file, 0.7);
     const ctx = await startRun(resumed, file);
     // The resumed trainer restored update 1 (the SFT checkpoint) and redoes update 1 from new rollouts.

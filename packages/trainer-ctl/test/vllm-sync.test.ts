@@ -13,27 +13,25 @@
  * restarted on its port: the step still ends with exactly G samples per group, and the
  * restarted replica holds the current adapter before it answers any generation.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
-import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type Dataset } from '@thinkfl/env';
-import { loadChatModel, manifestDigest, MANIFEST_FILE, tokenizeEpisode, verifyManifest, type Manifest } from '@thinkfl/rollout';
-import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
-import { RedisTransport, runCases, runGrpoStep, type StepContext, type StepOutcome } from '../src/controller/index';
-import { connectRedis, parseQueueSettings, PolicyRegistry, TrainQueue, type TrainSample, type Trajectory } from '../src/queue/index';
-import { startTrainWorker, type TrainWorker } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
+import { loadDataset, type Dataset } from '@thinkfl/env';
+import { manifestDigest, MANIFEST_FILE, verifyManifest, type Manifest } from '@thinkfl/rollout';
+import type { LoadedRunConfig } from '../src/config/index';
+import { runGrpoStep, type RedisTransport, type StepContext, type StepOutcome } from '../src/controller/index';
+import { parseQueueSettings, PolicyRegistry, type Trajectory } from '../src/queue/index';
+import type { TrainWorker } from '../src/workers/index';
 import { readSafetensors } from '../../../testkit/safetensors';
-import { ensureNezhaDataset, NEZHA_DATASET } from '../../../testkit/nezha';
+import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { readMetrics, startServe, type ServeProcess } from './serve-fixtures';
-import { createTinyModel, scratch, spawnWorker, type WorkerProcess } from './workers-fixtures';
+import { closeGround, openGround, startTrainer, type WorkerGround, type WorkerProcess } from './workers-fixtures';
+import { generationCount, generationsOn, modelCards, sftUpdate, startRolloutSide, stopRunSides, writeLoraRunConfig } from './vllm-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'vllm-sync';
 const G = 4;
-let redis: TestRedis;
-let conn: Redis;
-let dir: string;
+let ground: WorkerGround;
 let dataset: Dataset;
 let loaded: LoadedRunConfig;
 let trainer: TrainWorker;
@@ -52,10 +50,7 @@ const name = (v: number): string => {
     names.set(v, `${RUN}-v${v}-${manifestDigest(JSON.parse(readFileSync(join(versionDir(v), MANIFEST_FILE), 'utf8')) as Manifest)}`);
   return names.get(v)!;
 };
-const generations = async (r: ServeProcess, model: string) =>
-  (await readMetrics(r.origin))[`thinkfl_model_generations_total{model="${model}"}`] ?? 0;
-const cards = async (r: ServeProcess) => ((await (await fetch(`${r.url}/models`)).json()) as { data: { id: string; root: string }[] }).data;
-const listed = async (r: ServeProcess) => (await cards(r)).map((m) => m.id);
+const listed = async (r: ServeProcess) => (await modelCards(r)).map((m) => m.id);
 const versionDir = (v: number) => join(loaded.runDir, 'adapters', `v${v}`);
 
 /** The lora_B matrices of a version's adapter, concatenated (B starts at 0: zero means the base model). */
@@ -63,9 +58,6 @@ const loraB = (v: number) =>
   Buffer.concat(
     [...readSafetensors(join(versionDir(v), 'adapter_model.safetensors'))].filter(([k]) => k.includes('lora_B')).map(([, t]) => t.data),
   );
-
-/** Generated stretches of a trajectory: runs of mask 1, one per generation request. */
-const generatedRuns = (t: Trajectory) => t.mask.filter((m, i) => m === 1 && t.mask[i - 1] !== 1).length;
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -78,68 +70,37 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
+  ground = await openGround('vllm');
   dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('vllm');
-  modelDir = await createTinyModel(join(dir, 'model'), 5);
+  modelDir = await createTinyModel(join(ground.dir, 'model'), 5);
   for (let i = 0; i < 2; i++) replicas.push(await startServe(modelDir, ['--name', 'base', '--threads', '1', '--enable-lora']));
-  const file = join(dir, 'run.yaml');
-  writeFileSync(
+  const file = join(ground.dir, 'run.yaml');
+  loaded = writeLoraRunConfig(
+    ground,
     file,
-    `run: { name: ${RUN}, output_dir: ${join(dir, 'runs')}, seed: 0 }
-model: { dir: ${modelDir}, dtype: float32, max_context_tokens: 4096, lora: { r: 4, alpha: 8, target_modules: [q_proj, v_proj] } }
-dataset: { path: ${NEZHA_DATASET} }
-episode: { protocol: rot, d_max: 3, tool_settings: { span_aliases: true } }
-generation:
+    RUN,
+    modelDir,
+    `generation:
   backend: { kind: vllm, replicas: [${replicas.map((r) => r.url).join(', ')}], backoff_ms: 100, health_interval_ms: 200, request_timeout_s: 60, load_timeout_s: 60 }
   sampling: { max_tokens: 48 }
 grpo: { group_size: ${G}, cases_per_step: 2, max_refill_groups: 0, advantage: { skip_equal_groups: false }, loss: { kl_coef: 0 }, optimizer: { lr: 1.0e-3, reset: never } }   # SFT's moments carry on: every update moves the adapter even when a step's rewards are all equal (versions are compared below)
 workers: { rollout: { concurrency: 4 }, sync_timeout_s: 120, max_staleness: 0 }
 `,
   );
-  loaded = loadRunConfig(file);
   const settings = parseQueueSettings({ prefix: 'thinkfl' });
-  trainer = await startTrainWorker({
-    connection: conn,
-    runId: RUN,
-    workerId: 'trainer',
-    settings,
-    config: loaded.config,
-    runDir: loaded.runDir,
-  });
+  trainer = await startTrainer(ground.conn, RUN, settings, loaded);
   // Stage 1 starts with SFT (ThinkFL's format-aware priming): update 0 trains the adapter on
   // scripted-expert conversations, so the GRPO steps play an adapter that is not the base model.
-  const chat = loadChatModel(modelDir);
-  const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
-  const samples: TrainSample[] = [];
-  for (const c of dataset.cases.slice(0, 4)) {
-    const ep = await runEpisode({ dataset, case: c, policy: expert, settings: { d_max: 3, tool_settings: { span_aliases: true } } });
-    samples.push({ ...tokenizeEpisode(ep.messages, chat.template, chat.tokenizer), advantage: 0, temperature: 1 });
-  }
-  const queue = new TrainQueue(conn, RUN, settings);
-  await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'sft', samples, checkpoint: false });
-  expect((await queue.waitResult(0, 300_000)).version).toBe(1);
-  await queue.close();
+  await sftUpdate(ground, RUN, settings, { dataset, modelDir }, { update: 0, firstCase: 0, checkpoint: false });
   // Read before the trainer prunes it (versions behind the staleness window go).
   baseB = loraB(0);
-  rollout = spawnWorker(['rollout', '--config', file, '--redis', redis.url, '--id', 'R', '--concurrency', '4']);
-  await rollout.waitLine(/ready on/, 180_000);
-  transport = new RedisTransport(redis.url, RUN);
-  ctx = { config: loaded.config, dataset, runId: RUN, train: runCases(dataset, loaded.config).train, transport };
+  ({ rollout, transport, ctx } = await startRolloutSide(ground, file, loaded, dataset));
 }, 900_000);
 
 afterAll(async () => {
-  if (rollout && rollout.child.exitCode === null) {
-    rollout.child.kill('SIGTERM');
-    await rollout.exited;
-  }
-  await transport?.close();
-  await trainer?.close();
+  await stopRunSides(rollout, transport, trainer);
   for (const r of replicas) await r.stop();
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await closeGround(ground);
 });
 
 /** Each group has exactly G samples, one per index, all recording `version`. */
@@ -163,8 +124,8 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
       const out = await runGrpoStep(ctx, { stage: 'priming', step, update: version, policyVersion: version, checkpoint: false });
       expect(out.result?.version).toBe(version + 1);
       const trajectories = expectGroups(out, version);
-      const turns = trajectories.reduce((a, t) => a + generatedRuns(t), 0);
-      const served = await Promise.all(replicas.map((r) => generations(r, name(version))));
+      const turns = generationCount(trajectories);
+      const served = await Promise.all(replicas.map((r) => generationsOn(r, name(version))));
       const earlier = before.map((m) => m[`thinkfl_model_generations_total{model="${name(version)}"}`] ?? 0);
       // The replicas generated exactly the trajectories' turns with this step's adapter, both of them taking part.
       console.log(
@@ -172,9 +133,9 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
       );
       expect(served[0] - earlier[0] + served[1] - earlier[1]).toBe(turns);
       expect(served.every((n, i) => n - earlier[i] > 0)).toBe(true);
-      for (const r of replicas) expect(await generations(r, 'base')).toBe(0);
+      for (const r of replicas) expect(await generationsOn(r, 'base')).toBe(0);
       // Each replica served this version's adapter from this version's directory.
-      for (const r of replicas) expect((await cards(r)).find((c) => c.id === name(version))?.root).toBe(versionDir(version));
+      for (const r of replicas) expect((await modelCards(r)).find((c) => c.id === name(version))?.root).toBe(versionDir(version));
     }
     // Each version directory is a real PEFT adapter (what vLLM loads) with the merged ONNX export
     // beside it (what serve loaded): LoRA tensors only, q_proj and v_proj in both layers.
@@ -203,7 +164,7 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
         expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'merged/onnx/model.onnx']),
       );
     }
-    expect(await new PolicyRegistry(conn, RUN).current()).toEqual({ version: 3, dir: versionDir(3) });
+    expect(await new PolicyRegistry(ground.conn, RUN).current()).toEqual({ version: 3, dir: versionDir(3) });
     // With no staleness allowed, older versions are unloaded once their requests finished.
     await until('v1 unloaded', async () =>
       (await Promise.all(replicas.map(listed))).every((l) => l.join() === ['base', name(2)].join()) ? true : undefined,
@@ -219,7 +180,7 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     const port = Number(new URL(victim.url).port);
     await until(
       `replica 0 generating v${version}`,
-      async () => ((await generations(victim, name(version))) > 0 ? true : undefined),
+      async () => ((await generationsOn(victim, name(version))) > 0 ? true : undefined),
       300_000,
     );
     victim.child.kill('SIGKILL');
@@ -234,12 +195,12 @@ describe('vllm backend against two trainer-ctl serve replicas', () => {
     await until('restarted replica synced', async () => ((await listed(restarted)).some((id) => current.includes(id)) ? true : undefined));
     const m = await readMetrics(restarted.origin);
     console.log(
-      `[figure] step ${step} with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generations(replicas[1], name(version))} ${name(version)} generations`,
+      `[figure] step ${step} with replica 0 killed and restarted: restarted replica served ${JSON.stringify(m)}; replica 1 served ${await generationsOn(replicas[1], name(version))} ${name(version)} generations`,
     );
     const models = Object.keys(m).filter((k) => k.startsWith('thinkfl_model_generations_total'));
     expect(models.every((k) => current.some((id) => k.includes(`"${id}"`)))).toBe(true);
-    expect(await generations(restarted, 'base')).toBe(0);
-    expect(await generations(replicas[1], 'base')).toBe(0);
+    expect(await generationsOn(restarted, 'base')).toBe(0);
+    expect(await generationsOn(replicas[1], 'base')).toBe(0);
     expect(rollout.lines.some((l) => l.includes(`out of rotation`) && l.includes(victim.url))).toBe(true);
     await rollout.waitLine(new RegExp(`${victim.url.replace(/[/.]/g, '\\$&')} back in rotation with ${name(version)}`));
     const manifest = JSON.parse(readFileSync(join(versionDir(version + 1), MANIFEST_FILE), 'utf8')) as { version: number };

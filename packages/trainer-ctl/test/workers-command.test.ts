@@ -3,44 +3,35 @@
  * from, registers its heartbeat and exits 0 on SIGTERM, leaving the registry; bad invocations
  * fail with a clear message.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
 import type { LoadedRunConfig } from '../src/config/index';
-import { connectRedis, listWorkers, PolicyRegistry } from '../src/queue/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, spawnWorker, writeRunConfig } from './workers-fixtures';
+import { listWorkers, PolicyRegistry } from '../src/queue/index';
+import { closeGround, openGround, spawnWorker, writeRunConfig, type WorkerGround } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
-let redis: TestRedis;
-let dir: string | undefined;
-let conn: Redis;
+let ground: WorkerGround;
 let loaded: LoadedRunConfig;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
-  dir = scratch('command');
-  loaded = writeRunConfig(dir, 'command-test', await createTinyModel(join(dir, 'model'), 4));
+  ground = await openGround('command');
+  loaded = writeRunConfig(ground.dir, 'command-test', await createTinyModel(join(ground.dir, 'model'), 4));
 }, 300_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 describe('trainer-ctl worker', () => {
   it('train: publishes version 0 from the model dir, beats, and exits 0 on SIGTERM', async () => {
-    const w = spawnWorker(['train', '--config', loaded.file, '--redis', redis.url, '--id', 'trainer-1']);
+    const w = spawnWorker(['train', '--config', loaded.file, '--redis', ground.redis.url, '--id', 'trainer-1']);
     await w.waitLine(/trainer-1 ready on redis:\/\//, 180_000);
     expect(w.lines.some((l) => /published policy v0 /.test(l))).toBe(true);
-    const ref = await new PolicyRegistry(conn, 'command-test').current();
+    const ref = await new PolicyRegistry(ground.conn, 'command-test').current();
     expect(ref).toEqual({ version: 0, dir: join(loaded.runDir, 'policies', 'v0') });
     expect(existsSync(join(ref!.dir, 'onnx', 'model.onnx'))).toBe(true);
-    expect((await listWorkers(conn, 'command-test')).map((b) => [b.id, b.kind])).toEqual([['trainer-1', 'train']]);
+    expect((await listWorkers(ground.conn, 'command-test')).map((b) => [b.id, b.kind])).toEqual([['trainer-1', 'train']]);
     w.child.kill('SIGTERM');
     expect(await w.exited).toEqual({ code: 0, signal: null });
-    expect(await listWorkers(conn, 'command-test')).toEqual([]);
+    expect(await listWorkers(ground.conn, 'command-test')).toEqual([]);
   }, 240_000);
 
   it('refuses to start without a Redis URL', async () => {
@@ -52,12 +43,12 @@ describe('trainer-ctl worker', () => {
   }, 60_000);
 
   it('names the config file it cannot read, and the YAML path of a bad setting', async () => {
-    const missing = spawnWorker(['rollout', '--config', join(loaded.file, '..', 'missing.yaml'), '--redis', redis.url]);
+    const missing = spawnWorker(['rollout', '--config', join(loaded.file, '..', 'missing.yaml'), '--redis', ground.redis.url]);
     expect((await missing.exited).code).toBe(2);
     expect(missing.lines.join('\n')).toMatch(/missing\.yaml.*cannot read the run config/s);
     const bad = join(loaded.file, '..', 'bad.yaml');
     writeFileSync(bad, readFileSync(loaded.file, 'utf8').replace('concurrency: 1', 'concurrency: 0'));
-    const w = spawnWorker(['rollout', '--config', bad, '--redis', redis.url]);
+    const w = spawnWorker(['rollout', '--config', bad, '--redis', ground.redis.url]);
     expect((await w.exited).code).toBe(2);
     expect(w.lines.join('\n')).toMatch(/bad\.yaml.*workers\.rollout\.concurrency/s);
   }, 60_000);

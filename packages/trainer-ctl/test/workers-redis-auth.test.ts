@@ -12,11 +12,11 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import type { LoadedRunConfig } from '../src/config/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { createTinyModel, scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
+import { startRedis, startRedisWithPasswords, type TestRedis } from '../../../testkit/redis';
+import { scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 import { freePort } from '../../../testkit/ports';
 
 const PASSWORD = 'default-pw-7f3a9c';
@@ -26,19 +26,11 @@ let dir: string | undefined;
 let loaded: LoadedRunConfig;
 
 beforeAll(async () => {
-  redis = await startRedis();
-  const admin = new Redis(redis.url);
-  await admin.acl('SETUSER', 'alice', 'on', `>${ALICE_PASSWORD}`, '~*', '&*', '+@all');
-  await admin.config('SET', 'requirepass', PASSWORD);
-  admin.disconnect();
+  redis = await startRedisWithPasswords(PASSWORD, ALICE_PASSWORD);
   dir = scratch('redis-auth');
   loaded = writeRunConfig(dir, 'auth-test', await createTinyModel(join(dir, 'model'), 4));
 }, 300_000);
 afterAll(async () => {
-  // The test Redis now wants a password for its shutdown too.
-  const admin = new Redis(redis.url, { password: PASSWORD });
-  await admin.config('SET', 'requirepass', '');
-  admin.disconnect();
   await redis?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

@@ -20,7 +20,8 @@ import {
 } from '../src/queue/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
+import { scratch, spawnWorker, writeRunConfig, type WorkerProcess } from './workers-fixtures';
+import { createTinyModel } from '../../../testkit/tiny-model';
 
 const RUN = 'kill-test';
 const G = 4;

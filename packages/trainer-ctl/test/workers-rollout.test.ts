@@ -8,18 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { UnrecoverableError } from 'bullmq';
 import { createExpert, ExpertSettingsSchema, loadDataset, runEpisode, type EpisodeRecord } from '@thinkfl/env';
-import {
-  connectRedis,
-  GroupStore,
-  parseQueueSettings,
-  RolloutQueue,
-  rolloutJobId,
-  type RolloutJob,
-  type Trajectory,
-} from '../src/queue/index';
+import { connectRedis, GroupStore, parseQueueSettings, RolloutQueue, rolloutJobId, type RolloutJob } from '../src/queue/index';
 import { startRolloutWorker, type RolloutPlayer } from '../src/workers/index';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
+import { plainTrajectory } from './workers-fixtures';
 
 let redis: TestRedis;
 let conn: Redis;
@@ -37,18 +30,7 @@ const job = (run: string, groupId: string, sampleIndex: number): RolloutJob => (
   temperature: 1,
   seed: sampleIndex,
 });
-const sample = (j: RolloutJob, ids: number[]): Omit<Trajectory, 'workerId'> => ({
-  groupId: j.groupId,
-  caseId: j.caseId,
-  sampleIndex: j.sampleIndex,
-  policyVersion: 0,
-  ids,
-  mask: ids.map(() => 1),
-  logprobs: ids.map(() => -1),
-  temperature: j.temperature,
-  episode,
-  timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
-});
+const sample = (j: RolloutJob, ids: number[]) => plainTrajectory(j, ids, episode);
 
 async function withWorker<T>(
   run: string,

@@ -5,51 +5,27 @@
  * samples sent inline as JSON to a second engine loaded from the same model, and once an
  * update is checkpointed the step files it covers are deleted.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
-import { loadDataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
-import {
-  connectRedis,
-  keys,
-  parseQueueSettings,
-  stepFilePath,
-  TrainQueue,
-  trainJobId,
-  type TrainJob,
-  type TrainSample,
-} from '../src/queue/index';
-import { dataDir, engineOptimizer, engineStep, startTrainWorker } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { ensureNezhaDataset } from '../../../testkit/nezha';
-import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
+import { dataDir, engineOptimizer, engineStep } from '../src/workers/index';
+import { closeGround, openTrainGround, startTrainer, type TrainGround } from './workers-fixtures';
 
 const RUN = 'train-files';
-let redis: TestRedis;
-let dir: string | undefined;
-let conn: Redis;
+let ground: TrainGround;
 let loaded: LoadedRunConfig;
 let model: string;
 let samples: TrainSample[];
 const settings = parseQueueSettings({ pollMs: 50 });
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
-  const dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('train-files');
-  model = await createTinyModel(join(dir, 'model'), 3);
-  loaded = writeRunConfig(dir, RUN, model);
-  samples = await expertSamples(dataset, model, [1, -0.5]);
+  ground = await openTrainGround('train-files', RUN, 3, [1, -0.5]);
+  ({ loaded, model, samples } = ground);
 }, 600_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 describe('train worker with step files', () => {
   it('trains from the file as from the same samples inline, and deletes step files once checkpointed', async () => {
@@ -62,18 +38,13 @@ describe('train worker with step files', () => {
       checkpoint,
     });
     const data = dataDir(loaded.runDir);
-    const queue = new TrainQueue(conn, RUN, settings, data);
-    const worker = await startTrainWorker({
-      connection: conn,
-      runId: RUN,
-      workerId: 'trainer',
-      settings,
-      config: loaded.config,
-      runDir: loaded.runDir,
-    });
+    const queue = new TrainQueue(ground.conn, RUN, settings, data);
+    const worker = await startTrainer(ground.conn, RUN, settings, loaded);
     try {
       await queue.submit(job(0, false));
-      const stored = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;
+      const stored = JSON.parse(
+        (await ground.conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!,
+      ) as TrainJob;
       expect(stored.samples).toEqual([]);
       expect(stored.batch).toMatchObject({ path: stepFilePath(data, 0), rows: 2, tokens: samples[0].ids.length + samples[1].ids.length });
       const fromFile = await queue.waitResult(0, 300_000);

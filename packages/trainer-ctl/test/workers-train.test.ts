@@ -19,18 +19,9 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Redis } from 'ioredis';
-import { loadDataset, type Dataset } from '@thinkfl/env';
+import type { Dataset } from '@thinkfl/env';
 import type { LoadedRunConfig } from '../src/config/index';
-import {
-  connectRedis,
-  parseQueueSettings,
-  PolicyRegistry,
-  TrainQueue,
-  type RolloutJob,
-  type TrainJob,
-  type TrainSample,
-} from '../src/queue/index';
+import { parseQueueSettings, PolicyRegistry, TrainQueue, type RolloutJob, type TrainJob, type TrainSample } from '../src/queue/index';
 import {
   checkpointDir,
   createEpisodePlayer,
@@ -39,15 +30,12 @@ import {
   TRAINER_STATE_FILE,
   type TrainWorker,
 } from '../src/workers/index';
-import { startRedis, type TestRedis } from '../../../testkit/redis';
-import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
+import { REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
-import { createTinyModel, expertSamples, scratch, writeRunConfig } from './workers-fixtures';
+import { closeGround, openTrainGround, startTrainer, writeRunConfig, type TrainGround } from './workers-fixtures';
 
 const RUN = 'train-test';
-let redis: TestRedis;
-let dir: string | undefined;
-let conn: Redis;
+let ground: TrainGround;
 let dataset: Dataset;
 let loaded: LoadedRunConfig;
 let samples: TrainSample[];
@@ -56,40 +44,35 @@ const logs: string[] = [];
 const settings = parseQueueSettings({ prefix: 'thinkfl', pollMs: 50 });
 
 async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWorker> {
-  return startTrainWorker({
-    connection: conn,
-    runId: RUN,
-    workerId: 'trainer',
-    settings,
-    config: loaded.config,
-    runDir: loaded.runDir,
-    log: (l) => logs.push(l),
-    onEngineDeath,
-  });
+  return startTrainer(ground.conn, RUN, settings, loaded, { log: (l) => logs.push(l), onEngineDeath });
 }
+
+/** A rollout job of priming step 3 on the dataset's first case, at temperature 1. */
+const rolloutJob = (groupId: string, sampleIndex: number, policyVersion: number, seed: number): RolloutJob => ({
+  runId: RUN,
+  stage: 'priming',
+  step: 3,
+  groupId,
+  caseId: dataset.cases[0].id,
+  sampleIndex,
+  policyVersion,
+  temperature: 1,
+  seed,
+});
 
 const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
 
 beforeAll(async () => {
-  redis = await startRedis();
-  conn = connectRedis(redis.url);
-  dataset = await loadDataset(await ensureNezhaDataset());
-  dir = scratch('train');
-  model = await createTinyModel(join(dir, 'model'), 2);
-  loaded = writeRunConfig(dir, RUN, model);
-  // Two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
-  samples = await expertSamples(dataset, model, [1, -1]);
+  // Samples: two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
+  ground = await openTrainGround('train', RUN, 2, [1, -1]);
+  ({ dataset, loaded, model, samples } = ground);
 }, 600_000);
-afterAll(async () => {
-  conn?.disconnect();
-  await redis?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeGround(ground));
 
 describe('train worker', () => {
   it('publishes version update+1 per update, answers a retried update from its stored result, resumes from a checkpoint', async () => {
-    const registry = new PolicyRegistry(conn, RUN);
-    const queue = new TrainQueue(conn, RUN, settings);
+    const registry = new PolicyRegistry(ground.conn, RUN);
+    const queue = new TrainQueue(ground.conn, RUN, settings);
     let worker = await startWorker();
     expect(worker.updates).toBe(0);
     const v0 = await registry.current();
@@ -172,21 +155,11 @@ describe('train worker', () => {
   }, 600_000);
 
   it('syncs the rollout side to a published version, and fails a sync that times out with a clear error', async () => {
-    const registry = new PolicyRegistry(conn, RUN);
+    const registry = new PolicyRegistry(ground.conn, RUN);
     const published = await registry.current();
     expect(published?.version).toBe(4);
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 500 });
-    const rollout = (policyVersion: number): RolloutJob => ({
-      runId: RUN,
-      stage: 'priming',
-      step: 3,
-      groupId: 'sync-g',
-      caseId: dataset.cases[0].id,
-      sampleIndex: 0,
-      policyVersion,
-      temperature: 1,
-      seed: 7,
-    });
+    const rollout = (policyVersion: number) => rolloutJob('sync-g', 0, policyVersion, 7);
     const t = await player.play(rollout(4));
     expect(player.version).toBe(4);
     expect(t.policyVersion).toBe(4);
@@ -198,20 +171,10 @@ describe('train worker', () => {
   }, 300_000);
 
   it('decodes the episodes a rollout worker plays at the same time as one batch', async () => {
-    const registry = new PolicyRegistry(conn, RUN);
+    const registry = new PolicyRegistry(ground.conn, RUN);
     const version = (await registry.current())!.version;
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 60_000 });
-    const rollout = (sampleIndex: number): RolloutJob => ({
-      runId: RUN,
-      stage: 'priming',
-      step: 3,
-      groupId: 'batch-g',
-      caseId: dataset.cases[0].id,
-      sampleIndex,
-      policyVersion: version,
-      temperature: 1,
-      seed: 11 + sampleIndex,
-    });
+    const rollout = (sampleIndex: number) => rolloutJob('batch-g', sampleIndex, version, 11 + sampleIndex);
     // Rows of every decode step that reaches onnxruntime: on the export's decode graph, a step
     // whose prefix holds a prompt (a prefill's is all masked), counting the slots with a position.
     const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
@@ -237,7 +200,7 @@ describe('train worker', () => {
   }, 300_000);
 
   it('fails a malformed job at once; an engine killed in the middle of an update is started again and the job gives the unbroken result', async () => {
-    const queue = new TrainQueue(conn, RUN, settings);
+    const queue = new TrainQueue(ground.conn, RUN, settings);
     let worker = await startWorker();
     // Resumed from the checkpoint after update 1: update 2 is due again.
     expect(worker.updates).toBe(2);
@@ -281,7 +244,7 @@ describe('train worker', () => {
     const c = loaded.config;
     const config = { ...c, workers: { ...c.workers, train: { ...c.workers.train, engine_restarts: 0 } } };
     const worker = await startTrainWorker({
-      connection: conn,
+      connection: ground.conn,
       runId: RUN,
       workerId: 'trainer',
       settings,
@@ -290,7 +253,7 @@ describe('train worker', () => {
       log: (l) => logs.push(l),
       onEngineDeath: (e) => deaths.push(e),
     });
-    const queue = new TrainQueue(conn, RUN, settings);
+    const queue = new TrainQueue(ground.conn, RUN, settings);
     expect(worker.updates).toBe(2);
     process.kill(worker.enginePid!, 'SIGKILL');
     await queue.submit(job(2));
@@ -312,12 +275,12 @@ const VARIANTS = {
 describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint that retention then deletes (%s)', (name, v) => {
   it('goes on updating, exporting and checkpointing, and restarts a killed engine', async () => {
     const run = `retention-${name.replace(/\W+/g, '-')}`;
-    const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, model: v.model, train: v.train });
+    const { config, runDir } = writeRunConfig(ground.dir, run, model, '', { file: `${run}.yaml`, model: v.model, train: v.train });
     const logs: string[] = [];
     const start = () =>
-      startTrainWorker({ connection: conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
+      startTrainWorker({ connection: ground.conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
     const job = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
-    const queue = new TrainQueue(conn, run, settings);
+    const queue = new TrainQueue(ground.conn, run, settings);
     try {
       let worker = await start();
       for (const u of [0, 1]) {
@@ -387,16 +350,8 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
   /** A train worker on `run` that makes `updates` in order, then closes; its log lines. */
   async function play(run: string, loadedRun: LoadedRunConfig, updates: number[], job = (u: number) => jobOf(run, u)): Promise<string[]> {
     const lines: string[] = [];
-    const worker = await startTrainWorker({
-      connection: conn,
-      runId: run,
-      workerId: 'trainer',
-      settings,
-      config: loadedRun.config,
-      runDir: loadedRun.runDir,
-      log: (l) => lines.push(l),
-    });
-    const queue = new TrainQueue(conn, run, settings);
+    const worker = await startTrainer(ground.conn, run, settings, loadedRun, { log: (l) => lines.push(l) });
+    const queue = new TrainQueue(ground.conn, run, settings);
     try {
       for (const u of updates) {
         await queue.submit(job(u));
@@ -412,7 +367,7 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
 
   it('starts each GRPO stage from an optimizer with no state, as a new engine does, and a run resumed in a stage ends as an unbroken one', async () => {
     const setup = (run: string, reset?: 'never'): LoadedRunConfig => {
-      const l = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
+      const l = writeRunConfig(ground.dir, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
       return reset ? { ...l, config: { ...l.config, grpo: { ...l.config.grpo, optimizer: { ...l.config.grpo.optimizer, reset } } } } : l;
     };
     // Unbroken, with the default reset (stage): a new optimizer before updates 2 and 4, logged by worker and engine.
@@ -423,7 +378,7 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
     expect(lines.some((l) => l.includes('optimizer reset (stage:priming): no state before update 2'))).toBe(true);
 
     // The first GRPO update is what a new engine on the SFT checkpoint makes with a new AdamW.
-    const fresh = writeRunConfig(dir!, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', {
+    const fresh = writeRunConfig(ground.dir, 'reset-fresh', checkpointDir(unbroken.runDir, 2), '', {
       file: 'reset-fresh.yaml',
       train: '{ autocast: float32 }',
     });
@@ -455,9 +410,9 @@ describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
 describe('a checkpoint job (a stage that ends on a step without an update)', () => {
   it('checkpoints and publishes the weights as they are as the next version, with no optimizer step', async () => {
     const run = 'ckpt-job';
-    const { config, runDir } = writeRunConfig(dir!, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
+    const { config, runDir } = writeRunConfig(ground.dir, run, model, '', { file: `${run}.yaml`, train: '{ autocast: float32 }' });
     const worker = await startTrainWorker({
-      connection: conn,
+      connection: ground.conn,
       runId: run,
       workerId: 'trainer',
       settings,
@@ -465,8 +420,8 @@ describe('a checkpoint job (a stage that ends on a step without an update)', () 
       runDir,
       log: () => undefined,
     });
-    const queue = new TrainQueue(conn, run, settings);
-    const registry = new PolicyRegistry(conn, run);
+    const queue = new TrainQueue(ground.conn, run, settings);
+    const registry = new PolicyRegistry(ground.conn, run);
     try {
       const grpo = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: false });
       await queue.submit(grpo(0));

@@ -1,5 +1,6 @@
 /** Arguments shared by the tools that inspect one component around one time (metrics, logs). */
 import { z } from 'zod';
+import { resolveComponent, type ToolContext } from './registry';
 
 export const componentAtTimeArgs = z.object({
   service_name: z.string().min(1).describe('Service, pod or node name'),
@@ -7,3 +8,9 @@ export const componentAtTimeArgs = z.object({
     .union([z.number(), z.string()])
     .describe('Time to inspect: Unix seconds, milliseconds, microseconds or nanoseconds, or ISO-8601'),
 });
+
+/** The component such a call names (a tool's argComponents): the resolved name, none when it is unknown. */
+export function componentAtTimeNames(ctx: ToolContext, a: z.output<typeof componentAtTimeArgs>): string[] {
+  const r = resolveComponent(ctx, a.service_name);
+  return r ? [r.name] : [];
+}

@@ -10,17 +10,10 @@ import { diffCalls, isErrorHandler, type PatternDiff } from './call-pattern';
 import { registerTool, type ToolContext } from './registry';
 import { isoOfUs } from './timestamp';
 
-export interface SpanSummary {
-  spanId: string;
+/** A span as the tool reports it: the span's own fields and how it compares with the baseline. */
+export interface SpanSummary extends Pick<Span, 'spanId' | 'service' | 'pod' | 'node' | 'operation' | 'startUs' | 'durationUs' | 'status'> {
   /** The name the model sees (alias when span aliases are on). */
   ref: string;
-  service: string;
-  pod: string;
-  node?: string;
-  operation: string;
-  startUs: number;
-  durationUs: number;
-  status: Span['status'];
   /** Usual duration of spans like this one; undefined without baseline. */
   usualMeanUs?: number;
   usualStdUs?: number;

@@ -14,6 +14,7 @@ import { createProgress } from '../progress';
 import { formatProbe, probeCase, summarizeProbe, type CaseProbe } from '../eval/probe';
 import { enclosingRunConfig, openOnnxModel, playSettingsFromConfig } from '../eval/solvers';
 import { CASE_SPLITS, loadSplit, type CaseSplitName } from '../eval/splits';
+import { THREADS_OPTION } from '../cli-options';
 
 interface ProbeArgs {
   model: string;
@@ -57,7 +58,7 @@ export const command: CommandModule<object, ProbeArgs> = {
       .option('temperature', { type: 'number', default: 1, describe: 'sampling temperature from the answer turn on' })
       .option('seed', { type: 'number', default: 0, describe: 'base seed of the samples' })
       .option('limit', { type: 'number', describe: 'probe at most this many cases, spread over the faults' })
-      .option('threads', { type: 'number', default: 0, describe: 'onnxruntime threads per operator; 0 lets it choose' })
+      .option('threads', THREADS_OPTION)
       .option('out', { type: 'string', describe: 'write every case, fault and the totals to this JSON file' })
       .check((a) => {
         if (!Number.isInteger(a.k) || a.k < 1) throw new Error('--k must be a positive integer');

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { gatherReport } from '../report/data';
 import { reportHtml } from '../report/html';
+import { RUN_DIR_POSITIONAL } from '../cli-options';
 
 interface ReportArgs {
   'run-dir': string;
@@ -20,7 +21,7 @@ export const command: CommandModule<object, ReportArgs> = {
   describe: 'write a run report: one offline HTML file with curves, evaluations against baselines and transcripts',
   builder: (y) =>
     y
-      .positional('run-dir', { type: 'string', demandOption: true, describe: 'the run directory (runs/<run.name>)' })
+      .positional('run-dir', RUN_DIR_POSITIONAL)
       .option('out', { type: 'string', describe: 'HTML file to write (default RUN_DIR/report.html)' })
       .option('baselines', {
         type: 'boolean',

@@ -10,6 +10,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { openLocalModel, startServer } from '@thinkfl/rollout';
+import { THREADS_OPTION } from '../cli-options';
 
 interface Args {
   model: string;
@@ -33,7 +34,7 @@ export const command: CommandModule<object, Args> = {
       .option('model', { type: 'string', demandOption: true, describe: 'model directory (config.json, tokenizer files, onnx/model.onnx)' })
       .option('port', { type: 'number', default: 8000, describe: 'TCP port; 0 picks a free one' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
-      .option('threads', { type: 'number', default: 0, describe: 'onnxruntime threads per operator; 0 lets it choose' })
+      .option('threads', THREADS_OPTION)
       .option('kv-cache', { choices: ['auto', 'off'] as const, default: 'auto' as const, describe: "use the export's KV cache" })
       .option('name', { type: 'string', describe: 'model name to answer with (default: the directory name)' })
       .option('max-body-mb', { type: 'number', default: 32, describe: 'largest request body, MiB; a larger one gets HTTP 413' })

@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { formatStatus, runStatus, watchStatus } from '../controller/index';
+import { RUN_DIR_POSITIONAL } from '../cli-options';
 
 interface StatusArgs {
   'run-dir': string;
@@ -20,7 +21,7 @@ export const command: CommandModule<object, StatusArgs> = {
   describe: "show a run's stage, step, recent metrics and workers alive",
   builder: (y) =>
     y
-      .positional('run-dir', { type: 'string', demandOption: true, describe: 'the run directory (runs/<run.name>)' })
+      .positional('run-dir', RUN_DIR_POSITIONAL)
       .option('tail', { type: 'number', default: 5, describe: 'metrics lines to show' })
       .option('redis', {
         type: 'string',

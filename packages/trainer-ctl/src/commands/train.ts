@@ -5,6 +5,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { RunStopped, trainRun } from '../controller/index';
+import { RUN_DIR_OPTION } from '../cli-options';
 
 interface TrainArgs {
   config: string;
@@ -19,7 +20,7 @@ export const command: CommandModule<object, TrainArgs> = {
   builder: (y) =>
     y
       .positional('config', { type: 'string', demandOption: true, describe: 'run config YAML (e.g. configs/tiny-cpu.yaml)' })
-      .option('run-dir', { type: 'string', describe: 'run directory (default <run.output_dir>/<run.name>)' })
+      .option('run-dir', RUN_DIR_OPTION)
       .option('redis', {
         type: 'string',
         describe:

@@ -14,6 +14,7 @@ import { RedisAuthError } from '../queue/connection';
 import { REDIS_PASSWORD_ENV, REDIS_URL_ENV, redactSecrets, resolveRedisUrl } from '../queue/redis-url';
 import { startWorker, type WorkerKind } from '../workers/start';
 import { startTrainNode } from '../workers/train-node';
+import { RUN_DIR_OPTION } from '../cli-options';
 
 /** After a signal the worker is gone within this time, whatever it was doing, ms. */
 const STOP_GRACE_MS = 8000;
@@ -41,7 +42,7 @@ export const command: CommandModule<object, WorkerArgs> = {
         type: 'string',
         describe: `Redis URL of the run (default ${REDIS_URL_ENV}, then queue.redis_url); keep the password out of it: ${REDIS_PASSWORD_ENV} supplies it`,
       })
-      .option('run-dir', { type: 'string', describe: 'run directory (default <run.output_dir>/<run.name>)' })
+      .option('run-dir', RUN_DIR_OPTION)
       .option('id', { type: 'string', describe: "worker id in the run's worker registry (default <kind>-<host>-<pid>)" })
       .option('concurrency', { type: 'number', describe: 'rollout jobs played at once (default workers.rollout.concurrency)' })
       .option('lock-duration-ms', {

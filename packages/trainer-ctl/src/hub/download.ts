@@ -16,18 +16,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HubApiError, listFiles, type ListFileEntry } from '@huggingface/hub';
 import type { HubAccess } from './endpoint';
+import { MODEL_CONFIG_FILES, SAFETENSORS_FILES } from './model-files';
 
 /** Files of a model repository a backbone needs. */
-const WANTED = [
-  /^config\.json$/,
-  /^generation_config\.json$/,
-  /^tokenizer(_config)?\.json$/,
-  /^special_tokens_map\.json$/,
-  /^(vocab\.json|merges\.txt|tokenizer\.model)$/,
-  /\.jinja$/,
-  /\.safetensors$/,
-  /\.safetensors\.index\.json$/,
-];
+const WANTED = [...MODEL_CONFIG_FILES, ...SAFETENSORS_FILES];
 /** Weights taken only when the repository has no safetensors. */
 const FALLBACK = [/^pytorch_model(-\d+-of-\d+)?\.bin$/, /^pytorch_model\.bin\.index\.json$/];
 

@@ -17,6 +17,7 @@ import { DiskBlob } from './disk-blob';
 import type { HubAccess } from './endpoint';
 import { streamingFetch } from './streaming-fetch';
 import { modelCard } from './model-card';
+import { MODEL_CONFIG_FILES, SAFETENSORS_FILES } from './model-files';
 
 export interface PushOptions extends HubAccess {
   runDir: string;
@@ -52,17 +53,7 @@ export const ADAPTER_CONFIG = 'adapter_config.json';
 /** A PEFT adapter's weights. */
 const ADAPTER_FILES = [/^adapter_model\.safetensors$/];
 /** A full model: what transformers loads, as download.ts takes it from the hub. */
-const MODEL_FILES = [
-  /^config\.json$/,
-  /^generation_config\.json$/,
-  /^tokenizer(_config)?\.json$/,
-  /^special_tokens_map\.json$/,
-  /^(vocab\.json|merges\.txt|tokenizer\.model)$/,
-  /\.jinja$/,
-  /^chat_template\.json$/,
-  /\.safetensors$/,
-  /\.safetensors\.index\.json$/,
-];
+const MODEL_FILES = [...MODEL_CONFIG_FILES, /^chat_template\.json$/, ...SAFETENSORS_FILES];
 
 /** A LoRA directory holds the adapter at its top and no full model beside it (models.py's rule). */
 export const isAdapterDir = (dir: string) => existsSync(join(dir, ADAPTER_CONFIG)) && !existsSync(join(dir, 'config.json'));
