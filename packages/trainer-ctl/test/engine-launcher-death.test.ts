@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { TrainEngine } from '../src/engine';
+import { alive } from './train-fixtures';
 
 /** The pids whose parent is `pid` (Linux /proc). */
 function childrenOf(pid: number): number[] {
@@ -18,15 +19,6 @@ function childrenOf(pid: number): number[] {
 function running(pid: number): boolean {
   try {
     return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
   } catch {
     return false;
   }
