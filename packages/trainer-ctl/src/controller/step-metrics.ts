@@ -45,8 +45,8 @@ export function stepRecord(input: StepRecordInput) {
   const kept = samples.filter((s) => s.kept);
   const adv = stat(kept.map((s) => s.adv));
   const episodes = samples.map((s) => s.t.episode);
-  const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policyVersion);
-  const worker = (k: 'generateMs' | 'toolsMs' | 'wallMs') => round(stat(samples.map((s) => s.t.timing[k])).mean);
+  const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policy_version);
+  const worker = (k: 'generate_ms' | 'tools_ms' | 'wall_ms') => round(stat(samples.map((s) => s.t.timing[k])).mean);
   const branched = input.groups.flatMap((g) => (g.branchTurn === undefined ? [] : [g.branchTurn]));
   return {
     kind: 'grpo' as const,
@@ -75,9 +75,9 @@ export function stepRecord(input: StepRecordInput) {
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
     timing: {
       ...input.timings,
-      episode_generate_ms: worker('generateMs'),
-      episode_tools_ms: worker('toolsMs'),
-      episode_wall_ms: worker('wallMs'),
+      episode_generate_ms: worker('generate_ms'),
+      episode_tools_ms: worker('tools_ms'),
+      episode_wall_ms: worker('wall_ms'),
     },
     at: new Date().toISOString(),
   };
