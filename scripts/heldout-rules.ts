@@ -72,7 +72,7 @@ for (const [label, cases] of [
     faults.set(c.faultId, f);
     const services = new Set<string>();
     let last: SearchTracesData | undefined;
-    for (const t of record.toolCalls) {
+    for (const t of record.tool_calls) {
       if (t.name !== 'search_traces' || !t.observation.ok) continue;
       const d = t.observation.data as SearchTracesData;
       for (const s of [d.parent, ...d.children]) services.add(s.service);

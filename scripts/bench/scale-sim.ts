@@ -178,7 +178,7 @@ async function rolloutRole(): Promise<void> {
       const ep = episodes[j.case_id][j.sample_index % 2];
       let shape = shapes.get(ep);
       if (!shape) shapes.set(ep, (shape = turnShape(ep, TOKENS)));
-      const ms = modeledMs(shape, ep.timing.wallMs);
+      const ms = modeledMs(shape, ep.timing.wall_ms);
       await sleep(ms * TIME_SCALE);
       return {
         group_id: j.group_id,
@@ -188,7 +188,7 @@ async function rolloutRole(): Promise<void> {
         temperature: 1,
         ...tokensOf(shape, j.seed),
         episode: ep,
-        timing: { generate_ms: ms, tools_ms: ep.timing.wallMs, wall_ms: ms },
+        timing: { generate_ms: ms, tools_ms: ep.timing.wall_ms, wall_ms: ms },
       };
     };
     const files = values.inline ? undefined : { dataDir: dataDir(runDir) };

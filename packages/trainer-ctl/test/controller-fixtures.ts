@@ -101,7 +101,7 @@ export async function expertWorker(
         logprobs: mask.map((m) => (m ? -1 : 0)),
         temperature: job.temperature,
         episode: script ? { ...record, ...script(job.sample_index, c) } : record,
-        timing: { generate_ms: 0, tools_ms: record.timing.wallMs, wall_ms: record.timing.wallMs },
+        timing: { generate_ms: 0, tools_ms: record.timing.wall_ms, wall_ms: record.timing.wall_ms },
       };
     },
   });

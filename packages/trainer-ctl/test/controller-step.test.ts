@@ -89,8 +89,8 @@ describe('runGrpoStep', () => {
       turn: n,
       offered: ['search_traces', 'print_results'],
       parsed: ok,
-      offeredTool: ok,
-      argsValid: ok,
+      offered_tool: ok,
+      args_valid: ok,
     });
     const turns = (...ok: boolean[]) => ok.map((o, n) => turn(n, o));
     const others = (c: Case) =>

@@ -129,7 +129,7 @@ async function run(seed: number): Promise<number[]> {
         stage: 'priming',
         step,
         group_id: groupId,
-        case_id: episode.caseId,
+        case_id: episode.case_id,
         sample_index: i,
         policy_version: step,
         temperature: 1,

@@ -40,7 +40,7 @@ function trajectory(groupId: string, sampleIndex: number, workerId: string): Tra
   const episode = episodes[sampleIndex % episodes.length];
   return {
     group_id: groupId,
-    case_id: episode.caseId,
+    case_id: episode.case_id,
     sample_index: sampleIndex,
     policy_version: 0,
     ids: [1, 2, 3],
@@ -77,7 +77,7 @@ describe('GroupStore', () => {
       [0, 'w1'],
       [1, 'w2'],
     ]);
-    expect(read[0].episode.caseId).toBe(dataset.cases[0].id);
+    expect(read[0].episode.case_id).toBe(dataset.cases[0].id);
     await store.delete(['g-replace']);
     expect(await conn.exists(keys.group(RUN, 'g-replace'))).toBe(0);
     await store.close();

@@ -168,7 +168,7 @@ describe('group store with a data directory', () => {
     ids: Array.from({ length: n }, (_, t) => (t * 13 + sampleIndex) % 1000),
     mask: Array.from({ length: n }, (_, t) => (t > 10 && t % 2 === 0 ? 1 : 0)),
     logprobs: Array.from({ length: n }, (_, t) => (t > 10 && t % 2 === 0 ? -(t % 7) / 8 - 0.1 : 0)),
-    episode: { caseId: 'case-1', turns: [], stopReason: 'answer' } as unknown as Trajectory['episode'],
+    episode: { case_id: 'case-1', turns: [], stop_reason: 'answer' } as unknown as Trajectory['episode'],
     worker_id: 'w1',
     timing: { generate_ms: 1, tools_ms: 2, wall_ms: 3 },
   });

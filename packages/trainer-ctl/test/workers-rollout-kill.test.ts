@@ -125,7 +125,7 @@ describe('rollout workers under SIGKILL', () => {
     // Real trajectories: token-aligned, with model-generated tokens, of the job's case and version.
     for (const t of group) {
       expect(t.case_id).toBe(kase.id);
-      expect(t.episode.caseId).toBe(kase.id);
+      expect(t.episode.case_id).toBe(kase.id);
       expect(t.policy_version).toBe(0);
       expect(t.mask).toHaveLength(t.ids.length);
       expect(t.logprobs).toHaveLength(t.ids.length);

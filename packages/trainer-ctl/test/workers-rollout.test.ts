@@ -24,7 +24,7 @@ const job = (run: string, groupId: string, sampleIndex: number): RolloutJob => (
   stage: 'priming',
   step: 0,
   group_id: groupId,
-  case_id: episode.caseId,
+  case_id: episode.case_id,
   sample_index: sampleIndex,
   policy_version: 0,
   temperature: 1,

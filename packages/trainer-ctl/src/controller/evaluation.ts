@@ -88,8 +88,8 @@ export async function playGreedy(
     policy_version: policyVersion,
     cases: ctx.cases.length,
     format_valid: share(formatValid),
-    answered: share((e) => e.stopReason === 'answered'),
-    tool_calls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
+    answered: share((e) => e.stop_reason === 'answered'),
+    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / Math.max(1, episodes.length),
     summary: {
       levels: result.levels,
       per_request: result.per_request,

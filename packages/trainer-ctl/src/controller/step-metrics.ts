@@ -67,9 +67,9 @@ export function stepRecord(input: StepRecordInput) {
     train: input.result?.metrics ?? {},
     response_tokens: round(stat(samples.map((s) => s.t.mask.reduce((a, b) => a + b, 0))).mean),
     total_tokens: round(stat(samples.map((s) => s.t.ids.length)).mean),
-    tool_calls: round(stat(episodes.map((e) => e.toolCalls.length)).mean),
+    tool_calls: round(stat(episodes.map((e) => e.tool_calls.length)).mean),
     format_valid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
-    answered: round(episodes.filter((e) => e.stopReason === 'answered').length / Math.max(1, episodes.length)),
+    answered: round(episodes.filter((e) => e.stop_reason === 'answered').length / Math.max(1, episodes.length)),
     /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
     ...(branched.length > 0 && { branchTurn: round(stat(branched).mean) }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },

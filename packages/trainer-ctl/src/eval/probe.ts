@@ -27,7 +27,7 @@ export interface CaseProbe {
   faultId: string;
   /** The branch turn: index of the greedy episode's last model turn. */
   answerTurn: number;
-  greedy: { answer: RootCause[] | null; rank: number | null; stopReason: EpisodeRecord['stopReason'] };
+  greedy: { answer: RootCause[] | null; rank: number | null; stopReason: EpisodeRecord['stop_reason'] };
   /** Each sample's 0-based service rank of the root cause (null: absent or no answer). */
   sampleRanks: (number | null)[];
   /** Samples that ended with an answer. */
@@ -107,7 +107,7 @@ export async function probeCase(
     caseId: c.id,
     faultId: c.faultId,
     answerTurn,
-    greedy: { answer: greedy.answer, rank: greedyRank, stopReason: greedy.stopReason },
+    greedy: { answer: greedy.answer, rank: greedyRank, stopReason: greedy.stop_reason },
     sampleRanks,
     sampleAnswered,
     greedyRR,

@@ -47,7 +47,7 @@ export interface ReportEpisode {
   caseId: string;
   reward?: number;
   toolCalls: number;
-  stopReason: EpisodeRecord['stopReason'];
+  stopReason: EpisodeRecord['stop_reason'];
   answer: EpisodeRecord['answer'];
   truth?: GroundTruth;
   messages: EpisodeRecord['messages'];
@@ -89,12 +89,12 @@ function readEpisodes(runDir: string, truthOf: (caseId: string) => GroundTruth |
     join(runDir, EPISODES_FILE),
   ).map((e) => ({
     tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
-    caseId: e.episode.caseId,
+    caseId: e.episode.case_id,
     reward: e.reward,
-    toolCalls: e.episode.toolCalls.length,
-    stopReason: e.episode.stopReason,
+    toolCalls: e.episode.tool_calls.length,
+    stopReason: e.episode.stop_reason,
     answer: e.episode.answer,
-    truth: truthOf(e.episode.caseId),
+    truth: truthOf(e.episode.case_id),
     messages: e.episode.messages,
   }));
 }

@@ -62,7 +62,7 @@ export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<Ro
         opts.onFatal?.(e);
         throw new UnrecoverableError(e.message);
       }
-      log(`done ${id} stop ${t.episode.stopReason} tokens ${t.ids.length}`);
+      log(`done ${id} stop ${t.episode.stop_reason} tokens ${t.ids.length}`);
     },
     {
       connection: opts.connection,
