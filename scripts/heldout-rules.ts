@@ -78,7 +78,7 @@ for (const [label, cases] of [
       for (const s of [d.parent, ...d.children]) services.add(s.service);
       const asked = String((t.arguments as { parent_span_id: string }).parent_span_id);
       if (last) {
-        const i = last.children.findIndex((k) => k.ref === asked || k.spanId === asked);
+        const i = last.children.findIndex((k) => k.ref === asked || k.span_id === asked);
         const key = i < 0 ? 'an earlier result' : `child ${i + 1}`;
         at.set(key, (at.get(key) ?? 0) + 1);
         calls++;

@@ -50,7 +50,7 @@ describe('scripted expert on real cases', () => {
     for (const call of ep.tool_calls.filter((t) => t.name === 'search_traces')) {
       expect(seen.has((call.arguments as { parent_span_id: string }).parent_span_id)).toBe(true);
       expect(call.observation.ok).toBe(true);
-      for (const child of (call.observation.data as SearchTracesData).children) seen.add(child.spanId);
+      for (const child of (call.observation.data as SearchTracesData).children) seen.add(child.span_id);
     }
   });
 
