@@ -135,7 +135,7 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
       checkpoint: last || (step + 1) % config.checkpoints.every_steps === 0,
     });
     const shown = groups.flatMap((g) =>
-      g.trajectories.map((t, i) => ({ groupId: g.groupId, reward: g.grade.totals[i], episode: t.episode })),
+      g.trajectories.map((t, i) => ({ group_id: g.groupId, reward: g.grade.totals[i], episode: t.episode })),
     );
     appendEpisodes(ctx.runDir, { stage, step }, shown.slice(0, config.logging.episodes_per_step));
     state.stages[stage].steps = step + 1;
