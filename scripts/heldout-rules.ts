@@ -72,13 +72,13 @@ for (const [label, cases] of [
     faults.set(c.faultId, f);
     const services = new Set<string>();
     let last: SearchTracesData | undefined;
-    for (const t of record.toolCalls) {
+    for (const t of record.tool_calls) {
       if (t.name !== 'search_traces' || !t.observation.ok) continue;
       const d = t.observation.data as SearchTracesData;
       for (const s of [d.parent, ...d.children]) services.add(s.service);
       const asked = String((t.arguments as { parent_span_id: string }).parent_span_id);
       if (last) {
-        const i = last.children.findIndex((k) => k.ref === asked || k.spanId === asked);
+        const i = last.children.findIndex((k) => k.ref === asked || k.span_id === asked);
         const key = i < 0 ? 'an earlier result' : `child ${i + 1}`;
         at.set(key, (at.get(key) ?? 0) + 1);
         calls++;

@@ -96,8 +96,8 @@ interface Split {
 /** `startedMs`: when the step began (Date.now()), to place the first episode's start. */
 function split(r: StepRecord, trajectories: Trajectory[], startedMs: number): Split {
   const intervals = trajectories.map((t): [number, number] => [
-    t.episode.timing.startedAt,
-    t.episode.timing.startedAt + t.episode.timing.wallMs,
+    t.episode.timing.started_at,
+    t.episode.timing.started_at + t.episode.timing.wall_ms,
   ]);
   const generation = unionMs(intervals);
   // The engine step and the policy export (the train worker's metrics).

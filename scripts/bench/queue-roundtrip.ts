@@ -40,25 +40,25 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const dataset = await loadDataset(await ensureNezhaDataset());
 const kase = dataset.cases[0];
 const episode = await runEpisode({ dataset, case: kase, policy: createExpert(dataset, ExpertSettingsSchema.parse({})), settings: {} });
-const payload: Omit<Trajectory, 'groupId' | 'sampleIndex' | 'workerId'> = {
-  caseId: kase.id,
-  policyVersion: 0,
+const payload: Omit<Trajectory, 'group_id' | 'sample_index' | 'worker_id'> = {
+  case_id: kase.id,
+  policy_version: 0,
   ids: [],
   mask: [],
   logprobs: [],
   temperature: 1,
   episode,
-  timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+  timing: { generate_ms: 0, tools_ms: 0, wall_ms: 0 },
 };
 const jobsOf = (run: string, groupId: string): RolloutJob[] =>
   [...Array(G).keys()].map((sampleIndex) => ({
-    runId: run,
+    run_id: run,
     stage: 'priming',
     step: 0,
-    groupId,
-    caseId: kase.id,
-    sampleIndex,
-    policyVersion: 0,
+    group_id: groupId,
+    case_id: kase.id,
+    sample_index: sampleIndex,
+    policy_version: 0,
     temperature: 1,
     seed: sampleIndex,
   }));
@@ -78,7 +78,7 @@ async function projectRound(run: string): Promise<number> {
     settings,
     concurrency: CONCURRENCY,
     jobTimeoutMs: 60_000,
-    play: async (j) => ({ ...payload, groupId: j.groupId, sampleIndex: j.sampleIndex }),
+    play: async (j) => ({ ...payload, group_id: j.group_id, sample_index: j.sample_index }),
   });
   const t = performance.now();
   for (let g = 0; g < GROUPS; g++) {
@@ -97,7 +97,7 @@ async function bareRound(run: string): Promise<number> {
   const queue = new Queue<RolloutJob>(name, { connection: conn, prefix: settings.prefix });
   const eventsConn = conn.duplicate();
   const events = new QueueEvents(name, { connection: eventsConn, prefix: settings.prefix });
-  const worker = new Worker<RolloutJob>(name, async (j) => ({ ...payload, groupId: j.data.groupId, sampleIndex: j.data.sampleIndex }), {
+  const worker = new Worker<RolloutJob>(name, async (j) => ({ ...payload, group_id: j.data.group_id, sample_index: j.data.sample_index }), {
     connection: conn,
     prefix: settings.prefix,
     concurrency: CONCURRENCY,
@@ -106,7 +106,7 @@ async function bareRound(run: string): Promise<number> {
   const t = performance.now();
   for (let g = 0; g < GROUPS; g++) {
     const jobs = await queue.addBulk(
-      jobsOf(run, `g${g}`).map((data) => ({ name: 'rollout', data, opts: { jobId: `g${g}#${data.sampleIndex}` } })),
+      jobsOf(run, `g${g}`).map((data) => ({ name: 'rollout', data, opts: { jobId: `g${g}#${data.sample_index}` } })),
     );
     const got = await Promise.all(jobs.map((j) => j.waitUntilFinished(events, 60_000)));
     if (got.length !== G) throw new Error(`group g${g}: ${got.length} results`);

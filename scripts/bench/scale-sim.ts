@@ -175,20 +175,20 @@ async function rolloutRole(): Promise<void> {
     const connection = connectRedis(values.redis!);
     const workerId = `replica-${first + r}`;
     const play = async (j: RolloutJob) => {
-      const ep = episodes[j.caseId][j.sampleIndex % 2];
+      const ep = episodes[j.case_id][j.sample_index % 2];
       let shape = shapes.get(ep);
       if (!shape) shapes.set(ep, (shape = turnShape(ep, TOKENS)));
-      const ms = modeledMs(shape, ep.timing.wallMs);
+      const ms = modeledMs(shape, ep.timing.wall_ms);
       await sleep(ms * TIME_SCALE);
       return {
-        groupId: j.groupId,
-        caseId: j.caseId,
-        sampleIndex: j.sampleIndex,
-        policyVersion: j.policyVersion,
+        group_id: j.group_id,
+        case_id: j.case_id,
+        sample_index: j.sample_index,
+        policy_version: j.policy_version,
         temperature: 1,
         ...tokensOf(shape, j.seed),
         episode: ep,
-        timing: { generateMs: ms, toolsMs: ep.timing.wallMs, wallMs: ms },
+        timing: { generate_ms: ms, tools_ms: ep.timing.wall_ms, wall_ms: ms },
       };
     };
     const files = values.inline ? undefined : { dataDir: dataDir(runDir) };
@@ -226,7 +226,7 @@ async function trainRole(): Promise<void> {
       await sleep(updateMs);
       // Modeled checkpoint after every update: the step files it holds are no longer needed.
       pruneStepFiles(dataDir(runDir), j.data.update + 1);
-      return { update: j.data.update, version: j.data.update + 1, policyDir: '', metrics: { verifyMs } };
+      return { update: j.data.update, version: j.data.update + 1, policy_dir: '', metrics: { verifyMs } };
     },
     { connection, prefix: settings.prefix, concurrency: 1 },
   );
@@ -375,7 +375,7 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       const jobs = (await rolloutJobs.getJobs(['completed'])).filter((j) => j.data.step === step);
       const byReplica = new Map<string, { start: number; end: number; enq: number }[]>();
       const worker = new Map(
-        out.groups.flatMap((g) => g.trajectories.map((t): [string, string] => [`${t.groupId}#${t.sampleIndex}`, t.workerId])),
+        out.groups.flatMap((g) => g.trajectories.map((t): [string, string] => [`${t.group_id}#${t.sample_index}`, t.worker_id])),
       );
       for (const j of jobs) {
         const w = worker.get(j.id!) ?? '?';
@@ -395,7 +395,7 @@ async function simulate(world: World, episodes: number, nWorkers: number, steps:
       const lastGroup = Math.max(...arrivals);
       const gapMs = trainJob!.processedOn! - lastGroup;
       const resultMs = tEnd - trainJob!.finishedOn!;
-      const durations = out.groups.flatMap((g) => g.trajectories.map((t) => t.timing.generateMs));
+      const durations = out.groups.flatMap((g) => g.trajectories.map((t) => t.timing.generate_ms));
       const modeledUpdate = (UPDATE_S * 1000 * out.record.samples * TOKENS) / (4096 * 4096);
       // Episodes start while later jobs are still being added: enqueueing delays the step by the
       // wait for the first job to start, not by the whole enqueue (which overlaps the first wave).

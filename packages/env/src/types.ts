@@ -283,9 +283,9 @@ export interface TurnRecord {
   offered: string[];
   parsed: boolean;
   /** The parsed call named an offered tool. */
-  offeredTool: boolean;
+  offered_tool: boolean;
   /** Arguments validated against that tool's schema. */
-  argsValid: boolean;
+  args_valid: boolean;
   error?: string;
 }
 
@@ -298,20 +298,20 @@ export interface PathStep {
 }
 
 export interface EpisodeRecord {
-  caseId: string;
+  case_id: string;
   protocol: string;
   messages: ChatMessage[];
-  toolCalls: ToolCallRecord[];
+  tool_calls: ToolCallRecord[];
   turns: TurnRecord[];
-  parseErrors: { turn: number; message: string; raw: string }[];
+  parse_errors: { turn: number; message: string; raw: string }[];
   /** The final ranked answer; null when the episode ended without a valid print_results. */
   answer: RootCause[] | null;
   /** Tool steps in order (print_results excluded). */
   path: PathStep[];
-  stopReason: 'answered' | 'forced_answer' | 'no_answer' | 'policy_error';
-  /** The policy's error message when stopReason is 'policy_error'. */
+  stop_reason: 'answered' | 'forced_answer' | 'no_answer' | 'policy_error';
+  /** The policy's error message when stop_reason is 'policy_error'. */
   error?: string;
-  timing: { startedAt: number; wallMs: number };
+  timing: { started_at: number; wall_ms: number };
 }
 
 /** What a policy sees when asked for its next message. */

@@ -100,7 +100,7 @@ describe('pod aliases', () => {
       expect(b.answer).toEqual(a.answer?.map((r) => (r.pod ? { ...r, pod: re.podNames.get(r.pod) } : r)) ?? null);
       const text = a.messages.map((m) => m.content).join('\n');
       expect(ds.topology.pods.filter((p) => text.includes(p.pod)).map((p) => p.pod)).toEqual([]);
-      podsCalled += a.toolCalls.filter((t) => t.name !== 'search_traces').length;
+      podsCalled += a.tool_calls.filter((t) => t.name !== 'search_traces').length;
       // Without aliases the redeploy shows the model names it never read.
       const plain = await runEpisode({ dataset: ds, case: c, policy: expert(), settings: settings(false) });
       const plainRe = await runEpisode({

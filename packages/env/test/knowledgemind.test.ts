@@ -136,12 +136,12 @@ describe('knowledgemind protocol with a replayed policy', () => {
       protocol: 'knowledgemind',
       settings: { knowledgemind: { simulations: 1 } },
     });
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
     expect(ep.answer).toEqual([{ pod: kase.truth.pod, type: 'exception' }]);
     expect((seen[0] as { kind: string }).kind).toBe('expand');
     expect((seen[1] as { kind: string }).kind).toBe('simulate');
     expect((seen.at(-1) as { kind: string }).kind).toBe('final');
-    expect(ep.toolCalls.map((c) => c.name)).toEqual(['score_services', 'print_results']);
-    expect(ep.parseErrors).toHaveLength(1);
+    expect(ep.tool_calls.map((c) => c.name)).toEqual(['score_services', 'print_results']);
+    expect(ep.parse_errors).toHaveLength(1);
   });
 });

@@ -27,9 +27,9 @@ describe('scripted expert on real cases', () => {
   it('answers within D_max with well-formed Hermes calls and a ranked list of known pods', async () => {
     for (const c of cases) {
       const ep = await play(c);
-      expect(ep.stopReason).toBe('answered');
-      expect(ep.parseErrors).toEqual([]);
-      expect(ep.turns.every((t) => t.parsed && t.offeredTool && t.argsValid)).toBe(true);
+      expect(ep.stop_reason).toBe('answered');
+      expect(ep.parse_errors).toEqual([]);
+      expect(ep.turns.every((t) => t.parsed && t.offered_tool && t.args_valid)).toBe(true);
       expect(ep.path.length).toBeLessThanOrEqual(10);
       expect(ep.answer!.length).toBeGreaterThan(1);
       expect(ep.answer!.length).toBeLessThanOrEqual(5);
@@ -43,26 +43,26 @@ describe('scripted expert on real cases', () => {
 
   it('starts at the entry span and only opens spans it has been shown', async () => {
     const ep = await play(cases[0]);
-    const first = ep.toolCalls[0];
+    const first = ep.tool_calls[0];
     expect(first.name).toBe('search_traces');
     expect(first.arguments).toEqual({ parent_span_id: cases[0].entrySpanId });
     const seen = new Set<string>([cases[0].entrySpanId]);
-    for (const call of ep.toolCalls.filter((t) => t.name === 'search_traces')) {
+    for (const call of ep.tool_calls.filter((t) => t.name === 'search_traces')) {
       expect(seen.has((call.arguments as { parent_span_id: string }).parent_span_id)).toBe(true);
       expect(call.observation.ok).toBe(true);
-      for (const child of (call.observation.data as SearchTracesData).children) seen.add(child.spanId);
+      for (const child of (call.observation.data as SearchTracesData).children) seen.add(child.span_id);
     }
   });
 
   it('descends into the trace and checks logs or metrics of a suspect before answering', async () => {
     const ep = await play(cases[1]);
-    const names = ep.toolCalls.map((t) => t.name);
+    const names = ep.tool_calls.map((t) => t.name);
     expect(names.filter((n) => n === 'search_traces').length).toBeGreaterThanOrEqual(3);
     expect(names.some((n) => n === 'search_logs' || n === 'search_fluctuating_metrics')).toBe(true);
-    const checked = ep.toolCalls.filter((t) => t.name === 'search_logs' || t.name === 'search_fluctuating_metrics');
+    const checked = ep.tool_calls.filter((t) => t.name === 'search_logs' || t.name === 'search_fluctuating_metrics');
     // What it checked is a node the request ran on (the log survey) or something it suspects.
     const nodes = new Set(
-      ep.toolCalls
+      ep.tool_calls
         .filter((t) => t.name === 'search_traces')
         .flatMap((t) => t.observation.components.filter((c) => ds.topology.nodes.includes(c))),
     );
@@ -71,7 +71,7 @@ describe('scripted expert on real cases', () => {
       expect(nodes.has(target) || ep.answer!.some((r) => r.service === target || r.pod === target)).toBe(true);
     }
     // The answer's leader is a pod whose evidence the expert saw: on the opened path or named by a log check.
-    const seen = new Set(ep.toolCalls.filter((t) => t.name !== 'print_results').flatMap((t) => t.observation.components));
+    const seen = new Set(ep.tool_calls.filter((t) => t.name !== 'print_results').flatMap((t) => t.observation.components));
     expect(seen.has(ep.answer![0].pod!)).toBe(true);
   });
 
@@ -85,14 +85,14 @@ describe('scripted expert on real cases', () => {
 
   it('respects a small D_max and still answers on its own', async () => {
     const ep = await play(cases[2], {}, 3);
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
     expect(ep.path.length).toBeLessThanOrEqual(2);
   });
 
   it('uses the span aliases the prompt shows when aliases are on', async () => {
     const ep = await play(cases[3], { tool_settings: { span_aliases: true } });
-    expect(ep.stopReason).toBe('answered');
-    const ids = ep.toolCalls
+    expect(ep.stop_reason).toBe('answered');
+    const ids = ep.tool_calls
       .filter((t) => t.name === 'search_traces')
       .map((t) => (t.arguments as { parent_span_id: string }).parent_span_id);
     expect(ids[0]).toBe('s1');
@@ -129,11 +129,11 @@ describe('scripted expert on real cases', () => {
     // Route exception fault (10:56:45): this request's delay runs 8 spans down to route (x18 there).
     const c = ds.cases.find((x) => x.entrySpanId === '7c96495c053bce87')!;
     const descent = await play(c);
-    expect(descent.toolCalls.filter((t) => t.name === 'search_traces').length).toBe(9);
+    expect(descent.tool_calls.filter((t) => t.name === 'search_traces').length).toBe(9);
     expect(descent.answer![0].pod).toBe('ts-route-service-b6c59fb57-zv8dt');
     // With the rule off, the checks of the log survey take three of those turns and route is never seen.
     const interrupted = await play(c, { slow_path_share: null });
-    expect(interrupted.toolCalls.filter((t) => t.name === 'search_logs').length).toBeGreaterThan(0);
+    expect(interrupted.tool_calls.filter((t) => t.name === 'search_logs').length).toBeGreaterThan(0);
     expect(interrupted.answer!.some((r) => r.service === 'ts-route-service')).toBe(false);
   });
 });

@@ -34,12 +34,12 @@ describe('rot', () => {
   it('plays a search then an answer, recording calls, turns, path and messages', async () => {
     const pod = kase.truth.pod as string;
     const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId), answer(pod)]) });
-    expect(ep).toMatchObject({ caseId: kase.id, protocol: 'rot', stopReason: 'answered', answer: [{ pod }], parseErrors: [] });
+    expect(ep).toMatchObject({ case_id: kase.id, protocol: 'rot', stop_reason: 'answered', answer: [{ pod }], parse_errors: [] });
     expect(ep.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(ep.messages[0].content).toMatch(/search_traces:.*\n- search_fluctuating_metrics:/s);
     expect(ep.messages[1].content).toContain(`Entry span: ${kase.entrySpanId}`);
-    expect(ep.turns).toEqual([0, 1].map((turn) => expect.objectContaining({ turn, parsed: true, offeredTool: true, argsValid: true })));
-    expect(ep.toolCalls.map((c) => c.name)).toEqual(['search_traces', 'print_results']);
+    expect(ep.turns).toEqual([0, 1].map((turn) => expect.objectContaining({ turn, parsed: true, offered_tool: true, args_valid: true })));
+    expect(ep.tool_calls.map((c) => c.name)).toEqual(['search_traces', 'print_results']);
     const entry = ds.traces.span(kase.entrySpanId)!;
     expect(ep.path).toEqual([
       {
@@ -48,7 +48,7 @@ describe('rot', () => {
         components: expect.arrayContaining([entry.service, entry.pod]),
       },
     ]);
-    expect(ep.messages[3].content).toBe(ep.toolCalls[0].observation.text);
+    expect(ep.messages[3].content).toBe(ep.tool_calls[0].observation.text);
   });
 
   it("ends each exploration turn's result or error with the tool turns left when turns_left_note is on, and only then", async () => {
@@ -60,7 +60,7 @@ describe('rot', () => {
       settings: { d_max: 3, turns_left_note: true },
     });
     const plain = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs), settings: { d_max: 3 } });
-    expect(noted.stopReason).toBe('forced_answer');
+    expect(noted.stop_reason).toBe('forced_answer');
     const after = (ep: typeof noted) =>
       ep.messages.filter((_, i) => i > 1 && ep.messages[i - 1].role === 'assistant').map((m) => m.content);
     const [n, p] = [after(noted), after(plain)];
@@ -70,18 +70,18 @@ describe('rot', () => {
     expect(n[2]).toBe(p[2]);
     expect(n[2]).not.toMatch(/turns? left\]/);
     expect(p.some((c) => /turns? left\]/.test(c))).toBe(false);
-    expect(noted.toolCalls[0].observation.text).toBe(plain.toolCalls[0].observation.text);
+    expect(noted.tool_calls[0].observation.text).toBe(plain.tool_calls[0].observation.text);
   });
 
   it('forces a final print_results turn after D_max turns, offering only that tool', async () => {
     const p = new Recording(['hmm', 'let me think', 'no call here', answer('ts-order-service')]);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 3 } });
-    expect(ep.stopReason).toBe('forced_answer');
+    expect(ep.stop_reason).toBe('forced_answer');
     expect(ep.answer).toEqual([{ pod: 'ts-order-service' }]);
     expect(p.seen.map((s) => s.final)).toEqual([false, false, false, true]);
     expect(p.seen[3].tools).toEqual(['print_results']);
     expect(p.seen[0].tools).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs', 'print_results']);
-    expect(ep.parseErrors.map((e) => e.turn)).toEqual([0, 1, 2]);
+    expect(ep.parse_errors.map((e) => e.turn)).toEqual([0, 1, 2]);
     expect(ep.turns.map((t) => t.parsed)).toEqual([false, false, false, true]);
     expect(ep.messages.filter((m) => m.role === 'user' && m.content.startsWith('Error: no tool call found'))).toHaveLength(3);
   });
@@ -93,8 +93,13 @@ describe('rot', () => {
       policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]),
       settings: { d_max: 1 },
     });
-    expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
-    expect(ep.turns[1]).toMatchObject({ parsed: true, offeredTool: false, argsValid: false, error: expect.stringMatching(/not offered/) });
+    expect(ep).toMatchObject({ stop_reason: 'no_answer', answer: null });
+    expect(ep.turns[1]).toMatchObject({
+      parsed: true,
+      offered_tool: false,
+      args_valid: false,
+      error: expect.stringMatching(/not offered/),
+    });
     expect(ep.path).toEqual([]);
   });
 
@@ -106,36 +111,36 @@ describe('rot', () => {
       answer('p'),
     ];
     const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy(msgs) });
-    expect(ep.turns.map((t) => [t.parsed, t.offeredTool, t.argsValid])).toEqual([
+    expect(ep.turns.map((t) => [t.parsed, t.offered_tool, t.args_valid])).toEqual([
       [true, false, false],
       [true, true, false],
       [true, true, true],
       [true, true, true],
     ]);
-    expect(ep.parseErrors.map((e) => e.turn)).toEqual([0, 1]);
+    expect(ep.parse_errors.map((e) => e.turn)).toEqual([0, 1]);
     const toolMsgs = ep.messages.filter((m) => m.role === 'tool').map((m) => m.content);
     expect(toolMsgs[0]).toMatch(/^Error: tool "search_everything" is not offered/);
     expect(toolMsgs[1]).toMatch(/^Error: invalid arguments for search_traces: parent_span_id/);
     expect(toolMsgs[2]).toMatch(/^Error: unknown span id "0000000000000000"/);
-    expect(ep.toolCalls[0].observation.ok).toBe(false);
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.tool_calls[0].observation.ok).toBe(false);
+    expect(ep.stop_reason).toBe('answered');
   });
 
   it('stops with policy_error when the policy throws, keeping what happened so far', async () => {
     const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId)]) });
-    expect(ep).toMatchObject({ stopReason: 'policy_error', answer: null });
-    expect(ep.toolCalls).toHaveLength(1);
+    expect(ep).toMatchObject({ stop_reason: 'policy_error', answer: null });
+    expect(ep.tool_calls).toHaveLength(1);
     const broken: Policy = {
       name: 'broken',
       next: async () => {
         throw new TypeError('boom');
       },
     };
-    expect(await runEpisode({ dataset: ds, case: kase, policy: broken })).toMatchObject({ stopReason: 'policy_error', error: 'boom' });
+    expect(await runEpisode({ dataset: ds, case: kase, policy: broken })).toMatchObject({ stop_reason: 'policy_error', error: 'boom' });
     expect(ep.error).toBe('replay exhausted after 1 messages');
     const weird: Policy = { name: 'weird', next: async () => null as never };
     const ep2 = await runEpisode({ dataset: ds, case: kase, policy: weird, settings: { d_max: 1 } });
-    expect(ep2).toMatchObject({ stopReason: 'no_answer' });
+    expect(ep2).toMatchObject({ stop_reason: 'no_answer' });
   });
 
   it('answers OpenAI tool calls by id and ignores extra calls in one turn', async () => {
@@ -154,7 +159,7 @@ describe('rot', () => {
     expect(tools[0].content).toMatch(/1 more call\(s\) in this message ignored/);
     expect(tools[1]).toMatchObject({ tool_call_id: 'call_b', content: 'Ignored: one tool call per turn.' });
     expect(ep.messages[2].tool_calls).toHaveLength(2);
-    expect(ep.toolCalls).toHaveLength(2);
+    expect(ep.tool_calls).toHaveLength(2);
   });
 
   it('stores malformed tool_calls in the contract shape and grades them as format errors', async () => {
@@ -179,10 +184,10 @@ describe('rot', () => {
       settings: { tool_settings: { span_aliases: true } },
     });
     expect(ep.messages[1].content).toContain('Entry span: s1');
-    expect(ep.toolCalls[0].observation.ok).toBe(true);
+    expect(ep.tool_calls[0].observation.ok).toBe(true);
     expect(ep.messages[3].content).not.toContain(kase.entrySpanId);
     // The call is recorded as written; the path holds real span ids (aliases differ between episodes).
-    expect(ep.toolCalls[0].arguments).toEqual({ parent_span_id: 's1' });
+    expect(ep.tool_calls[0].arguments).toEqual({ parent_span_id: 's1' });
     expect(ep.path[0].args).toBe(JSON.stringify({ parent_span_id: kase.entrySpanId }));
   });
 
@@ -190,7 +195,7 @@ describe('rot', () => {
     const p = new Recording(Array.from({ length: 21 }, () => 'nothing'));
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 20 } });
     expect(ep.turns).toHaveLength(21);
-    expect(ep.stopReason).toBe('no_answer');
+    expect(ep.stop_reason).toBe('no_answer');
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { d_max: 21 } })).rejects.toThrow(/episode\.d_max/);
     await expect(runEpisode({ dataset: ds, case: kase, policy: p, settings: { tools: ['search_traces'] } })).rejects.toThrow(
       /print_results/,
@@ -220,7 +225,7 @@ describe('rclagent', () => {
       answer(pod), // phase 3
     ]);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
-    expect(ep).toMatchObject({ protocol: 'rclagent', stopReason: 'answered', answer: [{ pod }] });
+    expect(ep).toMatchObject({ protocol: 'rclagent', stop_reason: 'answered', answer: [{ pod }] });
     const offered = p.seen.map((s) => s.tools);
     expect(offered[0]).toEqual(['search_traces', 'print_results']);
     expect(offered[2]).toEqual(['search_traces', 'search_fluctuating_metrics']);
@@ -242,7 +247,7 @@ describe('rclagent', () => {
       'search_fluctuating_metrics',
       'search_fluctuating_metrics',
     ]);
-    expect(ep.parseErrors).toEqual([]);
+    expect(ep.parse_errors).toEqual([]);
   });
 
   it('counts search_traces below an R0 span as deeper', async () => {
@@ -251,24 +256,24 @@ describe('rclagent', () => {
     const p = new Recording([answer(entryPod), traces(child.spanId), answer('x'), answer(entryPod)]);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
     expect(p.seen[2].tools).toContain('print_results');
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
   });
 
   it('rejects the metrics tool in phase 1 and print_results before going deeper', async () => {
     const p = new Recording([metrics(kase.truth.pod as string), answer('a'), answer('b'), 'x', 'y', 'z', 'w', 'v', 'u']);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
-    expect(ep.turns[0]).toMatchObject({ offeredTool: false });
-    expect(ep.turns[2]).toMatchObject({ offeredTool: false });
+    expect(ep.turns[0]).toMatchObject({ offered_tool: false });
+    expect(ep.turns[2]).toMatchObject({ offered_tool: false });
     expect(ep.turns).toHaveLength(1 + 1 + 6 + 1);
     // The final turn failed: the answer is forced to the union R1 then R0, here R0 = [a].
-    expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod: 'a' }] });
+    expect(ep).toMatchObject({ stop_reason: 'forced_answer', answer: [{ pod: 'a' }] });
   });
 
   it('forces the union R1 then R0 when the final review fails (Eq. 8)', async () => {
     const pod = kase.truth.pod as string;
     const p = new Recording([answerAll(['r0-a', pod]), metrics(pod), answerAll(['r1-a', pod]), 'not a call']);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
-    expect(ep.stopReason).toBe('forced_answer');
+    expect(ep.stop_reason).toBe('forced_answer');
     expect(ep.answer).toEqual([{ pod: 'r1-a' }, { pod }, { pod: 'r0-a' }]);
   });
 
@@ -280,7 +285,7 @@ describe('rclagent', () => {
       protocol: 'rclagent',
       settings: { rclagent: { initial_turns: 1, reflection_turns: 1 } },
     });
-    expect(ep).toMatchObject({ stopReason: 'no_answer', answer: null });
+    expect(ep).toMatchObject({ stop_reason: 'no_answer', answer: null });
     expect(ep.turns).toHaveLength(3);
   });
 });

@@ -64,7 +64,7 @@ describe('oracl sketch and <root> parsing', () => {
     const { policy, protocol } = agent('oracl-script');
     expect(protocol).toBe('oracl');
     const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
     expect(ep.answer!.length).toBeGreaterThan(0);
     expect(ep.answer!.every((r) => r.pod && r.type)).toBe(true);
     expect(ep.messages[2].content).toMatch(
@@ -78,13 +78,13 @@ describe('rclagent-script', () => {
     const { policy, protocol } = agent('rclagent-script');
     expect(protocol).toBe('rclagent');
     const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
-    expect(ep.stopReason).toBe('answered');
-    expect(ep.parseErrors).toEqual([]);
-    const answers = ep.toolCalls.filter((c) => c.name === 'print_results');
+    expect(ep.stop_reason).toBe('answered');
+    expect(ep.parse_errors).toEqual([]);
+    const answers = ep.tool_calls.filter((c) => c.name === 'print_results');
     expect(answers).toHaveLength(3);
-    const phase1 = ep.toolCalls.filter((c) => c.turn < answers[0].turn);
+    const phase1 = ep.tool_calls.filter((c) => c.turn < answers[0].turn);
     expect(phase1.every((c) => c.name === 'search_traces')).toBe(true);
-    expect(ep.toolCalls.some((c) => c.name === 'search_fluctuating_metrics' && c.turn > answers[0].turn)).toBe(true);
+    expect(ep.tool_calls.some((c) => c.name === 'search_fluctuating_metrics' && c.turn > answers[0].turn)).toBe(true);
     // The final answer is R1 then R0 (Eq. 8).
     const r = (i: number) => (answers[i].observation.data as { answer: { pod?: string }[] }).answer.map((x) => x.pod);
     expect(ep.answer!.map((x) => x.pod)).toEqual([...new Set([...r(1), ...r(0)])].slice(0, 5));
@@ -95,8 +95,8 @@ describe('knowledgemind-script and rcaflow-script', () => {
   it('knowledgemind-script answers the end of the most-visited path with top-3 types', async () => {
     const { policy, protocol } = agent('knowledgemind-script');
     const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
-    expect(ep.stopReason).toBe('answered');
-    expect(ep.parseErrors).toEqual([]);
+    expect(ep.stop_reason).toBe('answered');
+    expect(ep.parse_errors).toEqual([]);
     expect(new Set(ep.answer!.map((r) => r.service)).size).toBe(1);
     expect(ep.answer!.map((r) => r.type)).toHaveLength(3);
   });
@@ -104,9 +104,9 @@ describe('knowledgemind-script and rcaflow-script', () => {
   it('rcaflow-script follows the workflow and answers with reason and time', async () => {
     const { policy, protocol } = agent('rcaflow-script');
     const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol });
-    expect(ep.stopReason).toBe('answered');
-    expect(ep.parseErrors).toEqual([]);
+    expect(ep.stop_reason).toBe('answered');
+    expect(ep.parse_errors).toEqual([]);
     expect(ep.answer!.every((r) => /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(r.time ?? ''))).toBe(true);
-    expect(ep.toolCalls.some((c) => c.name === 'report_confidence')).toBe(true);
+    expect(ep.tool_calls.some((c) => c.name === 'report_confidence')).toBe(true);
   });
 });

@@ -160,12 +160,12 @@ describe('rcaflow protocol with a replayed policy', () => {
       next: async (ctx: Parameters<ReplayPolicy['next']>[0]) => (offered.push(ctx.tools.map((t) => t.name)), replay.next(ctx)),
     };
     const ep = await runEpisode({ dataset: ds, case: kase, policy, protocol: 'rcaflow' });
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
     expect(ep.answer).toEqual([{ pod, type: 'exception', time: '2023-01-29 08:43:00' }]);
     expect(offered[0]).toEqual(['search_traces']);
     const conf = offered.findIndex((t) => t[0] === 'report_confidence');
     expect(offered[conf + 1]).toEqual(['search_traces', 'search_fluctuating_metrics', 'search_logs']);
     expect(offered.at(-1)).toEqual(['print_results']);
-    expect(ep.parseErrors).toEqual([]);
+    expect(ep.parse_errors).toEqual([]);
   });
 });

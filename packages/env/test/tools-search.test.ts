@@ -58,11 +58,11 @@ describe('search_traces', () => {
       const o = tb.call('search_traces', { parent_span_id: r.spanId });
       expect(o.ok).toBe(true);
       const d = traces(o);
-      expect(d.parent).toMatchObject({ spanId: r.spanId, pod: r.pod, operation: r.operation, durationUs: r.durationUs });
-      const got = d.children.map((c) => c.spanId);
+      expect(d.parent).toMatchObject({ span_id: r.spanId, pod: r.pod, operation: r.operation, duration_us: r.durationUs });
+      const got = d.children.map((c) => c.span_id);
       expect([...got].sort()).toEqual([...(byParent.get(r.spanId) ?? [])].sort());
       for (const id of inFile.get(r.spanId) ?? []) expect(got).toContain(id);
-      for (let i = 1; i < d.children.length; i++) expect(d.children[i].startUs).toBeGreaterThanOrEqual(d.children[i - 1].startUs);
+      for (let i = 1; i < d.children.length; i++) expect(d.children[i].start_us).toBeGreaterThanOrEqual(d.children[i - 1].start_us);
       expect(o.text.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(got.length);
       if (got.length) withChildren++;
     }
@@ -75,12 +75,12 @@ describe('search_traces', () => {
     const d = traces(tb.call('search_traces', { parent_span_id: c.entrySpanId }));
     expect(d.children.length).toBeGreaterThan(0);
     for (const child of d.children) {
-      const span = ds.traces.span(child.spanId) as Span;
+      const span = ds.traces.span(child.span_id) as Span;
       const usual = ds.baseline.duration(span);
-      expect(child.usualMeanUs).toBe(usual?.meanUs);
+      expect(child.usual_mean_us).toBe(usual?.meanUs);
       if (usual) expect(child.ratio).toBeCloseTo(span.durationUs / usual.meanUs, 9);
       expect(child.slow).toBe((child.ratio ?? 0) >= 2);
-      expect(child.childCount).toBe(ds.traces.children(child.spanId).length);
+      expect(child.child_count).toBe(ds.traces.children(child.span_id).length);
       expect(child.service).toBe(span.service);
     }
   });
@@ -122,11 +122,11 @@ describe('search_traces', () => {
     expect(tb.spanRef(c.entrySpanId)).toBe('s1');
     const o = tb.call('search_traces', { parent_span_id: 's1' });
     const d = traces(o);
-    expect(d.parent.spanId).toBe(c.entrySpanId);
+    expect(d.parent.span_id).toBe(c.entrySpanId);
     expect(d.children.map((x) => x.ref)).toEqual(d.children.map((_, i) => `s${i + 2}`));
-    expect(o.text).not.toContain(d.children[0].spanId);
+    expect(o.text).not.toContain(d.children[0].span_id);
     const viaAlias = traces(tb.call('search_traces', { parent_span_id: d.children[0].ref }));
-    expect(viaAlias.parent.spanId).toBe(d.children[0].spanId);
+    expect(viaAlias.parent.span_id).toBe(d.children[0].span_id);
   });
 
   it("states each span's verdict after its alias and lists openable, then most abnormal children first when verdicts are on", () => {
@@ -142,9 +142,9 @@ describe('search_traces', () => {
         const o = told.call('search_traces', { parent_span_id: id });
         const d = traces(o);
         // Same children as without verdicts, only the order and the words differ.
-        expect(d.children.map((x) => x.spanId).sort()).toEqual(
+        expect(d.children.map((x) => x.span_id).sort()).toEqual(
           traces(before)
-            .children.map((x) => x.spanId)
+            .children.map((x) => x.span_id)
             .sort(),
         );
         const lines = o.text.split('\n').filter((l) => l.startsWith('- '));
@@ -155,7 +155,7 @@ describe('search_traces', () => {
           const k = d.children[i];
           expect([m![1], m![3], m![4]]).toEqual([k.ref, k.service, k.pod]);
           // The verdict from the raw span and the baseline, not from the tool's own summary.
-          const span = ds.traces.span(k.spanId)!;
+          const span = ds.traces.span(k.span_id)!;
           const usual = ds.baseline.duration(span);
           const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
           const ownHandler = k.calls.added.some((a) => a === `${span.service} BasicErrorController.error`);
@@ -172,11 +172,11 @@ describe('search_traces', () => {
           expect(m![2], l).toBe(want);
           seen.add(want);
           // Spans that can be opened first, then by verdict.
-          return (k.childCount > 0 ? 0 : order.length) + order.indexOf(want);
+          return (k.child_count > 0 ? 0 : order.length) + order.indexOf(want);
         });
         for (let i = 1; i < verdicts.length; i++) expect(verdicts[i]).toBeGreaterThanOrEqual(verdicts[i - 1]);
         expect(before.text).not.toMatch(/^- s\d+ (error|missing|slow|short|usual) /m);
-        queue.push(...d.children.filter((k) => k.childCount > 0).map((k) => k.spanId));
+        queue.push(...d.children.filter((k) => k.child_count > 0).map((k) => k.span_id));
       }
     }
     for (const v of ['error', 'missing', 'slow', 'short', 'usual']) expect(seen, v).toContain(v);
@@ -229,7 +229,7 @@ describe('search_fluctuating_metrics', () => {
     const got = d.fluctuating.map((f) => `${f.component}|${f.metric}`).sort();
     expect(got).toEqual(oracleBreaks(series, c.timestampUs / 1e6));
     expect(got).toContain(`${pod}|CpuUsage(m)`);
-    for (const f of d.fluctuating) expect(Math.abs(f.maxDeviationSigma)).toBeGreaterThan(3);
+    for (const f of d.fluctuating) expect(Math.abs(f.max_deviation_sigma)).toBeGreaterThan(3);
     expect(o.components).toContain(pod);
   });
 
@@ -278,9 +278,9 @@ describe('search_logs', () => {
     const lines = ds.logs.query(service, c.timestampUs - 3e8, c.timestampUs + 3e8, ['error', 'warn']);
     expect(d.templates.reduce((a, t) => a + t.count, 0)).toBe(lines.length);
     for (const t of d.templates) {
-      expect(t.baselineRatePerMin).toBe(ds.logs.baselineRate(service, t.templateId));
-      expect(t.ratePerMin).toBeCloseTo(t.count / 10, 9);
-      expect(t.template).toBe(ds.logs.template(t.templateId)?.template);
+      expect(t.baseline_rate_per_min).toBe(ds.logs.baselineRate(service, t.template_id));
+      expect(t.rate_per_min).toBeCloseTo(t.count / 10, 9);
+      expect(t.template).toBe(ds.logs.template(t.template_id)?.template);
     }
     expect(o.text.split('\n').filter((l) => l.startsWith('- '))).toHaveLength(d.templates.length);
   });
@@ -359,7 +359,7 @@ describe('print_results', () => {
     const c = ds.cases[0];
     const tb = new Toolbox(ds, { span_aliases: true });
     const child = traces(tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) })).children[0];
-    const span = ds.traces.span(child.spanId)!;
+    const span = ds.traces.span(child.span_id)!;
     const o = tb.call('print_results', { root_causes: [{ span: child.ref }, { service: 'ts-order-service' }] });
     expect(o.ok).toBe(true);
     expect((o.data as PrintResultsData).answer).toEqual([{ service: span.service, pod: span.pod }, { service: 'ts-order-service' }]);

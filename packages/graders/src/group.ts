@@ -51,9 +51,9 @@ export interface GroupGrade {
 
 function questionOf(episodes: EpisodeRecord[], given?: string): string {
   if (given !== undefined) return given;
-  const ids = new Set(episodes.map((e) => e.caseId));
+  const ids = new Set(episodes.map((e) => e.case_id));
   if (ids.size > 1) throw new Error(`a group is one question, but its samples have case ids ${[...ids].join(', ')}`);
-  return episodes[0]?.caseId ?? '';
+  return episodes[0]?.case_id ?? '';
 }
 
 export async function gradeGroup(episodes: EpisodeRecord[], group: GroupContext, composite: CompositeSpec | string): Promise<GroupGrade> {

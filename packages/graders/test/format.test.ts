@@ -36,7 +36,7 @@ describe('format grader', () => {
     // 2/4
     {
       name: 'unoffered tool and bad arguments',
-      turns: [turn(0, { offeredTool: false }), turn(1), turn(2, { argsValid: false }), turn(3)],
+      turns: [turn(0, { offered_tool: false }), turn(1), turn(2, { args_valid: false }), turn(3)],
       answer: [{ pod: POD.contacts }],
       score: 0.5,
       validTurns: 2,
@@ -74,7 +74,7 @@ describe('format grader', () => {
     // No answer: only the turns decide; the forced final turn did not parse: 2/3
     {
       name: 'no answer',
-      turns: [turn(0), turn(1), turn(2, { parsed: false, offeredTool: false, argsValid: false })],
+      turns: [turn(0), turn(1), turn(2, { parsed: false, offered_tool: false, args_valid: false })],
       answer: null,
       calls: [],
       score: 2 / 3,
@@ -84,14 +84,14 @@ describe('format grader', () => {
     { name: 'no turns at all', turns: [], answer: null, calls: [], score: 0, validTurns: 0, answerInvalid: 0 },
   ];
   it.each(table)('$name', async ({ turns, answer, calls, score, validTurns, answerInvalid }) => {
-    const r = await format.grade(episode({ turns, answer, toolCalls: calls ?? ANSWERED_AT_3 }), ctxFor());
+    const r = await format.grade(episode({ turns, answer, tool_calls: calls ?? ANSWERED_AT_3 }), ctxFor());
     expect(r.score).toBeCloseTo(score, 12);
     expect(r.parts).toEqual({ turns: turns.length, validTurns, answerInvalid });
   });
 
   it('without an answer call, the last turn is the answer turn', async () => {
     // Turn 2 (last) holds the bad answer: 2/3
-    const r = await format.grade(episode({ turns: [turn(0), turn(1), turn(2)], answer: [{}], toolCalls: [] }), ctxFor());
+    const r = await format.grade(episode({ turns: [turn(0), turn(1), turn(2)], answer: [{}], tool_calls: [] }), ctxFor());
     expect(r.score).toBeCloseTo(2 / 3, 12);
   });
 });

@@ -79,15 +79,15 @@ describe('episode fuzz', () => {
         const policy = new FuzzPolicy(fuzzer, budget, w);
         const ep = await runEpisode({ dataset: ds, case: c, policy, protocol, settings });
         episodes++;
-        stops.set(ep.stopReason, (stops.get(ep.stopReason) ?? 0) + 1);
+        stops.set(ep.stop_reason, (stops.get(ep.stop_reason) ?? 0) + 1);
         expect(ep.turns).toHaveLength(ep.messages.filter((m) => m.role === 'assistant').length);
         expect(ep.turns.length).toBe(policy.used);
-        expect(ep.parseErrors.length).toBe(ep.turns.filter((t) => !t.argsValid).length);
-        expect(ep.answer === null).toBe(ep.stopReason === 'no_answer' || ep.stopReason === 'policy_error');
+        expect(ep.parse_errors.length).toBe(ep.turns.filter((t) => !t.args_valid).length);
+        expect(ep.answer === null).toBe(ep.stop_reason === 'no_answer' || ep.stop_reason === 'policy_error');
         for (const m of ep.messages) expect(typeof m.content).toBe('string');
-        for (const call of ep.toolCalls)
+        for (const call of ep.tool_calls)
           expect(call.observation.text.length).toBeLessThanOrEqual(settings.tool_settings.max_observation_chars + 200);
-        for (const call of ep.toolCalls) formats.add(call.name);
+        for (const call of ep.tool_calls) formats.add(call.name);
         group.push(ep);
       }
       for (const [name, spec] of Object.entries(COMPOSITE_PRESETS)) {

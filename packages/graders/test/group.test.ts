@@ -9,27 +9,27 @@ const TURNS = [turn(0), turn(1), turn(2), turn(3)];
 /** Four samples of one question, in sample order. */
 const GROUP: EpisodeRecord[] = [
   // rank 0; path of 4 with the truth at step 2; all turns valid
-  episode({ answer: [{ pod: POD.contacts }], path: pathWithTruthAt(4, [2]), toolCalls: SHOWN, turns: TURNS }),
+  episode({ answer: [{ pod: POD.contacts }], path: pathWithTruthAt(4, [2]), tool_calls: SHOWN, turns: TURNS }),
   // rank 1; same path as sample 0; one turn not parsed
   episode({
     answer: [{ pod: POD.order }, { pod: POD.contacts }],
     path: pathWithTruthAt(4, [2]),
-    toolCalls: SHOWN,
+    tool_calls: SHOWN,
     turns: [turn(0), turn(1, { parsed: false }), turn(2), turn(3)],
   }),
   // no answer; path of 5 without the truth; last turn not parsed
   episode({
     answer: null,
     path: pathWithTruthAt(5, []),
-    toolCalls: SHOWN.slice(0, 1),
+    tool_calls: SHOWN.slice(0, 1),
     turns: [turn(0), turn(1), turn(2), turn(3, { parsed: false })],
-    stopReason: 'no_answer',
+    stop_reason: 'no_answer',
   }),
   // rank 0 with an invented second pod; path of 6 with the truth at step 3
   episode({
     answer: [{ pod: POD.contacts }, { pod: 'ts-invented-service-0-x' }],
     path: pathWithTruthAt(6, [3]),
-    toolCalls: SHOWN,
+    tool_calls: SHOWN,
     turns: TURNS,
   }),
 ];
@@ -104,7 +104,7 @@ describe('gradeGroup', () => {
   });
 
   it('refuses a group mixing questions, unless the question id is given', async () => {
-    const mixed = [GROUP[0], { ...GROUP[1], caseId: 'q2' }];
+    const mixed = [GROUP[0], { ...GROUP[1], case_id: 'q2' }];
     await expect(gradeGroup(mixed, base, 'stage1')).rejects.toThrow(/case ids q1, q2/);
     const g = await gradeGroup(mixed, { ...base, questionId: 'q1' }, 'stage1');
     expect(g.totals).toHaveLength(2);
@@ -114,7 +114,7 @@ describe('gradeGroup', () => {
     // Items a lax parser might let through: not objects, or names that are not strings.
     const answer = [null, 42, { pod: 7 }, { service: ['x'] }, { pod: POD.contacts }] as unknown as EpisodeRecord['answer'];
     const messages = [{ role: 'assistant', content: null }] as unknown as EpisodeRecord['messages'];
-    const ep = episode({ answer, messages, toolCalls: SHOWN, turns: TURNS });
+    const ep = episode({ answer, messages, tool_calls: SHOWN, turns: TURNS });
     for (const preset of Object.keys(COMPOSITE_PRESETS)) {
       const g = await gradeGroup([ep], { ...base, diversity: new MemoryDiversityCache() }, preset);
       expect(Number.isFinite(g.totals[0])).toBe(true);

@@ -104,7 +104,7 @@ describe('hallucination grader (Eq. 11)', () => {
     { name: 'no answer', answer: null, score: 0, counts: { total: 0, invalid: 0, duplicate: 0 } },
   ];
   it.each(table)('$name', async ({ answer, calls, truth, settings, score, counts }) => {
-    const r = await hallucination.grade(episode({ answer, toolCalls: calls ?? SEEN }), ctxFor(truth ?? POD_TRUTH, settings));
+    const r = await hallucination.grade(episode({ answer, tool_calls: calls ?? SEEN }), ctxFor(truth ?? POD_TRUTH, settings));
     expect(r.score).toBeCloseTo(score, 12);
     expect(r.parts).toEqual(counts);
   });
@@ -112,7 +112,7 @@ describe('hallucination grader (Eq. 11)', () => {
   it("does not count the answer tool's own echo as evidence", async () => {
     // print_results lists the answered pods among its components; FAKE is still invented: 0.5 * 1/1.
     const calls = [...SEEN, call(2, 'print_results', [FAKE])];
-    const r = await hallucination.grade(episode({ answer: [{ pod: FAKE }], toolCalls: calls }), ctxFor());
+    const r = await hallucination.grade(episode({ answer: [{ pod: FAKE }], tool_calls: calls }), ctxFor());
     expect(r.score).toBe(0.5);
   });
 });

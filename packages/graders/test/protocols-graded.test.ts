@@ -28,16 +28,16 @@ const replayed = (protocol: string, messages: string[], settings?: Record<string
 /** An episode of case `q` that ended with `answer` and nothing else, as a protocol's grader reads it. */
 const answered = (protocol: string, answer: unknown) =>
   ({
-    caseId: 'q',
+    case_id: 'q',
     protocol,
     messages: [],
-    toolCalls: [],
+    tool_calls: [],
     turns: [],
-    parseErrors: [],
+    parse_errors: [],
     answer,
     path: [],
-    stopReason: 'answered',
-    timing: { startedAt: 0, wallMs: 0 },
+    stop_reason: 'answered',
+    timing: { started_at: 0, wall_ms: 0 },
   }) as never;
 
 describe('oracl', () => {
@@ -45,7 +45,7 @@ describe('oracl', () => {
     const pod = kase.truth.pod!;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
     const ep = await replayed('oracl', [TAGGED(`${other} | cpu_contention\n${pod} | ${faultType}`)]);
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
     expect(ep.answer).toEqual([
       { service: ds.topology.serviceOfPod(other), pod: other, type: 'cpu_contention' },
       { service: kase.truth.service, pod, type: faultType },
@@ -65,8 +65,8 @@ describe('oracl', () => {
 
   it('an answer without <root> is a parse error with no answer, and is graded', async () => {
     const ep = await replayed('oracl', ['<think>no idea</think>']);
-    expect(ep.stopReason).toBe('no_answer');
-    expect(ep.parseErrors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
+    expect(ep.stop_reason).toBe('no_answer');
+    expect(ep.parse_errors).toEqual([expect.objectContaining({ message: 'no <root>...</root> in the answer' })]);
     const g = await gradeGroup(
       [ep],
       { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType },
@@ -88,7 +88,7 @@ describe('rclagent', () => {
       'I forgot the format',
     ]);
     // The final review failed: forced answer R1 ∪ R0 = [pod].
-    expect(ep).toMatchObject({ stopReason: 'forced_answer', answer: [{ pod }] });
+    expect(ep).toMatchObject({ stop_reason: 'forced_answer', answer: [{ pod }] });
     const g = await gradeGroup([ep], { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p) }, 'stage3');
     // R = 1 (rank 0); path of 2 steps, the truth named at step 2 (metrics of the pod): P = min(2/(2-0), 1) = 1; H = 0.
     expect(g.samples[0].graders.multi_factor.parts).toMatchObject({ R: 1, H: 0 });
@@ -200,7 +200,7 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
       ],
       { knowledgemind: { simulations: 1 } },
     );
-    expect(ep.stopReason).toBe('answered');
+    expect(ep.stop_reason).toBe('answered');
     const g = await gradeGroup(
       [ep],
       { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType },
@@ -232,8 +232,8 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
       }
     }
     const ep = await runEpisode({ dataset: ds, case: kase, protocol: 'rcaflow', policy: new Stepper([]) });
-    expect(ep.stopReason).toBe('answered');
-    expect(ep.parseErrors).toEqual([]);
+    expect(ep.stop_reason).toBe('answered');
+    expect(ep.parse_errors).toEqual([]);
     const g = await gradeGroup(
       [ep],
       { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs },

@@ -120,7 +120,7 @@ describe('ModelPolicy', () => {
 
   it('ends the episode with the reason recorded when the prompt outgrows the context', async () => {
     const { record, policy } = await play({ temperature: 0, maxTokens: 16, maxContext: 64 });
-    expect(record.stopReason).toBe('policy_error');
+    expect(record.stop_reason).toBe('policy_error');
     expect(record.error).toMatch(/context limit: the prompt of turn 0 has \d+ tokens, the model takes 64/);
     expect(record.turns).toHaveLength(0);
     expect(policy.trajectory().mask.every((m) => m === 0)).toBe(true);

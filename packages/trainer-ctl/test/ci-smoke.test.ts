@@ -14,8 +14,9 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { policyNames } from '@thinkfl/env';
 import { loadRunConfig } from '../src/config/index';
-import { readMetrics } from '../src/run-files/metrics-log';
+import { EPISODES_FILE, readJsonLines, readMetrics } from '../src/run-files/metrics-log';
 import { readState } from '../src/run-files/state';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { readTensorboardScalars } from '../../../testkit/tensorboard';
 import { runCli, type CliResult } from './train-fixtures';
@@ -132,20 +133,19 @@ describe('configs/ci-smoke.yaml', () => {
     expect(r.stdout).not.toContain('\x1b');
   });
 
-  it('writes every key of metrics.jsonl, the evaluations, state.json, run.json and `status --json` in snake_case', async () => {
-    const camel = (value: unknown, path: string): string[] => {
-      if (Array.isArray(value)) return value.flatMap((v, i) => camel(v, `${path}[${i}]`));
-      if (value === null || typeof value !== 'object') return [];
-      return Object.entries(value).flatMap(([k, v]) => [...(/[a-z0-9][A-Z]/.test(k) ? [`${path}.${k}`] : []), ...camel(v, `${path}.${k}`)]);
-    };
+  it('writes every key of metrics.jsonl, episodes.jsonl, the evaluations, state.json, run.json and `status --json` in snake_case', async () => {
     const status = await runCli(['status', runDir, '--json']);
     expect(status.code, status.stderr).toBe(0);
     const files = readdirSync(runDir).filter((f) => /^(eval-.+|state|run)\.json$/.test(f));
     expect(files.filter((f) => f.startsWith('eval-'))).toHaveLength(4);
+    const episodes = readJsonLines(join(runDir, EPISODES_FILE));
+    // Every kind of line: evaluations' and steps' episodes, with the tools' observation data.
+    expect(new Set(episodes.map((e) => ('eval' in (e as object) ? 'eval' : 'step')))).toEqual(new Set(['eval', 'step']));
     const found = [
-      ...readMetrics(runDir).flatMap((m, i) => camel(m, `metrics.jsonl:${i + 1}`)),
-      ...files.flatMap((f) => camel(JSON.parse(readFileSync(join(runDir, f), 'utf8')), f)),
-      ...camel(JSON.parse(status.stdout), 'status'),
+      ...readMetrics(runDir).flatMap((m, i) => camelCaseKeys(m, `metrics.jsonl:${i + 1}`)),
+      ...episodes.flatMap((e, i) => camelCaseKeys(e, `${EPISODES_FILE}:${i + 1}`)),
+      ...files.flatMap((f) => camelCaseKeys(JSON.parse(readFileSync(join(runDir, f), 'utf8')), f)),
+      ...camelCaseKeys(JSON.parse(status.stdout), 'status'),
     ];
     expect(found).toEqual([]);
   });

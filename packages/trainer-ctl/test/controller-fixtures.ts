@@ -87,21 +87,21 @@ export async function expertWorker(
     concurrency: 2,
     play: async (job) => {
       plays++;
-      const c = byId.get(job.caseId)!;
+      const c = byId.get(job.case_id)!;
       const policy = new DetourPolicy(createExpert(h.dataset, expert), DetourSettingsSchema.parse({ rate: detourRate(job) }), job.seed);
       const record = await runEpisode({ dataset: h.dataset, case: c, policy, protocol: 'rot', settings: episode });
       const { ids, mask } = sftSample({ case: c, record, tools: policy.firstTools, untrainedTurns: [] }, h.chat);
       return {
-        groupId: job.groupId,
-        caseId: job.caseId,
-        sampleIndex: job.sampleIndex,
-        policyVersion: job.policyVersion,
+        group_id: job.group_id,
+        case_id: job.case_id,
+        sample_index: job.sample_index,
+        policy_version: job.policy_version,
         ids,
         mask,
         logprobs: mask.map((m) => (m ? -1 : 0)),
         temperature: job.temperature,
-        episode: script ? { ...record, ...script(job.sampleIndex, c) } : record,
-        timing: { generateMs: 0, toolsMs: record.timing.wallMs, wallMs: record.timing.wallMs },
+        episode: script ? { ...record, ...script(job.sample_index, c) } : record,
+        timing: { generate_ms: 0, tools_ms: record.timing.wall_ms, wall_ms: record.timing.wall_ms },
       };
     },
   });
@@ -120,12 +120,12 @@ export async function answeringTrainer(h: ControllerHarness, runId: string, runD
     async (j) => {
       jobs.push(j.data);
       const version = j.data.update + 1;
-      const result: TrainResult = { update: j.data.update, version, policyDir: `/policies/v${version}`, metrics: { loss: 0.5 } };
+      const result: TrainResult = { update: j.data.update, version, policy_dir: `/policies/v${version}`, metrics: { loss: 0.5 } };
       if (!runDir || !j.data.checkpoint) return result;
       const dir = checkpointDir(runDir, version);
       mkdirSync(dir, { recursive: true });
       writeTrainerState(dir, version);
-      return { ...result, checkpointDir: dir };
+      return { ...result, checkpoint_dir: dir };
     },
     { connection: connectRedis(h.redis.url), prefix: 'thinkfl' },
   );

@@ -53,10 +53,10 @@ describe('runGrpoStep', () => {
     const input = { stage: 'priming' as const, step: 2, update: 7, policyVersion: 7, checkpoint: true };
     const groups: number[][] = [];
     const { record, result } = await runGrpoStep(ctx, input);
-    expect(result).toEqual({ update: 7, version: 8, policyDir: '/policies/v8', metrics: { loss: 0.5 } });
+    expect(result).toEqual({ update: 7, version: 8, policy_dir: '/policies/v8', metrics: { loss: 0.5 } });
     expect(trainJobs).toHaveLength(1);
     const job = trainJobs[0];
-    expect(job).toMatchObject({ runId: 'detours', stage: 'priming', update: 7, kind: 'grpo', checkpoint: true });
+    expect(job).toMatchObject({ run_id: 'detours', stage: 'priming', update: 7, kind: 'grpo', checkpoint: true });
     expect(job.samples).toHaveLength(4 * record.kept_groups);
     expect(record.kept_groups).toBeGreaterThan(0);
     expect(record.kept_groups).toBeLessThanOrEqual(3);
@@ -67,7 +67,7 @@ describe('runGrpoStep', () => {
     }
     for (const s of job.samples) {
       expect(s.ids.length).toBe(s.mask.length);
-      expect(s.oldLogprobs).toHaveLength(s.ids.length);
+      expect(s.old_logprobs).toHaveLength(s.ids.length);
     }
     expect(record.staleness).toEqual({ mean: 0, max: 0 });
     expect(record.train).toEqual({ loss: 0.5 });
@@ -89,8 +89,8 @@ describe('runGrpoStep', () => {
       turn: n,
       offered: ['search_traces', 'print_results'],
       parsed: ok,
-      offeredTool: ok,
-      argsValid: ok,
+      offered_tool: ok,
+      args_valid: ok,
     });
     const turns = (...ok: boolean[]) => ok.map((o, n) => turn(n, o));
     const others = (c: Case) =>
@@ -138,7 +138,7 @@ describe('runGrpoStep', () => {
     closers.push(() => store.close());
     for (let slot = 0; slot < 2; slot++) {
       const trajectories = await store.read(groupIdOf('priming', 0, slot));
-      expect(trajectories.map((t) => t.caseId)).toEqual([primary[slot].id, primary[slot].id, primary[slot].id]);
+      expect(trajectories.map((t) => t.case_id)).toEqual([primary[slot].id, primary[slot].id, primary[slot].id]);
       expect(trajectories.map((t) => t.episode.answer?.length ?? 0)).toEqual([1, 3, 0]);
     }
     // Another stage, another reward: refinement grades with stage3, the multi-factor grader alone.

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
 const run = promisify(execFile);
@@ -35,6 +36,7 @@ describe('trainer-ctl eval', () => {
     expect(stdout).not.toMatch(/eta/);
 
     const json = JSON.parse(readFileSync(out, 'utf8'));
+    expect(camelCaseKeys(json, out)).toEqual([]);
     expect(json.policy).toBe(policy);
     expect(json.protocol).toBe(policy === 'expert' ? 'rot' : null);
     expect(json.cases).toBe(6);

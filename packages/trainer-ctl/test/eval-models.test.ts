@@ -128,7 +128,7 @@ describe('trainer-ctl eval on models', () => {
     const said = (e: EpisodeRecord) => e.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
     expect(said(lines[1].episode)).toEqual(said(expertRecord));
     expect(said(lines[2].episode)).toEqual(said(expertRecord));
-    expect(lines[1].episode.stopReason).toBe(expertRecord.stopReason);
+    expect(lines[1].episode.stop_reason).toBe(expertRecord.stop_reason);
 
     for (const scope of ['per request, service', 'per fault, service', 'per fault by vote, service', 'per fault by vote, pod']) {
       for (const p of [modelDir, checkpointDir, 'expert'])
@@ -173,7 +173,7 @@ describe('trainer-ctl eval on models', () => {
     expect(reply.tool_calls).toHaveLength(1);
     expect(reply.tool_calls![0].function.name).toBe(expertCall.name);
     expect(JSON.parse(reply.tool_calls![0].function.arguments)).toEqual(expertCall.arguments);
-    expect(first.episode.toolCalls[0].observation).toEqual(expertRecord.toolCalls[0].observation);
+    expect(first.episode.tool_calls[0].observation).toEqual(expertRecord.tool_calls[0].observation);
   });
 
   it('refuses --openai without a model name and an eval without a policy', async () => {

@@ -87,7 +87,7 @@ async function run(seed: number): Promise<number[]> {
   let backend: OnnxBackend | undefined;
   let version = -1;
   const play: RolloutPlayer = async (job: RolloutJob) => {
-    const ref = await registry.waitFor(job.policyVersion, 60_000);
+    const ref = await registry.waitFor(job.policy_version, 60_000);
     if (ref.version !== version) {
       await backend?.close();
       backend = await openOnnxBackend({ model_dir: ref.dir });
@@ -97,16 +97,16 @@ async function run(seed: number): Promise<number[]> {
       { promptIds: prompt, sampling: { temperature: job.temperature, max_tokens: TOKENS, seed: job.seed } },
     ]);
     return {
-      groupId: job.groupId,
-      caseId: job.caseId,
-      sampleIndex: job.sampleIndex,
-      policyVersion: ref.version,
+      group_id: job.group_id,
+      case_id: job.case_id,
+      sample_index: job.sample_index,
+      policy_version: ref.version,
       ids: [...prompt, ...g.tokenIds],
       mask: [...prompt.map(() => 0), ...g.tokenIds.map(() => 1)],
       logprobs: [...prompt.map(() => 0), ...g.logprobs],
       temperature: job.temperature,
       episode,
-      timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+      timing: { generate_ms: 0, tools_ms: 0, wall_ms: 0 },
     };
   };
   const trainer = await startTrainWorker({
@@ -125,13 +125,13 @@ async function run(seed: number): Promise<number[]> {
     for (let step = 0; step <= STEPS; step++) {
       const groupId = `${runId}-step${step}`;
       const jobs: RolloutJob[] = Array.from({ length: G }, (_, i) => ({
-        runId,
+        run_id: runId,
         stage: 'priming',
         step,
-        groupId,
-        caseId: episode.caseId,
-        sampleIndex: i,
-        policyVersion: step,
+        group_id: groupId,
+        case_id: episode.case_id,
+        sample_index: i,
+        policy_version: step,
         temperature: 1,
         seed: seed * 1000 + step * G + i,
       }));
@@ -145,10 +145,10 @@ async function run(seed: number): Promise<number[]> {
         ids: t.ids,
         mask: t.mask,
         advantage: advantages[i],
-        oldLogprobs: t.logprobs,
+        old_logprobs: t.logprobs,
         temperature: t.temperature,
       }));
-      await transport.train({ runId, stage: 'priming', update: step, kind: 'grpo', samples, checkpoint: false }, 120_000);
+      await transport.train({ run_id: runId, stage: 'priming', update: step, kind: 'grpo', samples, checkpoint: false }, 120_000);
     }
   } finally {
     await roller.close();

@@ -154,7 +154,7 @@ describe.each(PRESETS)('preset %s', (preset, architecture) => {
     const queue = new TrainQueue(ground.conn, preset, settings);
     let result: TrainResult;
     try {
-      await queue.submit({ runId: preset, stage: 'priming', update: 0, kind: 'grpo', samples, checkpoint: false });
+      await queue.submit({ run_id: preset, stage: 'priming', update: 0, kind: 'grpo', samples, checkpoint: false });
       result = await queue.waitResult(0, 600_000);
     } finally {
       await queue.close();

@@ -16,6 +16,7 @@ import { ModelPolicy, type ChatModel, type GenerationBackend } from '@thinkfl/ro
 import { probeCase, summarizeProbe, type CaseProbe } from '../src/eval/probe';
 import { modelPolicySettings, openOnnxModel, playSettingsFromConfig, type PlaySettings } from '../src/eval/solvers';
 import { loadSplit } from '../src/eval/splits';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import { ensureWarmModel } from '../../../testkit/warm-model';
 
@@ -90,10 +91,10 @@ describe('trainer-ctl probe', () => {
     const cases = spreadCases(heldOut, 3);
     for (const [i, c] of cases.entries()) {
       const p = await probeCase(dataset, c, model, play, { k: 3, temperature: 0, seed: 0 }, i);
-      expect(p.sampleRanks).toEqual([p.greedy.rank, p.greedy.rank, p.greedy.rank]);
-      expect(p.bestRR).toBe(p.greedyRR);
-      expect(p.firstShare).toBe(p.greedy.rank === 0 ? 1 : 0);
-      expect(p.sampleAnswered).toBe(p.greedy.answer ? 3 : 0);
+      expect(p.sample_ranks).toEqual([p.greedy.rank, p.greedy.rank, p.greedy.rank]);
+      expect(p.best_rr).toBe(p.greedy_rr);
+      expect(p.first_share).toBe(p.greedy.rank === 0 ? 1 : 0);
+      expect(p.sample_answered).toBe(p.greedy.answer ? 3 : 0);
     }
   }, 300_000);
 
@@ -113,9 +114,9 @@ describe('trainer-ctl probe', () => {
     const first = await probeCase(dataset, labelled(c, names[0]), model, play, s, 0);
     const second = await probeCase(dataset, labelled(c, names[1]), model, play, s, 0);
     const absent = await probeCase(dataset, labelled(c, 'ts-no-such-service'), model, play, s, 0);
-    expect([first.greedyRR, first.bestRR, first.firstShare]).toEqual([1, 1, 1]);
-    expect([second.greedy.rank, second.greedyRR, second.bestRR, second.firstShare]).toEqual([1, 0.5, 0.5, 0]);
-    expect([absent.greedy.rank, absent.greedyRR, absent.bestRR, absent.firstShare]).toEqual([null, 0, 0, 0]);
+    expect([first.greedy_rr, first.best_rr, first.first_share]).toEqual([1, 1, 1]);
+    expect([second.greedy.rank, second.greedy_rr, second.best_rr, second.first_share]).toEqual([1, 0.5, 0.5, 0]);
+    expect([absent.greedy.rank, absent.greedy_rr, absent.best_rr, absent.first_share]).toEqual([null, 0, 0, 0]);
   }, 300_000);
 
   it('samples continue the greedy episode token for token and generate from its answer turn on', async () => {
@@ -123,7 +124,7 @@ describe('trainer-ctl probe', () => {
     const k = 3;
     const rec = recording(model.backend);
     const p = await probeCase(dataset, c, { chat: model.chat, backend: rec.backend }, play, { k, temperature: 1, seed: 5 }, 0);
-    const n = p.answerTurn;
+    const n = p.answer_turn;
     expect(n).toBeGreaterThan(0);
     // The greedy walk asks for turns 0..n, each on a longer prompt; every sample then asks first for the answer turn,
     // on the greedy episode's own prompt of that turn: its turns before it were played back, never generated again.
@@ -133,22 +134,22 @@ describe('trainer-ctl probe', () => {
     const later = rec.prompts.slice(n + 1);
     expect(later.filter((q) => same(q, greedyPrompts[n]))).toHaveLength(k);
     for (let t = 0; t < n; t++) expect(later.some((q) => same(q, greedyPrompts[t]))).toBe(false);
-    expect(p.sampleRanks).toHaveLength(k);
+    expect(p.sample_ranks).toHaveLength(k);
   }, 300_000);
 
   it('summarizes per fault and names the faults where a sample ranks the root cause first and greedy does not', () => {
     const probe = (faultId: string, greedy: number | null, samples: (number | null)[]): CaseProbe => {
       const rr = (r: number | null) => (r === null ? 0 : 1 / (r + 1));
       return {
-        caseId: `${faultId}/${Math.random()}`,
-        faultId,
-        answerTurn: 1,
-        greedy: { answer: null, rank: greedy, stopReason: 'answered' },
-        sampleRanks: samples,
-        sampleAnswered: samples.length,
-        greedyRR: rr(greedy),
-        bestRR: Math.max(0, ...samples.map(rr)),
-        firstShare: samples.filter((r) => r === 0).length / samples.length,
+        case_id: `${faultId}/${Math.random()}`,
+        fault_id: faultId,
+        answer_turn: 1,
+        greedy: { answer: null, rank: greedy, stop_reason: 'answered' },
+        sample_ranks: samples,
+        sample_answered: samples.length,
+        greedy_rr: rr(greedy),
+        best_rr: Math.max(0, ...samples.map(rr)),
+        first_share: samples.filter((r) => r === 0).length / samples.length,
       };
     };
     const sum = summarizeProbe(
@@ -161,19 +162,19 @@ describe('trainer-ctl probe', () => {
       { k: 4, temperature: 1, seed: 0 },
     );
     // By hand: per request greedy RR 0.5, 0, 1, 1/3; best of 4: 1, 0, 1, 0.5; share first: 1/4, 0, 1/2, 0.
-    expect(sum.perRequest.greedyMRR).toBeCloseTo((0.5 + 0 + 1 + 1 / 3) / 4, 12);
-    expect(sum.perRequest.bestOfKMRR).toBeCloseTo(2.5 / 4, 12);
-    expect(sum.perRequest.firstShare).toBeCloseTo(0.75 / 4, 12);
-    expect(sum.perRequest.headroomCases).toBe(1);
+    expect(sum.per_request.greedy_mrr).toBeCloseTo((0.5 + 0 + 1 + 1 / 3) / 4, 12);
+    expect(sum.per_request.best_of_k_mrr).toBeCloseTo(2.5 / 4, 12);
+    expect(sum.per_request.first_share).toBeCloseTo(0.75 / 4, 12);
+    expect(sum.per_request.headroom_cases).toBe(1);
     // Per fault (best request): a 0.5 -> 1, b 1 -> 1, c 1/3 -> 1/2.
-    expect(sum.faults.map((f) => [f.faultId, f.cases, f.greedyRR, f.bestRR, f.headroomCases])).toEqual([
+    expect(sum.faults.map((f) => [f.fault_id, f.cases, f.greedy_rr, f.best_rr, f.headroom_cases])).toEqual([
       ['a', 2, 0.5, 1, 1],
       ['b', 1, 1, 1, 0],
       ['c', 1, 1 / 3, 0.5, 0],
     ]);
-    expect(sum.perFault.greedyMRR).toBeCloseTo((0.5 + 1 + 1 / 3) / 3, 12);
-    expect(sum.perFault.bestOfKMRR).toBeCloseTo(2.5 / 3, 12);
-    expect(sum.headroomFaults).toEqual(['a']);
+    expect(sum.per_fault.greedy_mrr).toBeCloseTo((0.5 + 1 + 1 / 3) / 3, 12);
+    expect(sum.per_fault.best_of_k_mrr).toBeCloseTo(2.5 / 3, 12);
+    expect(sum.headroom_faults).toEqual(['a']);
   });
 
   it('runs as a command on the training faults: the tables and the JSON agree with the library', async () => {
@@ -212,18 +213,19 @@ describe('trainer-ctl probe', () => {
     const { cases: train } = await loadSplit(NEZHA_DATASET, 'train', config);
     const trainIds = new Set(train.map((c) => c.id));
     const heldIds = new Set(heldOut.map((c) => c.id));
+    expect(camelCaseKeys(saved, out)).toEqual([]);
     expect(saved.split).toBe('train');
     expect(saved.cases).toHaveLength(2);
     for (const p of saved.cases) {
-      expect(trainIds.has(p.caseId) && !heldIds.has(p.caseId)).toBe(true);
-      expect(p.sampleRanks).toHaveLength(2);
+      expect(trainIds.has(p.case_id) && !heldIds.has(p.case_id)).toBe(true);
+      expect(p.sample_ranks).toHaveLength(2);
     }
     // The same case and seeds through the library give the same figures.
-    const c = train.find((x) => x.id === saved.cases[0].caseId)!;
+    const c = train.find((x) => x.id === saved.cases[0].case_id)!;
     const again = await probeCase(dataset, c, model, play, { k: 2, temperature: 1, seed: 3 }, 0);
     expect(again).toEqual(saved.cases[0]);
     expect(stdout).toMatch(/per request \(2\): greedy MRR \d\.\d{3}, best-of-2 MRR/);
-    expect(stdout).toContain(`${saved.cases[1].caseId}  ${saved.cases[1].greedyRR.toFixed(3)}  ${saved.cases[1].bestRR.toFixed(3)}`);
+    expect(stdout).toContain(`${saved.cases[1].case_id}  ${saved.cases[1].greedy_rr.toFixed(3)}  ${saved.cases[1].best_rr.toFixed(3)}`);
     expect(stdout).toMatch(/faults where a sample ranks the root cause first and greedy does not: /);
   }, 600_000);
 });

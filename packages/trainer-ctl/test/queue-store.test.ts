@@ -39,17 +39,17 @@ const RUN = 'queue-test';
 function trajectory(groupId: string, sampleIndex: number, workerId: string): Trajectory {
   const episode = episodes[sampleIndex % episodes.length];
   return {
-    groupId,
-    caseId: episode.caseId,
-    sampleIndex,
-    policyVersion: 0,
+    group_id: groupId,
+    case_id: episode.case_id,
+    sample_index: sampleIndex,
+    policy_version: 0,
     ids: [1, 2, 3],
     mask: [0, 1, 1],
     logprobs: [0, -0.5, -0.25],
     temperature: 1,
     episode,
-    workerId,
-    timing: { generateMs: 0, toolsMs: 1, wallMs: 1 },
+    worker_id: workerId,
+    timing: { generate_ms: 0, tools_ms: 1, wall_ms: 1 },
   };
 }
 
@@ -73,11 +73,11 @@ describe('GroupStore', () => {
     await store.put(trajectory('g-replace', 1, 'w2'));
     expect(await store.count('g-replace')).toBe(2);
     const read = await store.read('g-replace');
-    expect(read.map((t) => [t.sampleIndex, t.workerId])).toEqual([
+    expect(read.map((t) => [t.sample_index, t.worker_id])).toEqual([
       [0, 'w1'],
       [1, 'w2'],
     ]);
-    expect(read[0].episode.caseId).toBe(dataset.cases[0].id);
+    expect(read[0].episode.case_id).toBe(dataset.cases[0].id);
     await store.delete(['g-replace']);
     expect(await conn.exists(keys.group(RUN, 'g-replace'))).toBe(0);
     await store.close();
@@ -93,8 +93,8 @@ describe('GroupStore', () => {
     await writer.put(trajectory('g-wait', 1, 'w1'));
     // recheckMs is 60 s, so only the pub/sub announcement can wake the waiter before the timeout.
     const group = await waiting;
-    expect(group.map((t) => t.sampleIndex)).toEqual([0, 1, 2]);
-    expect(group[0].workerId).toBe('w2');
+    expect(group.map((t) => t.sample_index)).toEqual([0, 1, 2]);
+    expect(group[0].worker_id).toBe('w2');
     await Promise.all([store.close(), writer.close()]);
   });
 
@@ -113,13 +113,13 @@ describe('RolloutQueue', () => {
   const settings = parseQueueSettings({});
   const jobs = (groupId: string): RolloutJob[] =>
     [0, 1, 2].map((sampleIndex) => ({
-      runId: RUN,
+      run_id: RUN,
       stage: 'priming',
       step: 0,
-      groupId,
-      caseId: dataset.cases[0].id,
-      sampleIndex,
-      policyVersion: 0,
+      group_id: groupId,
+      case_id: dataset.cases[0].id,
+      sample_index: sampleIndex,
+      policy_version: 0,
       temperature: 1,
       seed: sampleIndex,
     }));
@@ -131,7 +131,7 @@ describe('RolloutQueue', () => {
     await q.enqueueGroup(jobs('g-dedup').slice(1));
     const counts = await q.queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed');
     expect(counts.waiting).toBe(3);
-    expect((await q.queue.getJob(rolloutJobId('g-dedup', 2)))?.data.sampleIndex).toBe(2);
+    expect((await q.queue.getJob(rolloutJobId('g-dedup', 2)))?.data.sample_index).toBe(2);
     await q.dropGroups([{ groupId: 'g-dedup', size: 3 }]);
     expect((await q.queue.getJobCounts('waiting')).waiting).toBe(0);
     await q.close();
@@ -141,7 +141,7 @@ describe('RolloutQueue', () => {
     expect(() => rolloutJobId('a:b', 0)).toThrow(/must not contain ':'/);
     expect(() => rolloutJobId('g', -1)).toThrow(/non-negative integer/);
     const q = new RolloutQueue(conn, RUN, settings);
-    await expect(q.enqueueGroup([{ ...jobs('g')[0], runId: 'other' }])).rejects.toThrow(/run id other, queue belongs to queue-test/);
+    await expect(q.enqueueGroup([{ ...jobs('g')[0], run_id: 'other' }])).rejects.toThrow(/run id other, queue belongs to queue-test/);
     await q.close();
   });
 });
@@ -156,19 +156,19 @@ describe('TrainQueue', () => {
       keys.trainQueue(RUN),
       async (j) => {
         if (j.data.update === 1) throw new Error('the engine refused the batch');
-        return { update: j.data.update, version: j.data.update + 1, policyDir: `policies/v${j.data.update + 1}`, metrics: { loss: 0.5 } };
+        return { update: j.data.update, version: j.data.update + 1, policy_dir: `policies/v${j.data.update + 1}`, metrics: { loss: 0.5 } };
       },
       { connection: workerConn, prefix: settings.prefix, concurrency: 1, autorun: false },
     );
     try {
-      await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: [], checkpoint: false });
-      await queue.submit({ runId: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: [], checkpoint: false });
+      await queue.submit({ run_id: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: [], checkpoint: false });
+      await queue.submit({ run_id: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: [], checkpoint: false });
       const ok = queue.waitResult(0, 60_000);
       const bad = queue.waitResult(1, 60_000);
       // Both waits have read the state ('waiting') and sleep before the jobs run.
       await new Promise((r) => setTimeout(r, 200));
       void worker.run();
-      await expect(ok).resolves.toEqual({ update: 0, version: 1, policyDir: 'policies/v1', metrics: { loss: 0.5 } });
+      await expect(ok).resolves.toEqual({ update: 0, version: 1, policy_dir: 'policies/v1', metrics: { loss: 0.5 } });
       await expect(bad).rejects.toThrow(/failed after 1 attempt\(s\): the engine refused the batch/);
     } finally {
       await worker.close();

@@ -182,7 +182,17 @@ describe('writes of the run directory on a full or read-only file system', () =>
     const queue = new RolloutQueue(conn, 'ro', settings);
     try {
       await queue.enqueueGroup([
-        { runId: 'ro', stage: 'priming', step: 0, groupId: 'g', caseId: 'c', sampleIndex: 0, policyVersion: 0, temperature: 1, seed: 0 },
+        {
+          run_id: 'ro',
+          stage: 'priming',
+          step: 0,
+          group_id: 'g',
+          case_id: 'c',
+          sample_index: 0,
+          policy_version: 0,
+          temperature: 1,
+          seed: 0,
+        },
       ]);
       const job = (await queue.queue.getJob(rolloutJobId('g', 0)))!;
       await until('the rollout job to fail', async () => (await job.isFailed()) || undefined, 30_000);

@@ -120,11 +120,11 @@ describe('teacher conversations', () => {
     expect(errors).toBeGreaterThan(0);
     // A detour spends one of D_max like any turn: the expert still answers on its own, and the answer is never a detour.
     for (const ep of data.episodes) {
-      expect(ep.record.stopReason).toBe('answered');
+      expect(ep.record.stop_reason).toBe('answered');
       expect(ep.untrainedTurns).not.toContain(assistantTurns(ep).length - 1);
     }
     const figures = policyFigures(dataset, withDetours);
-    const invalid = withDetours.reduce((n, e) => n + e.record.turns.filter((t) => !t.argsValid).length, 0);
+    const invalid = withDetours.reduce((n, e) => n + e.record.turns.filter((t) => !t.args_valid).length, 0);
     expect(invalid).toBeGreaterThan(0);
     expect(figures.validTurns).toBe(figures.turns - invalid);
     expect(figures.validFinals).toBe(withDetours.length);

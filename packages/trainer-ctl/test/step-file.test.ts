@@ -117,7 +117,7 @@ describe('a step file staged group by group', () => {
   const RUN = 'staged';
   const settings = parseQueueSettings({});
   const group = (g: number): TrainJob['samples'] =>
-    [0, 1].map((i) => ({ ids: [g, 10 + i, 20 + g], mask: [0, 1, 1], oldLogprobs: [0, -1, -0.5 * (i + 1)], advantage: i === 0 ? g : -g }));
+    [0, 1].map((i) => ({ ids: [g, 10 + i, 20 + g], mask: [0, 1, 1], old_logprobs: [0, -1, -0.5 * (i + 1)], advantage: i === 0 ? g : -g }));
 
   it('is invisible until submit, then holds the staged blocks; other samples are written whole instead', async () => {
     const data = join(dir, 'staged');
@@ -125,7 +125,7 @@ describe('a step file staged group by group', () => {
     const groups = [group(1), group(2), group(3)];
     for (const g of groups) queue.stage(0, g, 3);
     expect(existsSync(stepFilePath(data, 0))).toBe(false);
-    await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: groups.flat(), checkpoint: false });
+    await queue.submit({ run_id: RUN, stage: 'priming', update: 0, kind: 'grpo', samples: groups.flat(), checkpoint: false });
     const job = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`, 'data'))!) as TrainJob;
     expect(job.batch).toMatchObject({ path: stepFilePath(data, 0), rows: 6, tokens: 18 });
     // By hand: ids (2g + 30) + (2g + 31) per group, two masked tokens per row, logprobs -1.5 - 2 per group, advantages g - g.
@@ -142,7 +142,7 @@ describe('a step file staged group by group', () => {
 
     // Staged rows that are not the job's samples are dropped; the file holds the job's samples.
     queue.stage(1, group(7), 1);
-    await queue.submit({ runId: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: group(8), checkpoint: false });
+    await queue.submit({ run_id: RUN, stage: 'priming', update: 1, kind: 'grpo', samples: group(8), checkpoint: false });
     const other = JSON.parse((await conn.hget(`${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 1)}`, 'data'))!) as TrainJob;
     expect(Array.from(readTokenBatch(other.batch!).ids)).toEqual([8, 10, 28, 8, 11, 28]);
     expect(readdirSync(join(data, 'steps')).sort()).toEqual(['update-000000.safetensors', 'update-000001.safetensors']);
@@ -160,17 +160,17 @@ describe('a step file staged group by group', () => {
 describe('group store with a data directory', () => {
   const RUN = 'files-run';
   const trajectory = (groupId: string, sampleIndex: number, n: number): Trajectory => ({
-    groupId,
+    group_id: groupId,
     temperature: 1,
-    caseId: 'case-1',
-    sampleIndex,
-    policyVersion: 3,
+    case_id: 'case-1',
+    sample_index: sampleIndex,
+    policy_version: 3,
     ids: Array.from({ length: n }, (_, t) => (t * 13 + sampleIndex) % 1000),
     mask: Array.from({ length: n }, (_, t) => (t > 10 && t % 2 === 0 ? 1 : 0)),
     logprobs: Array.from({ length: n }, (_, t) => (t > 10 && t % 2 === 0 ? -(t % 7) / 8 - 0.1 : 0)),
-    episode: { caseId: 'case-1', turns: [], stopReason: 'answer' } as unknown as Trajectory['episode'],
-    workerId: 'w1',
-    timing: { generateMs: 1, toolsMs: 2, wallMs: 3 },
+    episode: { case_id: 'case-1', turns: [], stop_reason: 'answer' } as unknown as Trajectory['episode'],
+    worker_id: 'w1',
+    timing: { generate_ms: 1, tools_ms: 2, wall_ms: 3 },
   });
 
   it('keeps short trajectories inline and long ones in files, read back whole and deleted with the group', async () => {
@@ -180,7 +180,7 @@ describe('group store with a data directory', () => {
     const long = trajectory('g-1', 1, 3000);
     await store.put(short);
     await store.put(long);
-    await store.put({ ...long, workerId: 'w2' }); // a retried sample replaces its slot
+    await store.put({ ...long, worker_id: 'w2' }); // a retried sample replaces its slot
     const fields = await conn.hgetall(keys.group(RUN, 'g-1'));
     expect(JSON.parse(fields['0'])).toEqual(short);
     expect(fields['1'].length).toBeLessThan(400);
@@ -188,7 +188,7 @@ describe('group store with a data directory', () => {
     const [a, b] = await store.read('g-1');
     expect(a).toEqual(short);
     // Log-probabilities travel as float32, the precision the engine computes with.
-    expect(b).toEqual({ ...long, workerId: 'w2', logprobs: long.logprobs.map(Math.fround) });
+    expect(b).toEqual({ ...long, worker_id: 'w2', logprobs: long.logprobs.map(Math.fround) });
     const groupDir = join(dataDir, 'groups', 'g-1');
     expect(readdirSync(groupDir)).toHaveLength(2);
     await store.delete(['g-1']);
@@ -234,12 +234,12 @@ describe('a step of 2,048 samples x 16,384 tokens', () => {
         if (p === 'length') return B;
         if (typeof p === 'string' && /^\d+$/.test(p)) {
           const r = row(Number(p));
-          return { ids: r.ids, mask: r.mask, oldLogprobs: r.logprobs, advantage: r.advantage };
+          return { ids: r.ids, mask: r.mask, old_logprobs: r.logprobs, advantage: r.advantage };
         }
         return Reflect.get(target, p);
       },
     });
-    await queue.submit({ runId: RUN, stage: 'priming', update: 0, kind: 'grpo', samples, checkpoint: false });
+    await queue.submit({ run_id: RUN, stage: 'priming', update: 0, kind: 'grpo', samples, checkpoint: false });
 
     // Redis holds the reference, not the tokens.
     const jobKey = `${settings.prefix}:${keys.trainQueue(RUN)}:${trainJobId(RUN, 0)}`;
@@ -256,7 +256,7 @@ describe('a step of 2,048 samples x 16,384 tokens', () => {
       keys.trainQueue(RUN),
       async (j) => {
         const stats = await engine.request('batch_stats', { batch: arg(j.data.batch!) }, 600_000);
-        return { update: j.data.update, version: j.data.update + 1, policyDir: '', metrics: stats as unknown as Record<string, number> };
+        return { update: j.data.update, version: j.data.update + 1, policy_dir: '', metrics: stats as unknown as Record<string, number> };
       },
       { connection: workerConn, prefix: settings.prefix, concurrency: 1 },
     );

@@ -68,12 +68,12 @@ describe("GRPO on the seed systems' protocols", () => {
         expect(episode.protocol).toBe('oracl');
         expect(episode.turns).toHaveLength(1);
         expect(episode.turns[0].offered).toEqual([]);
-        expect(['answered', 'no_answer']).toContain(episode.stopReason);
+        expect(['answered', 'no_answer']).toContain(episode.stop_reason);
         // An untrained model writes no <root>: result 0 - 0.5 (one miss), format -1 (no tag), length 0.
         // (Evaluation episodes carry no reward.)
         if (
           reward !== undefined &&
-          episode.stopReason === 'no_answer' &&
+          episode.stop_reason === 'no_answer' &&
           !/<(think|Fault|Counterfactual|root)>/.test(episode.messages.at(-1)!.content)
         ) {
           expect(reward).toBe(-1.5);
@@ -100,7 +100,7 @@ describe("GRPO on the seed systems' protocols", () => {
         expect(episode.turns[0].offered).toEqual(['score_services']);
         expect(episode.turns.at(-1)!.offered).toEqual(['print_results']);
         // The environment answers the path's end when the model's answer is not valid.
-        expect(['answered', 'forced_answer']).toContain(episode.stopReason);
+        expect(['answered', 'forced_answer']).toContain(episode.stop_reason);
       }
     },
     TIMEOUT,

@@ -82,7 +82,7 @@ async function start(run: string, tweak: (c: RunConfig) => RunConfig = (c) => c)
   });
   await runner.publishCurrent();
   const update = (u: number, checkpoint = false) => {
-    const job: TrainJob = { runId: run, stage: 'priming', update: u, kind: 'grpo', samples, checkpoint };
+    const job: TrainJob = { run_id: run, stage: 'priming', update: u, kind: 'grpo', samples, checkpoint };
     jobs.set(u, job);
     return runner.run(job);
   };
@@ -104,11 +104,11 @@ describe('update runner', () => {
       expect(existsSync(join(v0, 'onnx', 'model.onnx'))).toBe(true);
 
       const first = await s.update(0);
-      expect(first).toMatchObject({ update: 0, version: 1, policyDir: join(s.loaded.runDir, 'policies', 'v1') });
+      expect(first).toMatchObject({ update: 0, version: 1, policy_dir: join(s.loaded.runDir, 'policies', 'v1') });
       expect(first.metrics.step).toBe(1);
       expect(Number.isFinite(first.metrics.loss)).toBe(true);
-      expect(first.engineCheckpoint).toBeUndefined();
-      expect(await registry.current()).toEqual({ version: 1, dir: first.policyDir });
+      expect(first.engine_checkpoint).toBeUndefined();
+      expect(await registry.current()).toEqual({ version: 1, dir: first.policy_dir });
       expect(s.runner.updates).toBe(1);
 
       // Again: the stored result, and no optimizer step (the next update is the second one).
@@ -119,9 +119,9 @@ describe('update runner', () => {
       await expect(refused).rejects.toThrow('train job update 3: the engine has done 1 updates; submit update 1 first');
 
       const second = await s.update(1, true);
-      expect(second).toMatchObject({ update: 1, version: 2, checkpointDir: checkpointDir(s.loaded.runDir, 2) });
+      expect(second).toMatchObject({ update: 1, version: 2, checkpoint_dir: checkpointDir(s.loaded.runDir, 2) });
       expect(second.metrics.step).toBe(2);
-      expect(JSON.parse(readFileSync(join(second.checkpointDir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
+      expect(JSON.parse(readFileSync(join(second.checkpoint_dir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
       expect(listCheckpoints(s.loaded.runDir).map((c) => c.updates)).toEqual([2]);
     } finally {
       await s.supervisor.shutdown();
@@ -146,7 +146,7 @@ describe('update runner', () => {
       const fourth = await s.update(3);
       expect(s.supervisor.pid).not.toBe(killed);
       expect(s.logs.some((l) => /^engine died during update 3 .*restarting it from the latest checkpoint \(1 of 2\)$/.test(l))).toBe(true);
-      expect(fourth).toMatchObject({ update: 3, version: 4, engineCheckpoint: checkpointDir(s.loaded.runDir, 2) });
+      expect(fourth).toMatchObject({ update: 3, version: 4, engine_checkpoint: checkpointDir(s.loaded.runDir, 2) });
       expect(fourth.metrics.step).toBe(expected[3].metrics.step);
       expect(fourth.metrics.loss).toBe(expected[3].metrics.loss);
       expect(fourth.metrics.grad_norm).toBe(expected[3].metrics.grad_norm);

@@ -111,8 +111,8 @@ async function step(ctx: StepContext, loaded: LoadedRunConfig, n: number, versio
   await ctx.transport.dropGroups(out.groups.map((g) => g.groupId));
   expect(out.result?.version).toBe(version + 1);
   const trajectories = out.groups.flatMap((g) => g.trajectories);
-  for (const g of out.groups) expect(g.trajectories.map((t) => t.sampleIndex)).toEqual([...Array(G).keys()]);
-  for (const t of trajectories) expect(t.policyVersion).toBe(version);
+  for (const g of out.groups) expect(g.trajectories.map((t) => t.sample_index)).toEqual([...Array(G).keys()]);
+  for (const t of trajectories) expect(t.policy_version).toBe(version);
   const turns = generationCount(trajectories);
   expect((await generations(name)) - before).toBe(turns);
   expect(await generations('base')).toBe(0);

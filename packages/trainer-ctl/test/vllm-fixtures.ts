@@ -39,13 +39,13 @@ export async function sftUpdate(
   const samples = await expertSamples(data.dataset, data.modelDir, [0, 0, 0, 0], job.firstCase);
   const queue = new TrainQueue(ground.conn, run, settings);
   await queue.submit({
-    runId: run,
+    run_id: run,
     stage: 'priming',
     update: job.update,
     kind: 'sft',
     samples,
     checkpoint: job.checkpoint,
-    ...(job.lr !== undefined && { sftSteps: [{ size: samples.length, lr: job.lr }] }),
+    ...(job.lr !== undefined && { sft_steps: [{ size: samples.length, lr: job.lr }] }),
   });
   expect((await queue.waitResult(job.update, 300_000)).version).toBe(job.update + 1);
   await queue.close();

@@ -108,8 +108,8 @@ function expectGroups(out: StepOutcome, version: number): Trajectory[] {
   const all: Trajectory[] = [];
   expect(out.groups).toHaveLength(2);
   for (const g of out.groups) {
-    expect(g.trajectories.map((t) => t.sampleIndex)).toEqual([...Array(G).keys()]);
-    for (const t of g.trajectories) expect(t.policyVersion).toBe(version);
+    expect(g.trajectories.map((t) => t.sample_index)).toEqual([...Array(G).keys()]);
+    for (const t of g.trajectories) expect(t.policy_version).toBe(version);
     all.push(...g.trajectories);
   }
   return all;

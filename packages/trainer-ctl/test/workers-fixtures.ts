@@ -181,18 +181,18 @@ export function plainTrajectory(
   ids: number[],
   episode: EpisodeRecord,
   temperature = j.temperature,
-): Omit<Trajectory, 'workerId'> {
+): Omit<Trajectory, 'worker_id'> {
   return {
-    groupId: j.groupId,
-    caseId: j.caseId,
-    sampleIndex: j.sampleIndex,
-    policyVersion: 0,
+    group_id: j.group_id,
+    case_id: j.case_id,
+    sample_index: j.sample_index,
+    policy_version: 0,
     ids,
     mask: ids.map(() => 1),
     logprobs: ids.map(() => -1),
     temperature,
     episode,
-    timing: { generateMs: 0, toolsMs: 0, wallMs: 0 },
+    timing: { generate_ms: 0, tools_ms: 0, wall_ms: 0 },
   };
 }
 

@@ -77,13 +77,13 @@ describe('rollout workers under SIGKILL', () => {
 
     const kase = dataset.cases[0];
     const jobs: RolloutJob[] = [...Array(G).keys()].map((sampleIndex) => ({
-      runId: RUN,
+      run_id: RUN,
       stage: 'priming',
       step: 0,
-      groupId: 'kill-g',
-      caseId: kase.id,
-      sampleIndex,
-      policyVersion: 0,
+      group_id: 'kill-g',
+      case_id: kase.id,
+      sample_index: sampleIndex,
+      policy_version: 0,
       temperature: 1,
       seed: 100 + sampleIndex,
     }));
@@ -104,9 +104,9 @@ describe('rollout workers under SIGKILL', () => {
     // Exactly one sample per index, and nothing else in the hash.
     expect(await conn.hlen(keys.group(RUN, 'kill-g'))).toBe(G);
     expect(await store.indices('kill-g')).toEqual([0, 1, 2, 3]);
-    expect(group.map((t) => t.sampleIndex)).toEqual([0, 1, 2, 3]);
+    expect(group.map((t) => t.sample_index)).toEqual([0, 1, 2, 3]);
     const survivorId = first.i === 0 ? 'B' : 'A';
-    expect(group.every((t) => t.workerId === survivorId)).toBe(true);
+    expect(group.every((t) => t.worker_id === survivorId)).toBe(true);
 
     // The killed job ran twice (killed, then replayed), every other job once.
     expect(victim.lines.some((l) => l.includes(` done ${victimJob} `))).toBe(false);
@@ -124,9 +124,9 @@ describe('rollout workers under SIGKILL', () => {
 
     // Real trajectories: token-aligned, with model-generated tokens, of the job's case and version.
     for (const t of group) {
-      expect(t.caseId).toBe(kase.id);
-      expect(t.episode.caseId).toBe(kase.id);
-      expect(t.policyVersion).toBe(0);
+      expect(t.case_id).toBe(kase.id);
+      expect(t.episode.case_id).toBe(kase.id);
+      expect(t.policy_version).toBe(0);
       expect(t.mask).toHaveLength(t.ids.length);
       expect(t.logprobs).toHaveLength(t.ids.length);
       expect(t.mask.some((m) => m === 1)).toBe(true);

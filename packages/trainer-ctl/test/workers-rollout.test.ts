@@ -20,13 +20,13 @@ let episode: EpisodeRecord;
 const settings = parseQueueSettings({ attempts: 3, backoffMs: 10 });
 
 const job = (run: string, groupId: string, sampleIndex: number): RolloutJob => ({
-  runId: run,
+  run_id: run,
   stage: 'priming',
   step: 0,
-  groupId,
-  caseId: episode.caseId,
-  sampleIndex,
-  policyVersion: 0,
+  group_id: groupId,
+  case_id: episode.case_id,
+  sample_index: sampleIndex,
+  policy_version: 0,
   temperature: 1,
   seed: sampleIndex,
 });
@@ -70,8 +70,8 @@ describe('rollout worker', () => {
     const late = new Promise<void>((r) => (release = r));
     const runs: number[] = [];
     const play: RolloutPlayer = async (j) => {
-      runs.push(j.sampleIndex);
-      if (j.sampleIndex === 1 && runs.filter((i) => i === 1).length === 1) {
+      runs.push(j.sample_index);
+      if (j.sample_index === 1 && runs.filter((i) => i === 1).length === 1) {
         await late;
         return sample(j, [9, 9, 9]);
       }
@@ -101,10 +101,10 @@ describe('rollout worker', () => {
   it('retries a throwing player with backoff, and fails an unrecoverable job at once with its reason', async () => {
     const tries = new Map<number, number>();
     const play: RolloutPlayer = async (j) => {
-      const n = (tries.get(j.sampleIndex) ?? 0) + 1;
-      tries.set(j.sampleIndex, n);
-      if (j.sampleIndex === 0 && n < 3) throw new Error(`transient failure ${n}`);
-      if (j.sampleIndex === 1) throw new UnrecoverableError('case is not in the dataset');
+      const n = (tries.get(j.sample_index) ?? 0) + 1;
+      tries.set(j.sample_index, n);
+      if (j.sample_index === 0 && n < 3) throw new Error(`transient failure ${n}`);
+      if (j.sample_index === 1) throw new UnrecoverableError('case is not in the dataset');
       return sample(j, [4, 5]);
     };
     await withWorker('retry-run', play, 60_000, async (queue, store) => {

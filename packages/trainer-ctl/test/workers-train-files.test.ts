@@ -30,7 +30,7 @@ afterAll(() => closeGround(ground));
 describe('train worker with step files', () => {
   it('trains from the file as from the same samples inline, and deletes step files once checkpointed', async () => {
     const job = (update: number, checkpoint: boolean): TrainJob => ({
-      runId: RUN,
+      run_id: RUN,
       stage: 'priming',
       update,
       kind: 'grpo',
@@ -79,7 +79,7 @@ describe('train worker with step files', () => {
       // Update 1 is checkpointed: its step file and update 0's are no longer needed.
       await queue.submit(job(1, true));
       const second = await queue.waitResult(1, 300_000);
-      expect(second.checkpointDir).toBeDefined();
+      expect(second.checkpoint_dir).toBeDefined();
       expect(readdirSync(join(data, 'steps'))).toEqual([]);
     } finally {
       await worker.close();

@@ -18,7 +18,7 @@ const samples: TrainSample[] = [0, 1, 2].map((i) => ({
   temperature: [0.7, 1.0, 1.3][i],
 }));
 const job = (over: Partial<TrainJob>): TrainJob => ({
-  runId: 'r',
+  run_id: 'r',
   stage: 'priming',
   update: 0,
   kind: 'sft',
@@ -31,7 +31,7 @@ describe('engineStep', () => {
   it('splits an SFT job into its steps, in order, each with its lr', () => {
     const step = engineStep(
       job({
-        sftSteps: [
+        sft_steps: [
           { size: 2, lr: 1e-3 },
           { size: 1, lr: 2e-4 },
         ],
@@ -48,8 +48,8 @@ describe('engineStep', () => {
       [[1, 2, 5]],
     ]);
     expect(args.map((a) => a.lr)).toEqual([1e-3, 2e-4]);
-    expect(() => engineStep(job({ sftSteps: [{ size: 2, lr: 1e-3 }] }), config)).toThrow('sftSteps cover 2 samples');
-    expect(() => engineStep(job({ kind: 'grpo', sftSteps: [{ size: 3, lr: 1e-3 }] }), config)).toThrow('sftSteps is for sft jobs only');
+    expect(() => engineStep(job({ sft_steps: [{ size: 2, lr: 1e-3 }] }), config)).toThrow('sft_steps cover 2 samples');
+    expect(() => engineStep(job({ kind: 'grpo', sft_steps: [{ size: 3, lr: 1e-3 }] }), config)).toThrow('sft_steps is for sft jobs only');
   });
 
   it('gives every GRPO step the configured lr', () => {
@@ -68,20 +68,20 @@ describe('engineStep', () => {
   });
 
   it('passes the micro-batch token budget to every step only when one is set', () => {
-    const sft = engineStep(job({ sftSteps: [{ size: 3, lr: 1e-3 }] }), config).args as { micro_batch_tokens?: number }[];
+    const sft = engineStep(job({ sft_steps: [{ size: 3, lr: 1e-3 }] }), config).args as { micro_batch_tokens?: number }[];
     expect(sft[0]).not.toHaveProperty('micro_batch_tokens');
     const budget = { ...config, workers: { ...config.workers, train: { ...config.workers.train, micro_batch_tokens: 4096 } } };
     expect((engineStep(job({ kind: 'grpo' }), budget).args as { micro_batch_tokens?: number }).micro_batch_tokens).toBe(4096);
     expect(
-      (engineStep(job({ sftSteps: [{ size: 3, lr: 1e-3 }] }), budget).args as { micro_batch_tokens?: number }[])[0].micro_batch_tokens,
+      (engineStep(job({ sft_steps: [{ size: 3, lr: 1e-3 }] }), budget).args as { micro_batch_tokens?: number }[])[0].micro_batch_tokens,
     ).toBe(4096);
   });
 
   it('names a non-finite old log-probability (JSON would turn it into null) instead of sending it', () => {
-    const withOld = samples.map((s, i) => ({ ...s, oldLogprobs: [0, i === 2 ? -Infinity : -0.5, -0.25] }));
-    expect(() => engineStep(job({ kind: 'grpo', samples: withOld }), config)).toThrow('samples[2]: oldLogprobs[1] is -Infinity');
+    const withOld = samples.map((s, i) => ({ ...s, old_logprobs: [0, i === 2 ? -Infinity : -0.5, -0.25] }));
+    expect(() => engineStep(job({ kind: 'grpo', samples: withOld }), config)).toThrow('samples[2]: old_logprobs[1] is -Infinity');
     const viaJson = JSON.parse(JSON.stringify(withOld)) as TrainSample[];
-    expect(() => engineStep(job({ kind: 'grpo', samples: viaJson }), config)).toThrow('samples[2]: oldLogprobs[1] is null');
+    expect(() => engineStep(job({ kind: 'grpo', samples: viaJson }), config)).toThrow('samples[2]: old_logprobs[1] is null');
   });
 });
 

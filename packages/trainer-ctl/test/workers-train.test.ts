@@ -49,18 +49,25 @@ async function startWorker(onEngineDeath?: (e: Error) => void): Promise<TrainWor
 
 /** A rollout job of priming step 3 on the dataset's first case, at temperature 1. */
 const rolloutJob = (groupId: string, sampleIndex: number, policyVersion: number, seed: number): RolloutJob => ({
-  runId: RUN,
+  run_id: RUN,
   stage: 'priming',
   step: 3,
-  groupId,
-  caseId: dataset.cases[0].id,
-  sampleIndex,
-  policyVersion,
+  group_id: groupId,
+  case_id: dataset.cases[0].id,
+  sample_index: sampleIndex,
+  policy_version: policyVersion,
   temperature: 1,
   seed,
 });
 
-const job = (update: number, checkpoint = false): TrainJob => ({ runId: RUN, stage: 'priming', update, kind: 'grpo', samples, checkpoint });
+const job = (update: number, checkpoint = false): TrainJob => ({
+  run_id: RUN,
+  stage: 'priming',
+  update,
+  kind: 'grpo',
+  samples,
+  checkpoint,
+});
 
 beforeAll(async () => {
   // Samples: two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
@@ -81,12 +88,12 @@ describe('train worker', () => {
 
     await queue.submit(job(0));
     const first = await queue.waitResult(0, 120_000);
-    expect(first).toMatchObject({ update: 0, version: 1, policyDir: join(loaded.runDir, 'policies', 'v1') });
+    expect(first).toMatchObject({ update: 0, version: 1, policy_dir: join(loaded.runDir, 'policies', 'v1') });
     expect(first.metrics.step).toBe(1);
     expect(Number.isFinite(first.metrics.loss)).toBe(true);
-    expect(existsSync(join(first.policyDir!, 'onnx', 'model.onnx'))).toBe(true);
-    expect(existsSync(join(first.policyDir!, 'tokenizer.json'))).toBe(true);
-    expect(await registry.current()).toEqual({ version: 1, dir: first.policyDir });
+    expect(existsSync(join(first.policy_dir!, 'onnx', 'model.onnx'))).toBe(true);
+    expect(existsSync(join(first.policy_dir!, 'tokenizer.json'))).toBe(true);
+    expect(await registry.current()).toEqual({ version: 1, dir: first.policy_dir });
 
     // A retry of update 0 (its BullMQ job gone, as after a lost result) trains nothing.
     await queue.forget(0);
@@ -97,7 +104,7 @@ describe('train worker', () => {
     const second = await queue.waitResult(1, 120_000);
     expect(second.version).toBe(2);
     expect(second.metrics.step).toBe(2); // one optimizer step per update: the retry took none
-    expect(JSON.parse(readFileSync(join(second.checkpointDir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
+    expect(JSON.parse(readFileSync(join(second.checkpoint_dir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
 
     // Updates run in order: a job from the future fails at once, saying which update is due.
     await queue.submit(job(5));
@@ -116,15 +123,15 @@ describe('train worker', () => {
     expect(third).toMatchObject({ update: 2, version: 3 });
     expect(third.metrics.step).toBe(3);
 
-    // An SFT update of several optimizer steps (sftSteps): each its own slice and lr, one export.
+    // An SFT update of several optimizer steps (sft_steps): each its own slice and lr, one export.
     const sft: TrainJob = {
-      runId: RUN,
+      run_id: RUN,
       stage: 'priming',
       update: 3,
       kind: 'sft',
       samples,
       checkpoint: false,
-      sftSteps: [
+      sft_steps: [
         { size: 1, lr: 1e-3 },
         { size: 1, lr: 5e-4 },
       ],
@@ -134,11 +141,11 @@ describe('train worker', () => {
     expect(fourth).toMatchObject({ update: 3, version: 4 });
     expect(fourth.metrics.step).toBe(5);
     expect(fourth.metrics.tokens).toBe(samples.reduce((a, x) => a + x.mask.reduce((b, m) => b + m, 0), 0));
-    expect(await registry.current()).toEqual({ version: 4, dir: fourth.policyDir });
+    expect(await registry.current()).toEqual({ version: 4, dir: fourth.policy_dir });
     // Steps that do not cover the samples fail at once, naming the job.
-    await queue.submit({ ...sft, update: 4, sftSteps: [{ size: 1, lr: 1e-3 }] });
+    await queue.submit({ ...sft, update: 4, sft_steps: [{ size: 1, lr: 1e-3 }] });
     await expect(queue.waitResult(4, 120_000)).rejects.toThrow(
-      /train job update 4: sftSteps cover 1 samples in steps of positive sizes; the job has 2/,
+      /train job update 4: sft_steps cover 1 samples in steps of positive sizes; the job has 2/,
     );
     await queue.forget(4);
     // An SFT update before SFT's last (export false) trains, and exports and publishes nothing.
@@ -146,10 +153,10 @@ describe('train worker', () => {
     const fifth = await queue.waitResult(4, 120_000);
     expect(fifth).toMatchObject({ update: 4, version: 5 });
     expect(fifth.metrics.step).toBe(7);
-    expect(fifth.policyDir).toBeUndefined();
+    expect(fifth.policy_dir).toBeUndefined();
     expect(fifth.metrics.export_ms).toBeUndefined();
     expect(existsSync(join(loaded.runDir, 'policies', 'v5'))).toBe(false);
-    expect(await registry.current()).toEqual({ version: 4, dir: fourth.policyDir });
+    expect(await registry.current()).toEqual({ version: 4, dir: fourth.policy_dir });
     await worker.close();
     await queue.close();
   }, 600_000);
@@ -162,7 +169,7 @@ describe('train worker', () => {
     const rollout = (policyVersion: number) => rolloutJob('sync-g', 0, policyVersion, 7);
     const t = await player.play(rollout(4));
     expect(player.version).toBe(4);
-    expect(t.policyVersion).toBe(4);
+    expect(t.policy_version).toBe(4);
     expect(t.mask.some((m) => m === 1)).toBe(true);
     await expect(player.play(rollout(5))).rejects.toThrow(
       `weight sync timed out after 500 ms: waiting for policy version 5 of run ${RUN}, newest published is version 4 (${published!.dir}); is the train worker running?`,
@@ -279,13 +286,13 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
     const logs: string[] = [];
     const start = () =>
       startTrainWorker({ connection: ground.conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
-    const job = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
+    const job = (update: number): TrainJob => ({ run_id: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
     const queue = new TrainQueue(ground.conn, run, settings);
     try {
       let worker = await start();
       for (const u of [0, 1]) {
         await queue.submit(job(u));
-        expect((await queue.waitResult(u, 300_000)).engineCheckpoint).toBeUndefined();
+        expect((await queue.waitResult(u, 300_000)).engine_checkpoint).toBeUndefined();
       }
       await worker.close();
 
@@ -299,20 +306,20 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
 
       await queue.submit(job(2));
       const third = await queue.waitResult(2, 300_000);
-      expect(third).toMatchObject({ update: 2, version: 3, engineCheckpoint: loaded });
+      expect(third).toMatchObject({ update: 2, version: 3, engine_checkpoint: loaded });
       // The export carries the model's tokenizer files; the checkpoint is whole and holds them too.
       const tokenizer = readFileSync(join(model, 'tokenizer.json'), 'utf8');
-      const exported = name === 'lora' ? join(third.policyDir!, 'merged') : third.policyDir!;
+      const exported = name === 'lora' ? join(third.policy_dir!, 'merged') : third.policy_dir!;
       expect(readFileSync(join(exported, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
-      expect(readFileSync(join(third.checkpointDir!, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
-      expect(existsSync(join(third.checkpointDir!, 'trainer-state.json'))).toBe(true);
+      expect(readFileSync(join(third.checkpoint_dir!, 'tokenizer.json'), 'utf8')).toBe(tokenizer);
+      expect(existsSync(join(third.checkpoint_dir!, 'trainer-state.json'))).toBe(true);
       expect(listCheckpoints(runDir).map((c) => c.updates)).toEqual([3]);
 
       // An engine killed now restarts from checkpoint 3 and makes update 3; then checkpoint 3 goes too.
       process.kill(worker.enginePid!, 'SIGKILL');
       await queue.submit(job(3));
       const fourth = await queue.waitResult(3, 300_000);
-      expect(fourth).toMatchObject({ update: 3, version: 4, engineCheckpoint: checkpointDir(runDir, 3) });
+      expect(fourth).toMatchObject({ update: 3, version: 4, engine_checkpoint: checkpointDir(runDir, 3) });
       expect(logs.some((l) => /engine died during update 3 .*restarting it from the latest checkpoint/.test(l))).toBe(true);
       rmSync(checkpointDir(runDir, 3), { recursive: true });
       await queue.submit(job(4));
@@ -340,7 +347,7 @@ const maxDiff = (a: Map<string, Float64Array>, b: Map<string, Float64Array>) => 
 describe('a new optimizer for GRPO (grpo.optimizer.reset)', () => {
   /** Updates 0-1 SFT, 2-3 GRPO in priming, 4 GRPO in exploration; a checkpoint after each. */
   const jobOf = (run: string, update: number): TrainJob => ({
-    runId: run,
+    run_id: run,
     stage: update < 4 ? 'priming' : 'exploration',
     update,
     kind: update < 2 ? 'sft' : 'grpo',
@@ -423,15 +430,15 @@ describe('a checkpoint job (a stage that ends on a step without an update)', () 
     const queue = new TrainQueue(ground.conn, run, settings);
     const registry = new PolicyRegistry(ground.conn, run);
     try {
-      const grpo = (update: number): TrainJob => ({ runId: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: false });
+      const grpo = (update: number): TrainJob => ({ run_id: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: false });
       await queue.submit(grpo(0));
       expect((await queue.waitResult(0, 300_000)).metrics.step).toBe(1);
-      await queue.submit({ runId: run, stage: 'priming', update: 1, kind: 'checkpoint', samples: [], checkpoint: true });
+      await queue.submit({ run_id: run, stage: 'priming', update: 1, kind: 'checkpoint', samples: [], checkpoint: true });
       const kept = await queue.waitResult(1, 300_000);
-      expect(kept).toMatchObject({ update: 1, version: 2, checkpointDir: checkpointDir(runDir, 2) });
+      expect(kept).toMatchObject({ update: 1, version: 2, checkpoint_dir: checkpointDir(runDir, 2) });
       expect(kept.metrics.step).toBeUndefined();
-      expect(JSON.parse(readFileSync(join(kept.checkpointDir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
-      expect(await registry.current()).toEqual({ version: 2, dir: kept.policyDir });
+      expect(JSON.parse(readFileSync(join(kept.checkpoint_dir!, TRAINER_STATE_FILE), 'utf8')).updates).toBe(2);
+      expect(await registry.current()).toEqual({ version: 2, dir: kept.policy_dir });
       expect(maxDiff(weightsOf(runDir, 1), weightsOf(runDir, 2))).toBe(0);
       // The next update is the optimizer's second step: the checkpoint job took none.
       await queue.submit(grpo(2));

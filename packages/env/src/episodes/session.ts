@@ -68,7 +68,7 @@ export class EpisodeSession {
   readonly messages: ChatMessage[] = [];
   readonly toolCalls: ToolCallRecord[] = [];
   readonly turns: TurnRecord[] = [];
-  readonly parseErrors: EpisodeRecord['parseErrors'] = [];
+  readonly parseErrors: EpisodeRecord['parse_errors'] = [];
   readonly path: PathStep[] = [];
   private readonly startedAt = Date.now();
   private readonly seenSteps = new Set<string>();
@@ -133,10 +133,10 @@ export class EpisodeSession {
   recordText(error?: string): void {
     const turn = this.turns.length;
     if (error === undefined) {
-      this.turns.push({ turn, offered: [], parsed: true, offeredTool: true, argsValid: true });
+      this.turns.push({ turn, offered: [], parsed: true, offered_tool: true, args_valid: true });
       return;
     }
-    this.turns.push({ turn, offered: [], parsed: false, offeredTool: false, argsValid: false, error });
+    this.turns.push({ turn, offered: [], parsed: false, offered_tool: false, args_valid: false, error });
     const raw = this.messages.at(-1)?.content ?? '';
     this.parseErrors.push({ turn, message: error, raw: raw.slice(0, RAW_KEEP) });
   }
@@ -147,18 +147,18 @@ export class EpisodeSession {
     const msg = await this.ask(offered, final, turn);
     if (!msg) return { kind: 'policy_error' };
     const parsed = parseToolCalls(msg);
-    if (!parsed.ok) return this.reject(turn, offered, msg, { parsed: false, offeredTool: false }, parsed.error);
+    if (!parsed.ok) return this.reject(turn, offered, msg, { parsed: false, offered_tool: false }, parsed.error);
     const [call, ...extra] = parsed.calls;
     const callId = this.callId(msg, 0, turn);
     if (!offered.includes(call.name)) {
       const error = `tool "${call.name.slice(0, 60)}" is not offered on this turn; offered: ${offered.join(', ')}`;
-      return this.reject(turn, offered, msg, { parsed: true, offeredTool: false }, error, { call, callId, extra: extra.length });
+      return this.reject(turn, offered, msg, { parsed: true, offered_tool: false }, error, { call, callId, extra: extra.length });
     }
     const args = this.toolbox.validate(call.name, call.arguments);
     if (!args.ok) {
-      return this.reject(turn, offered, msg, { parsed: true, offeredTool: true }, args.error, { call, callId, extra: extra.length });
+      return this.reject(turn, offered, msg, { parsed: true, offered_tool: true }, args.error, { call, callId, extra: extra.length });
     }
-    this.turns.push({ turn, offered: [...offered], parsed: true, offeredTool: true, argsValid: true });
+    this.turns.push({ turn, offered: [...offered], parsed: true, offered_tool: true, args_valid: true });
     const observation = this.toolbox.run(call.name, args.args);
     const record: ToolCallRecord = { turn, name: call.name, arguments: args.args, observation };
     this.toolCalls.push(record);
@@ -181,19 +181,19 @@ export class EpisodeSession {
     return { kind: 'called', call: record, newStep };
   }
 
-  finish(protocol: string, stopReason: EpisodeRecord['stopReason'], answer: RootCause[] | null): EpisodeRecord {
+  finish(protocol: string, stopReason: EpisodeRecord['stop_reason'], answer: RootCause[] | null): EpisodeRecord {
     return {
       ...(this.policyError !== undefined ? { error: this.policyError } : {}),
-      caseId: this.kase.id,
+      case_id: this.kase.id,
       protocol,
       messages: this.messages,
-      toolCalls: this.toolCalls,
+      tool_calls: this.toolCalls,
       turns: this.turns,
-      parseErrors: this.parseErrors,
+      parse_errors: this.parseErrors,
       answer,
       path: this.path,
-      stopReason,
-      timing: { startedAt: this.startedAt, wallMs: Date.now() - this.startedAt },
+      stop_reason: stopReason,
+      timing: { started_at: this.startedAt, wall_ms: Date.now() - this.startedAt },
     };
   }
 
@@ -213,11 +213,11 @@ export class EpisodeSession {
     turn: number,
     offered: readonly string[],
     msg: AssistantMessage,
-    flags: { parsed: boolean; offeredTool: boolean },
+    flags: { parsed: boolean; offered_tool: boolean },
     error: string,
     parsed?: { call: ParsedToolCall; callId: string; extra: number },
   ): TurnOutcome {
-    this.turns.push({ turn, offered: [...offered], ...flags, argsValid: false, error });
+    this.turns.push({ turn, offered: [...offered], ...flags, args_valid: false, error });
     const raw = msg.content || (msg.tool_calls ? jsonText(msg.tool_calls) : '');
     this.parseErrors.push({ turn, message: error, raw: raw.slice(0, RAW_KEEP) });
     const text = `Error: ${error}. Call one of: ${offered.join(', ')}.`;

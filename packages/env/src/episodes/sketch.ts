@@ -118,9 +118,9 @@ function binnedMetrics(dataset: Dataset, pod: string, c: Case, tools: ToolSettin
   for (const series of dataset.metrics.series(pod)) {
     const f = measureFluctuation(series, fluctuationWindow(tools, c.timestampUs / 1e6));
     if (!f) continue;
-    const bin = binOf(f.maxDeviationSigma, s);
+    const bin = binOf(f.max_deviation_sigma, s);
     if (bin === 'Low') lowMetrics++;
-    else metrics.push({ metric: f.metric, sigma: f.maxDeviationSigma, bin });
+    else metrics.push({ metric: f.metric, sigma: f.max_deviation_sigma, bin });
   }
   metrics.sort((a, b) => Math.abs(b.sigma) - Math.abs(a.sigma));
   return { metrics, lowMetrics };

@@ -26,7 +26,7 @@ export interface RequestResult {
   type_rank: number | null;
   /** Per applicable level, the component the answer's first item naming one there names (its vote); null: none. */
   top: Partial<Record<Level, string | null>>;
-  stop_reason?: EpisodeRecord['stopReason'];
+  stop_reason?: EpisodeRecord['stop_reason'];
   tool_calls?: number;
   /** Set when solving threw; the request then counts as a miss. */
   error?: string;
@@ -122,7 +122,7 @@ async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]
       ranks: ranksOf(dataset, c, answer, levels),
       type_rank: typeRankOf(dataset, c, answer),
       top: topsOf(dataset, c, answer, levels),
-      ...(episode ? { stop_reason: episode.stopReason, tool_calls: episode.toolCalls.length } : {}),
+      ...(episode ? { stop_reason: episode.stop_reason, tool_calls: episode.tool_calls.length } : {}),
     };
   } catch (err) {
     return {

@@ -49,7 +49,7 @@ function nextSpan(ev: Evidence, s: SuspectSettings): KnownSpan | undefined {
     }
   }
   if (best) return best;
-  return [...ev.spans.values()].filter((k) => k.children === undefined && k.summary.childCount > 0).sort((a, b) => b.depth - a.depth)[0];
+  return [...ev.spans.values()].filter((k) => k.children === undefined && k.summary.child_count > 0).sort((a, b) => b.depth - a.depth)[0];
 }
 
 function typeOf(ev: Evidence, pod: string, service: string, s: RcaFlowScriptSettings): string {
@@ -58,7 +58,7 @@ function typeOf(ev: Evidence, pod: string, service: string, s: RcaFlowScriptSett
   const logs = ev.logs.get(service)?.templates ?? [];
   const spans = [...ev.spans.values()].filter((k) => k.summary.pod === pod);
   if (
-    logs.some((t) => t.level === 'error' && (t.unseenInBaseline || (t.ratio ?? 0) >= s.log_ratio)) ||
+    logs.some((t) => t.level === 'error' && (t.unseen_in_baseline || (t.ratio ?? 0) >= s.log_ratio)) ||
     spans.some((k) => raisedError(k.summary))
   )
     return s.type_error;
@@ -122,7 +122,7 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
       }
       const root_causes: RootCause[] = suspects.slice(0, settings.max_answers).map((x) => {
         const type = typeOf(ev, x.pod, x.service, settings);
-        const peaks = (ev.metrics.get(x.pod)?.fluctuating ?? []).map((f) => f.peakTs * 1e6);
+        const peaks = (ev.metrics.get(x.pod)?.fluctuating ?? []).map((f) => f.peak_ts * 1e6);
         return {
           service: x.service,
           pod: x.pod,
@@ -132,7 +132,7 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
         };
       });
       // Then the other pods on the opened path, deepest first: the fault is rarely above the evidence.
-      for (const k of [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs)) {
+      for (const k of [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.start_us - a.summary.start_us)) {
         if (root_causes.length >= settings.max_answers) break;
         if (!root_causes.some((r) => r.pod === k.summary.pod)) {
           const type = typeOf(ev, k.summary.pod, k.summary.service, settings);

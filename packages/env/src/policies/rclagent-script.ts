@@ -43,23 +43,23 @@ function suspiciousChildren(ev: Evidence, k: KnownSpan, s: RclAgentScriptSetting
   return (k.children ?? [])
     .map((id) => ev.spans.get(id)!)
     .filter((c) => abnormal(c, s) || (own > 0 && excessUs(c.summary) > s.explain_share * own))
-    .sort((a, b) => excessUs(b.summary) - excessUs(a.summary) || b.summary.startUs - a.summary.startUs);
+    .sort((a, b) => excessUs(b.summary) - excessUs(a.summary) || b.summary.start_us - a.summary.start_us);
 }
 
 /** A leaf running alongside a sibling that has children only waits for it (a gateway's handler beside its outgoing call). */
 function waitsForSibling(ev: Evidence, k: KnownSpan): boolean {
   if (k.parentId === undefined) return false;
-  const end = k.summary.startUs + k.summary.durationUs;
+  const end = k.summary.start_us + k.summary.duration_us;
   return (ev.spans.get(k.parentId)?.children ?? []).some((id) => {
     const o = ev.spans.get(id)?.summary;
-    return !!o && id !== k.summary.spanId && o.childCount > 0 && o.startUs < end && k.summary.startUs < o.startUs + o.durationUs;
+    return !!o && id !== k.summary.span_id && o.child_count > 0 && o.start_us < end && k.summary.start_us < o.start_us + o.duration_us;
   });
 }
 
 /** Deemed: abnormal, and no child explains more than explain_share of its excess. */
 function deemed(ev: Evidence, k: KnownSpan, s: RclAgentScriptSettings): boolean {
   if (!abnormal(k, s)) return false;
-  if (k.summary.childCount === 0) return !waitsForSibling(ev, k);
+  if (k.summary.child_count === 0) return !waitsForSibling(ev, k);
   if (k.children === undefined) return false;
   const own = excessUs(k.summary);
   const kids = suspiciousChildren(ev, k, s);
@@ -79,7 +79,7 @@ function search(
   let open: KnownSpan | undefined;
   const visit = (k: KnownSpan, expandDeemed: boolean): void => {
     if (k.children === undefined) {
-      if (k.summary.childCount > 0 && !open) open = k;
+      if (k.summary.child_count > 0 && !open) open = k;
       else if (deemed(ev, k, s)) found.push(k);
       return;
     }
@@ -90,14 +90,14 @@ function search(
     }
     const next = suspiciousChildren(ev, k, s);
     // Nothing abnormal below: follow the call path where the most excess went (a dead end otherwise).
-    const onward = (k.children ?? []).map((id) => ev.spans.get(id)!).filter((c) => c.summary.childCount > 0);
+    const onward = (k.children ?? []).map((id) => ev.spans.get(id)!).filter((c) => c.summary.child_count > 0);
     if (!next.length && onward.length) next.push(onward.sort((a, b) => excessUs(b.summary) - excessUs(a.summary))[0]);
     for (const c of next) visit(c, expandDeemed);
   };
   if (!root) return { found };
   if (below) {
     // Phase 2 resumes below R0: each R0 span is expanded even though it was deemed.
-    for (const k of ev.spans.values()) if (below.has(k.summary.spanId)) visit(k, true);
+    for (const k of ev.spans.values()) if (below.has(k.summary.span_id)) visit(k, true);
   } else visit(root, false);
   return { open, found };
 }
@@ -121,9 +121,9 @@ function confirmedByMetrics(candidates: RootCause[], ev: Evidence): RootCause[] 
     .map((c) => ({ c, m: ev.metrics.get(c.pod!) as SearchMetricsData | undefined }))
     .filter((x) => (x.m?.fluctuating.length ?? 0) > 0)
     .map((x) => {
-      const peak = x.m!.fluctuating.reduce((a, f) => (Math.abs(f.maxDeviationSigma) > Math.abs(a.maxDeviationSigma) ? f : a));
-      const first = Math.min(...x.m!.fluctuating.map((f) => f.peakTs));
-      return { ...x, sigma: Math.abs(peak.maxDeviationSigma), first };
+      const peak = x.m!.fluctuating.reduce((a, f) => (Math.abs(f.max_deviation_sigma) > Math.abs(a.max_deviation_sigma) ? f : a));
+      const first = Math.min(...x.m!.fluctuating.map((f) => f.peak_ts));
+      return { ...x, sigma: Math.abs(peak.max_deviation_sigma), first };
     })
     .sort((a, b) => b.sigma - a.sigma || a.first - b.first)
     .map((x) => x.c);
@@ -167,7 +167,7 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
       }
       // Phase 2: go deeper below R0, then confirm the candidates with the metric agent.
       const r0Pods = new Set((r0 ?? []).map((r) => r.pod));
-      const r0Spans = new Set([...ev.spans.values()].filter((k) => r0Pods.has(k.summary.pod)).map((k) => k.summary.spanId));
+      const r0Spans = new Set([...ev.spans.values()].filter((k) => r0Pods.has(k.summary.pod)).map((k) => k.summary.span_id));
       const deeper = search(ev, root, s, r0Spans);
       const openedBefore = ctx.toolCalls.filter(
         (c) => c.name === 'search_traces' && c.turn > (ctx.toolCalls.find((x) => x.name === 'print_results')?.turn ?? Infinity),

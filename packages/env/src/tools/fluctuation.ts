@@ -34,10 +34,10 @@ export interface Fluctuation {
   mean: number;
   std: number;
   /** Signed deviation, in sigmas, of the value farthest from the mean. */
-  maxDeviationSigma: number;
-  peakValue: number;
+  max_deviation_sigma: number;
+  peak_value: number;
   /** Unix seconds of the peak value. */
-  peakTs: number;
+  peak_ts: number;
   /** Values in [t - delta, t + delta] and their Unix-second times. */
   ts: number[];
   values: number[];
@@ -57,7 +57,7 @@ function lowerBound(ts: Float64Array, x: number): number {
 
 /**
  * The series' fluctuation around t, or undefined when it has no inspected values or too few
- * baseline points. Whether it breaks the band is |maxDeviationSigma| > nSigma.
+ * baseline points. Whether it breaks the band is |max_deviation_sigma| > nSigma.
  */
 export function measureFluctuation(s: MetricSeries, w: FluctuationWindow): Fluctuation | undefined {
   const from = lowerBound(s.ts, w.tS - w.baselineS);
@@ -102,9 +102,9 @@ export function measureFluctuation(s: MetricSeries, w: FluctuationWindow): Fluct
     metric: s.name,
     mean,
     std,
-    maxDeviationSigma: dev,
-    peakValue: s.values[best],
-    peakTs: s.ts[best],
+    max_deviation_sigma: dev,
+    peak_value: s.values[best],
+    peak_ts: s.ts[best],
     ts,
     values,
   };

@@ -10,18 +10,18 @@ import { isoOfUs, parseTimestamp } from './timestamp';
 import { componentAtTimeArgs, componentAtTimeNames } from './component-args';
 
 export interface LogTemplateCount {
-  templateId: number;
+  template_id: number;
   template: string;
   level: LogLevel;
   count: number;
   /** Lines per minute in the window. */
-  ratePerMin: number;
+  rate_per_min: number;
   /** Usual lines per minute of this template for the service; undefined without baseline. */
-  baselineRatePerMin?: number;
-  /** ratePerMin / baselineRatePerMin; undefined when that rate is unknown or 0. */
+  baseline_rate_per_min?: number;
+  /** rate_per_min / baseline_rate_per_min; undefined when that rate is unknown or 0. */
   ratio?: number;
   /** The usual rate is known and 0: the template is new under the fault. */
-  unseenInBaseline: boolean;
+  unseen_in_baseline: boolean;
   services: string[];
   pods: string[];
 }
@@ -41,8 +41,8 @@ export interface SilentStatement {
 export interface SearchLogsData {
   component: string;
   level: 'service' | 'pod' | 'node';
-  timestampUs: number;
-  windowS: number;
+  timestamp_us: number;
+  window_s: number;
   templates: LogTemplateCount[];
   omitted: number;
   /** Usual statements gone silent within ±silent_window_s, least seen against expected first. */
@@ -73,14 +73,14 @@ function group(ctx: ToolContext, records: LogRecord[], minutes: number): LogTemp
     const baselineRatePerMin = base.length ? base.reduce((a, b) => a + b, 0) : undefined;
     const ratio = baselineRatePerMin ? ratePerMin / baselineRatePerMin : undefined;
     return {
-      templateId: first.templateId,
+      template_id: first.templateId,
       template: ctx.dataset.logs.template(first.templateId)?.template ?? `template ${first.templateId}`,
       level: first.level,
       count: rs.length,
-      ratePerMin,
-      baselineRatePerMin,
+      rate_per_min: ratePerMin,
+      baseline_rate_per_min: baselineRatePerMin,
       ratio,
-      unseenInBaseline: baselineRatePerMin === 0,
+      unseen_in_baseline: baselineRatePerMin === 0,
       services,
       pods: [...new Set(rs.map((r) => r.pod))].sort(),
     };
@@ -142,17 +142,17 @@ function silentLine(s: SilentStatement, windowS: number): string {
 }
 
 /** Most unusual first: rate above the usual rate, unknown baselines counted in full. */
-const excess = (t: LogTemplateCount) => t.ratePerMin - (t.baselineRatePerMin ?? 0);
+const excess = (t: LogTemplateCount) => t.rate_per_min - (t.baseline_rate_per_min ?? 0);
 
 function line(t: LogTemplateCount): string {
   const usual =
-    t.baselineRatePerMin === undefined
+    t.baseline_rate_per_min === undefined
       ? 'no usual rate'
-      : t.unseenInBaseline
+      : t.unseen_in_baseline
         ? 'never seen in the fault-free baseline'
-        : `usual ${t.baselineRatePerMin.toFixed(2)}/min, x${(t.ratio ?? 0).toFixed(1)}`;
+        : `usual ${t.baseline_rate_per_min.toFixed(2)}/min, x${(t.ratio ?? 0).toFixed(1)}`;
   const text = t.template.length > 200 ? `${t.template.slice(0, 200)}...` : t.template;
-  return `- [${t.level}] x${t.count} (${t.ratePerMin.toFixed(2)}/min, ${usual}) pods=${t.pods.join(',')}: ${text.replace(/\s+/g, ' ')}`;
+  return `- [${t.level}] x${t.count} (${t.rate_per_min.toFixed(2)}/min, ${usual}) pods=${t.pods.join(',')}: ${text.replace(/\s+/g, ' ')}`;
 }
 
 registerTool({
@@ -187,8 +187,8 @@ registerTool({
     const data: SearchLogsData = {
       component: target.name,
       level: target.level,
-      timestampUs: t.us,
-      windowS: 2 * settings.log_delta_s,
+      timestamp_us: t.us,
+      window_s: 2 * settings.log_delta_s,
       templates: kept,
       omitted: all.length - kept.length,
       silent,

@@ -14,7 +14,7 @@ export type MetricFluctuation = Fluctuation;
 export interface SearchMetricsData {
   component: string;
   level: 'service' | 'pod' | 'node';
-  timestampUs: number;
+  timestamp_us: number;
   /** Series judged (with inspected values and enough baseline). */
   checked: number;
   /** Series that break the band, largest |deviation| first (bounded by the item limit). */
@@ -27,10 +27,10 @@ const args = componentAtTimeArgs;
 const num = (v: number) => (Number.isInteger(v) ? String(v) : v.toPrecision(4).replace(/\.?0+$/, ''));
 
 function line(f: MetricFluctuation): string {
-  const dev = f.maxDeviationSigma;
+  const dev = f.max_deviation_sigma;
   return (
     `- ${f.component} (${f.level}) ${f.metric}: mean ${num(f.mean)} std ${num(f.std)}; ` +
-    `peak ${num(f.peakValue)} at ${isoOfUs(f.peakTs * 1e6).slice(11, 19)} (${dev >= 0 ? '+' : ''}${dev.toFixed(1)} sigma); ` +
+    `peak ${num(f.peak_value)} at ${isoOfUs(f.peak_ts * 1e6).slice(11, 19)} (${dev >= 0 ? '+' : ''}${dev.toFixed(1)} sigma); ` +
     `values ${f.values.map(num).join(' ')}`
   );
 }
@@ -55,8 +55,8 @@ registerTool({
     );
     const measured = [...series.values()].map((s) => measureFluctuation(s, w)).filter((f): f is Fluctuation => f !== undefined);
     const breaking = measured
-      .filter((f) => Math.abs(f.maxDeviationSigma) > settings.n_sigma)
-      .sort((x, y) => Math.abs(y.maxDeviationSigma) - Math.abs(x.maxDeviationSigma));
+      .filter((f) => Math.abs(f.max_deviation_sigma) > settings.n_sigma)
+      .sort((x, y) => Math.abs(y.max_deviation_sigma) - Math.abs(x.max_deviation_sigma));
     const { shown: kept, note } = boundItems(breaking, settings.max_items, 'fluctuating metrics');
     const head = `Metrics of ${target.level} ${target.name} around ${isoOfUs(t.us)} (±${settings.metric_delta_s}s vs ±${settings.baseline_window_s}s baseline, ${settings.n_sigma} sigma):`;
     const lines = [head];
@@ -67,7 +67,7 @@ registerTool({
     const data: SearchMetricsData = {
       component: target.name,
       level: target.level,
-      timestampUs: t.us,
+      timestamp_us: t.us,
       checked: measured.length,
       fluctuating: kept,
       omitted: breaking.length - kept.length,

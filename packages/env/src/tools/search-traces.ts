@@ -11,16 +11,19 @@ import { registerTool, type ToolContext } from './registry';
 import { isoOfUs } from './timestamp';
 
 /** A span as the tool reports it: the span's own fields and how it compares with the baseline. */
-export interface SpanSummary extends Pick<Span, 'spanId' | 'service' | 'pod' | 'node' | 'operation' | 'startUs' | 'durationUs' | 'status'> {
+export interface SpanSummary extends Pick<Span, 'service' | 'pod' | 'node' | 'operation' | 'status'> {
+  span_id: string;
   /** The name the model sees (alias when span aliases are on). */
   ref: string;
+  start_us: number;
+  duration_us: number;
   /** Usual duration of spans like this one; undefined without baseline. */
-  usualMeanUs?: number;
-  usualStdUs?: number;
-  /** durationUs / usualMeanUs. */
+  usual_mean_us?: number;
+  usual_std_us?: number;
+  /** duration_us / usual_mean_us. */
   ratio?: number;
   slow: boolean;
-  childCount: number;
+  child_count: number;
   /** Calls below this span versus the usual pattern. */
   calls: PatternDiff;
 }
@@ -42,20 +45,20 @@ function summarize(ctx: ToolContext, span: Span): SpanSummary {
   const kids = dataset.traces.children(span.spanId);
   const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
   return {
-    spanId: span.spanId,
+    span_id: span.spanId,
     ref: ctx.aliases.ref(span.spanId),
     service: span.service,
     pod: span.pod,
     node: span.node,
     operation: span.operation,
-    startUs: span.startUs,
-    durationUs: span.durationUs,
+    start_us: span.startUs,
+    duration_us: span.durationUs,
     status: span.status,
-    usualMeanUs: usual?.meanUs,
-    usualStdUs: usual?.stdUs,
+    usual_mean_us: usual?.meanUs,
+    usual_std_us: usual?.stdUs,
     ratio,
     slow: ratio !== undefined && ratio >= settings.slow_ratio,
-    childCount: kids.length,
+    child_count: kids.length,
     calls: diffCalls(dataset.baseline, span, kids, settings.missing_call_min_rate),
   };
 }
@@ -78,7 +81,7 @@ export function verdictOf(s: SpanSummary): Verdict {
   if (raisedError(s)) return 'error';
   if (s.calls.missing.length) return 'missing';
   if (s.slow) return 'slow';
-  const cut = s.ratio !== undefined && s.ratio <= CUT_SHORT_RATIO && (s.usualMeanUs ?? 0) - s.durationUs > 1000;
+  const cut = s.ratio !== undefined && s.ratio <= CUT_SHORT_RATIO && (s.usual_mean_us ?? 0) - s.duration_us > 1000;
   return cut ? 'short' : 'usual';
 }
 
@@ -89,28 +92,28 @@ export function verdictOf(s: SpanSummary): Verdict {
  * its calls as one copy.
  */
 function verdictRank(a: SpanSummary, b: SpanSummary): number {
-  if (a.childCount > 0 !== b.childCount > 0) return Number(b.childCount > 0) - Number(a.childCount > 0);
+  if (a.child_count > 0 !== b.child_count > 0) return Number(b.child_count > 0) - Number(a.child_count > 0);
   const va = verdictOf(a);
   const vb = verdictOf(b);
   if (va !== vb) return VERDICTS.indexOf(va) - VERDICTS.indexOf(vb);
   if (va === 'slow') return (b.ratio ?? 0) - (a.ratio ?? 0);
-  return Number(b.childCount > 0) - Number(a.childCount > 0);
+  return Number(b.child_count > 0) - Number(a.child_count > 0);
 }
 
 function describe(s: SpanSummary, verdicts: boolean): string {
   const usual =
-    s.usualMeanUs === undefined
+    s.usual_mean_us === undefined
       ? 'usual n/a'
-      : `usual ${ms(s.usualMeanUs)}, x${(s.ratio ?? 0).toFixed(2)}${s.slow && !verdicts ? ' SLOW' : ''}`;
+      : `usual ${ms(s.usual_mean_us)}, x${(s.ratio ?? 0).toFixed(2)}${s.slow && !verdicts ? ' SLOW' : ''}`;
   const parts = [
     verdicts
-      ? `${s.ref} ${verdictOf(s)} ${s.service} pod=${s.pod} ${isoOfUs(s.startUs)}`
-      : `${s.ref} ${isoOfUs(s.startUs)} ${s.service} pod=${s.pod}`,
+      ? `${s.ref} ${verdictOf(s)} ${s.service} pod=${s.pod} ${isoOfUs(s.start_us)}`
+      : `${s.ref} ${isoOfUs(s.start_us)} ${s.service} pod=${s.pod}`,
   ];
   if (s.node) parts.push(`node=${s.node}`);
-  parts.push(`"${s.operation}" ${ms(s.durationUs)} (${usual})`);
+  parts.push(`"${s.operation}" ${ms(s.duration_us)} (${usual})`);
   if (s.status !== 'unset') parts.push(`status=${s.status}`);
-  parts.push(`children=${s.childCount}`);
+  parts.push(`children=${s.child_count}`);
   if (s.calls.missing.length) parts.push(`missing calls=[${s.calls.missing.join('; ')}]`);
   if (s.calls.added.length) parts.push(`added calls=[${s.calls.added.join('; ')}]`);
   return parts.join(' ');

@@ -8,8 +8,8 @@ import type { Grader } from '../types';
  * answer came some other way (e.g. a forced final turn recorded without a call), the last turn.
  */
 function answerTurn(episode: EpisodeRecord, answerTool: string): number | undefined {
-  for (let i = episode.toolCalls.length - 1; i >= 0; i--) {
-    if (episode.toolCalls[i].name === answerTool) return episode.toolCalls[i].turn;
+  for (let i = episode.tool_calls.length - 1; i >= 0; i--) {
+    if (episode.tool_calls[i].name === answerTool) return episode.tool_calls[i].turn;
   }
   return episode.turns.at(-1)?.turn;
 }
@@ -23,7 +23,7 @@ export const format: Grader = {
     const answer = episode.answer;
     const answerOk = answer === null || (answer.length > 0 && answer.every(namesAnything));
     const badTurn = answerOk ? undefined : answerTurn(episode, ctx.settings.answer_tool);
-    const valid = episode.turns.filter((t) => t.parsed && t.offeredTool && t.argsValid && t.turn !== badTurn).length;
+    const valid = episode.turns.filter((t) => t.parsed && t.offered_tool && t.args_valid && t.turn !== badTurn).length;
     return {
       // No assistant turn at all produced nothing well-formed.
       score: turns === 0 ? 0 : valid / turns,

@@ -23,7 +23,7 @@ export function hallucinationScore(c: HallucinationCounts, s: HallucinationSetti
 function seenNames(episode: EpisodeRecord, ctx: GradeContext): Set<string> {
   const mc = matchContext(ctx.podToService);
   const seen = new Set<string>();
-  for (const call of episode.toolCalls) {
+  for (const call of episode.tool_calls) {
     if (call.name === ctx.settings.answer_tool) continue;
     for (const c of call.observation.components) {
       const n = normalizeName(c);

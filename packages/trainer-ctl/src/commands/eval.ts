@@ -213,7 +213,7 @@ export const command: CommandModule<object, EvalArgs> = {
       .option('temperature', { type: 'number', default: 0, describe: 'sampling temperature of model turns; 0 is greedy' })
       .option('max-tokens', {
         type: 'number',
-        describe: "most tokens per model turn (default: the run config's generation.sampling.maxTokens, else 512)",
+        describe: "most tokens per model turn (default: the run config's generation.sampling.max_tokens, else 512)",
       })
       .option('concurrency', { type: 'number', default: 1, describe: 'episodes played at once (requests in flight for --openai)' })
       .option('threads', {
@@ -261,7 +261,7 @@ export const command: CommandModule<object, EvalArgs> = {
     const header = {
       dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) },
       split: args.split,
-      createdAt: new Date().toISOString(),
+      created_at: new Date().toISOString(),
       cases: cases.length,
     };
     printResults(args, dataset, cases, results, writeResults(args, specs, header, results, episodeLines));

@@ -83,7 +83,7 @@ export const command: CommandModule<object, ProbeArgs> = {
     try {
       for (const [i, c] of cases.entries()) {
         probes.push(await probeCase(dataset, c, model, play, settings, i));
-        progress.update(i + 1, `best-of-${args.k} hits ${probes.filter((p) => p.bestRR === 1).length}`);
+        progress.update(i + 1, `best-of-${args.k} hits ${probes.filter((p) => p.best_rr === 1).length}`);
       }
       progress.finish();
     } finally {
@@ -91,7 +91,7 @@ export const command: CommandModule<object, ProbeArgs> = {
     }
     const summary = summarizeProbe(probes, settings);
     console.log(
-      `probe ${modelDir} on ${dataset.meta.name}, split ${args.split}: ${cases.length} cases of ${summary.perFault.faults} faults`,
+      `probe ${modelDir} on ${dataset.meta.name}, split ${args.split}: ${cases.length} cases of ${summary.per_fault.faults} faults`,
     );
     console.log(formatProbe(probes, summary));
     if (args.out) {

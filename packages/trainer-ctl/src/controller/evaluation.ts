@@ -58,13 +58,13 @@ export async function playGreedy(
 ): Promise<{ report: EvalReport; episodes: EpisodeRecord[] }> {
   const { config, transport } = ctx;
   const jobs: RolloutJob[] = ctx.cases.map((c, i) => ({
-    runId: ctx.runId,
+    run_id: ctx.runId,
     stage: 'eval',
     step: 0,
-    groupId: evalGroupId(name, policyVersion, i, c.id),
-    caseId: c.id,
-    sampleIndex: 0,
-    policyVersion,
+    group_id: evalGroupId(name, policyVersion, i, c.id),
+    case_id: c.id,
+    sample_index: 0,
+    policy_version: policyVersion,
     temperature: config.generation.temperature.eval,
     seed: hash32(`${config.run.seed}:eval:${i}`),
   }));
@@ -73,8 +73,8 @@ export async function playGreedy(
   const byCase = new Map<string, Trajectory>();
   await Promise.all(
     jobs.map(async (j) => {
-      const [t] = await transport.waitGroup(j.groupId, 1, timeout);
-      byCase.set(j.caseId, t);
+      const [t] = await transport.waitGroup(j.group_id, 1, timeout);
+      byCase.set(j.case_id, t);
     }),
   );
   const result = await evaluate(ctx.dataset, ctx.cases, async (c) => {
@@ -88,8 +88,8 @@ export async function playGreedy(
     policy_version: policyVersion,
     cases: ctx.cases.length,
     format_valid: share(formatValid),
-    answered: share((e) => e.stopReason === 'answered'),
-    tool_calls: episodes.reduce((a, e) => a + e.toolCalls.length, 0) / Math.max(1, episodes.length),
+    answered: share((e) => e.stop_reason === 'answered'),
+    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / Math.max(1, episodes.length),
     summary: {
       levels: result.levels,
       per_request: result.per_request,
@@ -99,7 +99,7 @@ export async function playGreedy(
     },
     requests: result.requests,
   };
-  await transport.dropGroups(jobs.map((j) => j.groupId));
+  await transport.dropGroups(jobs.map((j) => j.group_id));
   return { report, episodes };
 }
 

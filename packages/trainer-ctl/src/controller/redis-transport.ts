@@ -74,9 +74,9 @@ export class RedisTransport implements ControlTransport {
   }
 
   async enqueueRollouts(jobs: RolloutJob[]): Promise<void> {
-    const stored = await this.groups.indicesOf([...new Set(jobs.map((j) => j.groupId))]);
-    for (const j of jobs) this.sizes.set(j.groupId, Math.max(this.sizes.get(j.groupId) ?? 0, j.sampleIndex + 1));
-    const todo = jobs.filter((j) => !stored.get(j.groupId)!.includes(j.sampleIndex));
+    const stored = await this.groups.indicesOf([...new Set(jobs.map((j) => j.group_id))]);
+    for (const j of jobs) this.sizes.set(j.group_id, Math.max(this.sizes.get(j.group_id) ?? 0, j.sample_index + 1));
+    const todo = jobs.filter((j) => !stored.get(j.group_id)!.includes(j.sample_index));
     if (todo.length) await this.rollouts.enqueueGroup(todo);
   }
 

@@ -54,9 +54,9 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
   if (result) {
     state.updates = result.update + 1;
     state.policy_version = result.version;
-    if (result.policyDir) state.policy_dir = result.policyDir;
-    if (result.checkpointDir) state.checkpoint = result.checkpointDir;
-    state.engine_checkpoint = result.engineCheckpoint;
+    if (result.policy_dir) state.policy_dir = result.policy_dir;
+    if (result.checkpoint_dir) state.checkpoint = result.checkpoint_dir;
+    state.engine_checkpoint = result.engine_checkpoint;
   }
   if (record) {
     appendMetrics(ctx.runDir, record);
@@ -64,7 +64,7 @@ function commit(ctx: StagesContext, state: RunState, record: MetricsRecord | und
     ctx.scalars?.scalars(state.metrics_lines, metricScalars(record));
   }
   writeState(ctx.runDir, state);
-  if (result?.checkpointDir) {
+  if (result?.checkpoint_dir) {
     writeSnapshot(ctx.runDir, state);
     pruneCheckpoints(ctx.runDir, state, ctx.config.checkpoints.keep_last);
   }
@@ -79,7 +79,7 @@ async function endWith(ctx: StagesContext, state: RunState, name: string): Promi
   const current = state.checkpoint !== undefined && basename(state.checkpoint) === basename(checkpointDir('', state.updates));
   if (!current && state.updates > 0) {
     const stage = STAGE_NAMES.find((s) => s === name) ?? 'priming';
-    const job: TrainJob = { runId: ctx.runId, stage, update: state.updates, kind: 'checkpoint', samples: [], checkpoint: true };
+    const job: TrainJob = { run_id: ctx.runId, stage, update: state.updates, kind: 'checkpoint', samples: [], checkpoint: true };
     commit(ctx, state, undefined, await ctx.transport.train(job, ctx.config.workers.train.job_timeout_s * 1000));
   }
   if (state.checkpoint) state.stage_checkpoints = { ...state.stage_checkpoints, [name]: state.checkpoint };
@@ -135,7 +135,7 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
       checkpoint: last || (step + 1) % config.checkpoints.every_steps === 0,
     });
     const shown = groups.flatMap((g) =>
-      g.trajectories.map((t, i) => ({ groupId: g.groupId, reward: g.grade.totals[i], episode: t.episode })),
+      g.trajectories.map((t, i) => ({ group_id: g.groupId, reward: g.grade.totals[i], episode: t.episode })),
     );
     appendEpisodes(ctx.runDir, { stage, step }, shown.slice(0, config.logging.episodes_per_step));
     state.stages[stage].steps = step + 1;

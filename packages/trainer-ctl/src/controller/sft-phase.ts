@@ -56,12 +56,12 @@ export async function runSft(ctx: SftContext, done: number, onUpdate: (u: SftUpd
     const batch = updates[u].flatMap((step) => step.batch).map((i) => ({ ids: samples[i].ids, mask: samples[i].mask }));
     const sftSteps = updates[u].map((step) => ({ size: step.batch.length, lr: step.lr }));
     const job: TrainJob = {
-      runId: ctx.runId,
+      run_id: ctx.runId,
       stage: 'priming',
       update: u,
       kind: 'sft',
       samples: batch,
-      sftSteps,
+      sft_steps: sftSteps,
       checkpoint: u === updates.length - 1 || (u + 1) % ctx.config.checkpoints.every_steps === 0,
       // Only SFT's last policy is played (the first evaluation and GRPO step); a resume publishes its checkpoint's.
       export: u === updates.length - 1,

@@ -106,7 +106,7 @@ export function metricsLine(m: MetricsRecord): string {
     format_valid: number;
     zero_variance_share: number;
     train: Record<string, number>;
-    toolCalls: number;
+    tool_calls: number;
   };
   return (
     `  ${m.stage} step ${m.step} (update ${m.update ?? '-'}): reward ${fmt(r.reward.mean)} format ${fmt(r.format_valid)} ` +

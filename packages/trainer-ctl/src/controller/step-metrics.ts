@@ -45,8 +45,8 @@ export function stepRecord(input: StepRecordInput) {
   const kept = samples.filter((s) => s.kept);
   const adv = stat(kept.map((s) => s.adv));
   const episodes = samples.map((s) => s.t.episode);
-  const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policyVersion);
-  const worker = (k: 'generateMs' | 'toolsMs' | 'wallMs') => round(stat(samples.map((s) => s.t.timing[k])).mean);
+  const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policy_version);
+  const worker = (k: 'generate_ms' | 'tools_ms' | 'wall_ms') => round(stat(samples.map((s) => s.t.timing[k])).mean);
   const branched = input.groups.flatMap((g) => (g.branchTurn === undefined ? [] : [g.branchTurn]));
   return {
     kind: 'grpo' as const,
@@ -67,17 +67,17 @@ export function stepRecord(input: StepRecordInput) {
     train: input.result?.metrics ?? {},
     response_tokens: round(stat(samples.map((s) => s.t.mask.reduce((a, b) => a + b, 0))).mean),
     total_tokens: round(stat(samples.map((s) => s.t.ids.length)).mean),
-    tool_calls: round(stat(episodes.map((e) => e.toolCalls.length)).mean),
+    tool_calls: round(stat(episodes.map((e) => e.tool_calls.length)).mean),
     format_valid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
-    answered: round(episodes.filter((e) => e.stopReason === 'answered').length / Math.max(1, episodes.length)),
+    answered: round(episodes.filter((e) => e.stop_reason === 'answered').length / Math.max(1, episodes.length)),
     /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
     ...(branched.length > 0 && { branchTurn: round(stat(branched).mean) }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
     timing: {
       ...input.timings,
-      episode_generate_ms: worker('generateMs'),
-      episode_tools_ms: worker('toolsMs'),
-      episode_wall_ms: worker('wallMs'),
+      episode_generate_ms: worker('generate_ms'),
+      episode_tools_ms: worker('tools_ms'),
+      episode_wall_ms: worker('wall_ms'),
     },
     at: new Date().toISOString(),
   };

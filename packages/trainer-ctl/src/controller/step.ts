@@ -48,13 +48,13 @@ function rolloutJobs(ctx: StepContext, input: StepInput, slot: number, c: Case, 
   const g = ctx.config.grpo.group_size;
   const groupId = groupIdOf(input.stage, input.step, slot);
   return Array.from({ length: g }, (_, i) => ({
-    runId: ctx.runId,
+    run_id: ctx.runId,
     stage: input.stage,
     step: input.step,
-    groupId,
-    caseId: c.id,
-    sampleIndex: i,
-    policyVersion: input.policyVersion,
+    group_id: groupId,
+    case_id: c.id,
+    sample_index: i,
+    policy_version: input.policyVersion,
     temperature,
     seed: hash32(`${ctx.config.run.seed}:${groupId}:${i}`),
   }));
@@ -66,7 +66,7 @@ const trainRows = (g: GradedGroup): TrainSample[] =>
     ids: t.ids,
     mask: t.mask,
     advantage: g.advantages[i],
-    oldLogprobs: t.logprobs,
+    old_logprobs: t.logprobs,
     temperature: t.temperature,
   }));
 
@@ -89,7 +89,7 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
     const tq = Date.now();
     await transport.enqueueRollouts(jobs);
     timings.enqueue_ms += Date.now() - tq;
-    return transport.waitGroup(jobs[0].groupId, jobs.length, groupTimeoutMs(ctx));
+    return transport.waitGroup(jobs[0].group_id, jobs.length, groupTimeoutMs(ctx));
   };
   let batch = primary.map((c, slot) => ({ slot, c }));
   let nextRefill = 0;
@@ -129,7 +129,7 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
   let result: TrainResult | undefined;
   if (samples.length > 0) {
     const job: TrainJob = {
-      runId: ctx.runId,
+      run_id: ctx.runId,
       stage: input.stage,
       update: input.update,
       kind: 'grpo',

@@ -23,33 +23,33 @@ export interface ProbeSettings {
 }
 
 export interface CaseProbe {
-  caseId: string;
-  faultId: string;
+  case_id: string;
+  fault_id: string;
   /** The branch turn: index of the greedy episode's last model turn. */
-  answerTurn: number;
-  greedy: { answer: RootCause[] | null; rank: number | null; stopReason: EpisodeRecord['stopReason'] };
+  answer_turn: number;
+  greedy: { answer: RootCause[] | null; rank: number | null; stop_reason: EpisodeRecord['stop_reason'] };
   /** Each sample's 0-based service rank of the root cause (null: absent or no answer). */
-  sampleRanks: (number | null)[];
+  sample_ranks: (number | null)[];
   /** Samples that ended with an answer. */
-  sampleAnswered: number;
-  greedyRR: number;
+  sample_answered: number;
+  greedy_rr: number;
   /** Best reciprocal rank among the k samples. */
-  bestRR: number;
+  best_rr: number;
   /** Share of the k samples that rank the root cause's service first. */
-  firstShare: number;
+  first_share: number;
 }
 
 export interface FaultProbe {
-  faultId: string;
+  fault_id: string;
   cases: number;
   /** Best greedy reciprocal rank among the fault's cases (per-fault MRR by best request). */
-  greedyRR: number;
+  greedy_rr: number;
   /** Best reciprocal rank among all samples of all its cases. */
-  bestRR: number;
+  best_rr: number;
   /** Mean over its cases of the share of samples ranking the root cause first. */
-  firstShare: number;
+  first_share: number;
   /** Cases where some sample ranks it first and greedy does not. */
-  headroomCases: number;
+  headroom_cases: number;
 }
 
 export interface ProbeSummary {
@@ -57,12 +57,12 @@ export interface ProbeSummary {
   k: number;
   temperature: number;
   /** Per request: mean greedy RR (MRR), mean best-of-k RR, mean share of samples ranked first, share of samples answered. */
-  perRequest: { greedyMRR: number; bestOfKMRR: number; firstShare: number; answeredShare: number; headroomCases: number };
+  per_request: { greedy_mrr: number; best_of_k_mrr: number; first_share: number; answered_share: number; headroom_cases: number };
   /** Per fault (best request): MRR of the greedy answers and of the best samples. */
-  perFault: { faults: number; greedyMRR: number; bestOfKMRR: number };
+  per_fault: { faults: number; greedy_mrr: number; best_of_k_mrr: number };
   faults: FaultProbe[];
   /** Faults where some sample ranks the root cause first and no greedy answer does. */
-  headroomFaults: string[];
+  headroom_faults: string[];
 }
 
 const rr = (rank: number | null): number => (rank === null ? 0 : 1 / (rank + 1));
@@ -104,46 +104,50 @@ export async function probeCase(
   const greedyRank = serviceRank(dataset, c, greedy);
   const greedyRR = rr(greedyRank);
   return {
-    caseId: c.id,
-    faultId: c.faultId,
-    answerTurn,
-    greedy: { answer: greedy.answer, rank: greedyRank, stopReason: greedy.stopReason },
-    sampleRanks,
-    sampleAnswered,
-    greedyRR,
-    bestRR: Math.max(0, ...sampleRanks.map(rr)),
-    firstShare: s.k ? sampleRanks.filter((r) => r === 0).length / s.k : 0,
+    case_id: c.id,
+    fault_id: c.faultId,
+    answer_turn: answerTurn,
+    greedy: { answer: greedy.answer, rank: greedyRank, stop_reason: greedy.stop_reason },
+    sample_ranks: sampleRanks,
+    sample_answered: sampleAnswered,
+    greedy_rr: greedyRR,
+    best_rr: Math.max(0, ...sampleRanks.map(rr)),
+    first_share: s.k ? sampleRanks.filter((r) => r === 0).length / s.k : 0,
   };
 }
 
-const headroom = (p: CaseProbe): boolean => p.greedy.rank !== 0 && p.sampleRanks.some((r) => r === 0);
+const headroom = (p: CaseProbe): boolean => p.greedy.rank !== 0 && p.sample_ranks.some((r) => r === 0);
 
 export function summarizeProbe(probes: CaseProbe[], s: ProbeSettings): ProbeSummary {
   const byFault = new Map<string, CaseProbe[]>();
-  for (const p of probes) byFault.set(p.faultId, [...(byFault.get(p.faultId) ?? []), p]);
+  for (const p of probes) byFault.set(p.fault_id, [...(byFault.get(p.fault_id) ?? []), p]);
   const faults: FaultProbe[] = [...byFault].map(([faultId, ps]) => ({
-    faultId,
+    fault_id: faultId,
     cases: ps.length,
-    greedyRR: Math.max(...ps.map((p) => p.greedyRR)),
-    bestRR: Math.max(...ps.map((p) => p.bestRR)),
-    firstShare: mean(ps.map((p) => p.firstShare)),
-    headroomCases: ps.filter(headroom).length,
+    greedy_rr: Math.max(...ps.map((p) => p.greedy_rr)),
+    best_rr: Math.max(...ps.map((p) => p.best_rr)),
+    first_share: mean(ps.map((p) => p.first_share)),
+    headroom_cases: ps.filter(headroom).length,
   }));
   const samples = probes.length * s.k;
   return {
     cases: probes.length,
     k: s.k,
     temperature: s.temperature,
-    perRequest: {
-      greedyMRR: mean(probes.map((p) => p.greedyRR)),
-      bestOfKMRR: mean(probes.map((p) => p.bestRR)),
-      firstShare: mean(probes.map((p) => p.firstShare)),
-      answeredShare: samples ? probes.reduce((a, p) => a + p.sampleAnswered, 0) / samples : 0,
-      headroomCases: probes.filter(headroom).length,
+    per_request: {
+      greedy_mrr: mean(probes.map((p) => p.greedy_rr)),
+      best_of_k_mrr: mean(probes.map((p) => p.best_rr)),
+      first_share: mean(probes.map((p) => p.first_share)),
+      answered_share: samples ? probes.reduce((a, p) => a + p.sample_answered, 0) / samples : 0,
+      headroom_cases: probes.filter(headroom).length,
     },
-    perFault: { faults: faults.length, greedyMRR: mean(faults.map((f) => f.greedyRR)), bestOfKMRR: mean(faults.map((f) => f.bestRR)) },
+    per_fault: {
+      faults: faults.length,
+      greedy_mrr: mean(faults.map((f) => f.greedy_rr)),
+      best_of_k_mrr: mean(faults.map((f) => f.best_rr)),
+    },
     faults,
-    headroomFaults: faults.filter((f) => f.greedyRR < 1 && f.bestRR === 1).map((f) => f.faultId),
+    headroom_faults: faults.filter((f) => f.greedy_rr < 1 && f.best_rr === 1).map((f) => f.fault_id),
   };
 }
 
@@ -153,17 +157,19 @@ const f3 = (x: number): string => x.toFixed(3);
 export function formatProbe(probes: CaseProbe[], sum: ProbeSummary): string {
   const lines = [`per case (k ${sum.k}, temperature ${sum.temperature}): greedy RR, best of k, share ranked first, answered, answer turn`];
   for (const p of probes) {
-    lines.push(`  ${p.caseId}  ${f3(p.greedyRR)}  ${f3(p.bestRR)}  ${f3(p.firstShare)}  ${p.sampleAnswered}/${sum.k}  ${p.answerTurn}`);
+    lines.push(
+      `  ${p.case_id}  ${f3(p.greedy_rr)}  ${f3(p.best_rr)}  ${f3(p.first_share)}  ${p.sample_answered}/${sum.k}  ${p.answer_turn}`,
+    );
   }
   lines.push('per fault: cases, greedy RR (best request), best of k, mean share ranked first, cases with headroom');
   for (const f of sum.faults)
-    lines.push(`  ${f.faultId}  ${f.cases}  ${f3(f.greedyRR)}  ${f3(f.bestRR)}  ${f3(f.firstShare)}  ${f.headroomCases}`);
-  const r = sum.perRequest;
+    lines.push(`  ${f.fault_id}  ${f.cases}  ${f3(f.greedy_rr)}  ${f3(f.best_rr)}  ${f3(f.first_share)}  ${f.headroom_cases}`);
+  const r = sum.per_request;
   lines.push(
-    `per request (${sum.cases}): greedy MRR ${f3(r.greedyMRR)}, best-of-${sum.k} MRR ${f3(r.bestOfKMRR)}, share of samples ranked first ${f3(r.firstShare)}, ` +
-      `samples answered ${f3(r.answeredShare)}, cases where a sample ranks it first and greedy does not: ${r.headroomCases}`,
-    `per fault (${sum.perFault.faults}, best request): greedy MRR ${f3(sum.perFault.greedyMRR)}, best-of-${sum.k} MRR ${f3(sum.perFault.bestOfKMRR)}`,
-    `faults where a sample ranks the root cause first and greedy does not: ${sum.headroomFaults.length ? sum.headroomFaults.join(', ') : 'none'}`,
+    `per request (${sum.cases}): greedy MRR ${f3(r.greedy_mrr)}, best-of-${sum.k} MRR ${f3(r.best_of_k_mrr)}, share of samples ranked first ${f3(r.first_share)}, ` +
+      `samples answered ${f3(r.answered_share)}, cases where a sample ranks it first and greedy does not: ${r.headroom_cases}`,
+    `per fault (${sum.per_fault.faults}, best request): greedy MRR ${f3(sum.per_fault.greedy_mrr)}, best-of-${sum.k} MRR ${f3(sum.per_fault.best_of_k_mrr)}`,
+    `faults where a sample ranks the root cause first and greedy does not: ${sum.headroom_faults.length ? sum.headroom_faults.join(', ') : 'none'}`,
   );
   return lines.join('\n');
 }

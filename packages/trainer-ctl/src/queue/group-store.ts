@@ -52,11 +52,11 @@ export class GroupStore {
 
   /** Stores a sample; a second put for the same (group, index) replaces the first. */
   async put(t: Trajectory): Promise<void> {
-    if (!Number.isInteger(t.sampleIndex) || t.sampleIndex < 0) throw new Error(`group ${t.groupId}: bad sample index ${t.sampleIndex}`);
+    if (!Number.isInteger(t.sample_index) || t.sample_index < 0) throw new Error(`group ${t.group_id}: bad sample index ${t.sample_index}`);
     await this.redis
       .multi()
-      .hset(keys.group(this.runId, t.groupId), String(t.sampleIndex), this.encode(t))
-      .publish(groupChannel(this.runId), t.groupId)
+      .hset(keys.group(this.runId, t.group_id), String(t.sample_index), this.encode(t))
+      .publish(groupChannel(this.runId), t.group_id)
       .exec();
   }
 
@@ -174,9 +174,9 @@ export class GroupStore {
   private async completeOrNull(groupId: string, size: number): Promise<Trajectory[] | null> {
     if ((await this.count(groupId)) < size) return null;
     const samples = await this.read(groupId);
-    const bad = samples.findIndex((t, i) => t.sampleIndex !== i);
+    const bad = samples.findIndex((t, i) => t.sample_index !== i);
     if (samples.length !== size || bad >= 0) {
-      throw new Error(`group ${groupId}: expected sample indices 0..${size - 1}, found ${samples.map((t) => t.sampleIndex).join(', ')}`);
+      throw new Error(`group ${groupId}: expected sample indices 0..${size - 1}, found ${samples.map((t) => t.sample_index).join(', ')}`);
     }
     return samples;
   }
@@ -186,12 +186,12 @@ export class GroupStore {
     if (!this.files || t.ids.length <= (this.files.inlineMaxTokens ?? 256)) return JSON.stringify(t);
     const { ids, mask, logprobs, ...rest } = t;
     // A fresh name per put: a stored reference never sees its file replaced.
-    const path = join(this.files.dataDir, 'groups', groupDirName(t.groupId), `${t.sampleIndex}.${randomUUID()}.safetensors`);
+    const path = join(this.files.dataDir, 'groups', groupDirName(t.group_id), `${t.sample_index}.${randomUUID()}.safetensors`);
     const file = writeTokenBatch(
       path,
       { count: 1, row: () => ({ ids, mask, logprobs }) },
       {
-        where: `group ${t.groupId} sample ${t.sampleIndex}`,
+        where: `group ${t.group_id} sample ${t.sample_index}`,
         metadata: { trajectory: JSON.stringify(rest) },
       },
     );

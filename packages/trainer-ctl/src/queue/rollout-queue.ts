@@ -43,8 +43,8 @@ export class RolloutQueue {
    */
   async enqueueGroup(jobs: readonly RolloutJob[]): Promise<void> {
     for (const j of jobs) {
-      if (j.runId !== this.runId)
-        throw new Error(`rollout job ${j.groupId}#${j.sampleIndex}: run id ${j.runId}, queue belongs to ${this.runId}`);
+      if (j.run_id !== this.runId)
+        throw new Error(`rollout job ${j.group_id}#${j.sample_index}: run id ${j.run_id}, queue belongs to ${this.runId}`);
     }
     for (let from = 0; from < jobs.length; from += ENQUEUE_CHUNK) await this.addChunk(jobs.slice(from, from + ENQUEUE_CHUNK));
   }
@@ -55,7 +55,7 @@ export class RolloutQueue {
         name: ROLLOUT_JOB_NAME,
         data,
         opts: {
-          jobId: rolloutJobId(data.groupId, data.sampleIndex),
+          jobId: rolloutJobId(data.group_id, data.sample_index),
           attempts: this.settings.attempts,
           backoff: { type: 'exponential', delay: this.settings.backoffMs },
           // Finished jobs stay until their group is dropped: their ids are what makes a re-enqueue a no-op.

@@ -45,7 +45,7 @@ export class TrainTimeoutError extends Error {
 
 const rowsOf = (s: readonly TrainSample[]): TokenRowSource => ({
   count: s.length,
-  row: (i) => ({ ids: s[i].ids, mask: s[i].mask, logprobs: s[i].oldLogprobs, advantage: s[i].advantage }),
+  row: (i) => ({ ids: s[i].ids, mask: s[i].mask, logprobs: s[i].old_logprobs, advantage: s[i].advantage }),
 });
 
 export class TrainQueue {
@@ -95,7 +95,7 @@ export class TrainQueue {
 
   /** Adds the update's job; one that failed for good before (an earlier controller's) is replaced, so it runs again. */
   async submit(job: TrainJob): Promise<void> {
-    if (job.runId !== this.runId) throw new Error(`train job update ${job.update}: run id ${job.runId}, queue belongs to ${this.runId}`);
+    if (job.run_id !== this.runId) throw new Error(`train job update ${job.update}: run id ${job.run_id}, queue belongs to ${this.runId}`);
     const id = trainJobId(this.runId, job.update);
     const staged = this.staged?.update === job.update ? this.staged : undefined;
     this.staged = undefined;

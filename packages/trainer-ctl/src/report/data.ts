@@ -47,7 +47,7 @@ export interface ReportEpisode {
   caseId: string;
   reward?: number;
   toolCalls: number;
-  stopReason: EpisodeRecord['stopReason'];
+  stopReason: EpisodeRecord['stop_reason'];
   answer: EpisodeRecord['answer'];
   truth?: GroundTruth;
   messages: EpisodeRecord['messages'];
@@ -85,18 +85,24 @@ async function baselines(dataset: Dataset, config: RunConfig, caseIds: string[])
 }
 
 function readEpisodes(runDir: string, truthOf: (caseId: string) => GroundTruth | undefined): ReportEpisode[] {
-  return readJsonLines<{ stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord }>(
-    join(runDir, EPISODES_FILE),
-  ).map((e) => ({
-    tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
-    caseId: e.episode.caseId,
-    reward: e.reward,
-    toolCalls: e.episode.toolCalls.length,
-    stopReason: e.episode.stopReason,
-    answer: e.episode.answer,
-    truth: truthOf(e.episode.caseId),
-    messages: e.episode.messages,
-  }));
+  const file = join(runDir, EPISODES_FILE);
+  return readJsonLines<{ stage?: string; step?: number; eval?: string; reward?: number; episode: EpisodeRecord }>(file).map((e, i) => {
+    if (!Array.isArray(e.episode?.tool_calls)) {
+      throw new Error(
+        `${file}:${i + 1}: not an episode record with snake_case keys (tool_calls); a run written before issue 28's rename (toolCalls) has no report`,
+      );
+    }
+    return {
+      tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
+      caseId: e.episode.case_id,
+      reward: e.reward,
+      toolCalls: e.episode.tool_calls.length,
+      stopReason: e.episode.stop_reason,
+      answer: e.episode.answer,
+      truth: truthOf(e.episode.case_id),
+      messages: e.episode.messages,
+    };
+  });
 }
 
 export async function gatherReport(runDir: string, opts: { baselines?: boolean } = {}): Promise<ReportData> {

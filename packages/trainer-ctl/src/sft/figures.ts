@@ -29,11 +29,11 @@ export interface PolicyFigures {
  */
 export function formatValid(e: EpisodeRecord): boolean {
   return (
-    e.stopReason === 'answered' &&
+    e.stop_reason === 'answered' &&
     e.answer !== null &&
     e.answer.length > 0 &&
     e.turns.length > 0 &&
-    e.turns.every((t) => t.parsed && t.offeredTool && t.argsValid)
+    e.turns.every((t) => t.parsed && t.offered_tool && t.args_valid)
   );
 }
 
@@ -42,7 +42,7 @@ export function policyFigures(dataset: Dataset, played: readonly PlayedEpisode[]
   for (const { case: c, record } of played) {
     f.episodes++;
     f.turns += record.turns.length;
-    f.validTurns += record.turns.filter((t) => t.parsed && t.offeredTool && t.argsValid).length;
+    f.validTurns += record.turns.filter((t) => t.parsed && t.offered_tool && t.args_valid).length;
     if (record.answer !== null) f.validFinals++;
     if (formatValid(record)) f.formatValid++;
     const r = f.recallAt1.get(c.faultId) ?? [0, 0];

@@ -73,10 +73,10 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
   const { protocol, ...episodeSettings } = config.episode;
 
   const play: RolloutPlayer = async (job: RolloutJob) => {
-    const c = cases.get(job.caseId);
+    const c = cases.get(job.case_id);
     if (!c)
-      throw new UnrecoverableError(`rollout job ${job.groupId}#${job.sampleIndex}: case ${job.caseId} is not in ${config.dataset.path}`);
-    const version = await sync.ensure(job.policyVersion);
+      throw new UnrecoverableError(`rollout job ${job.group_id}#${job.sample_index}: case ${job.case_id} is not in ${config.dataset.path}`);
+    const version = await sync.ensure(job.policy_version);
     const started = performance.now();
     const policy = new ModelPolicy({
       backend: holder.backend as GenerationBackend,
@@ -96,18 +96,18 @@ export async function createEpisodePlayer(opts: EpisodePlayerOptions): Promise<E
     const t = policy.trajectory();
     const wallMs = performance.now() - started;
     return {
-      groupId: job.groupId,
-      caseId: job.caseId,
-      sampleIndex: job.sampleIndex,
+      group_id: job.group_id,
+      case_id: job.case_id,
+      sample_index: job.sample_index,
       // The version that actually generated: newer than asked for when the trainer moved on meanwhile.
-      policyVersion: version,
+      policy_version: version,
       ids: t.ids,
       mask: t.mask,
       logprobs: t.logprobs,
       temperature: t.temperature,
       turns: t.turns,
       episode,
-      timing: { generateMs: t.generateMs, toolsMs: Math.max(0, wallMs - t.generateMs), wallMs },
+      timing: { generate_ms: t.generateMs, tools_ms: Math.max(0, wallMs - t.generateMs), wall_ms: wallMs },
     };
   };
 

@@ -15,7 +15,7 @@ import { rolloutJobId } from '../queue/rollout-queue';
 import type { QueueSettings } from '../queue/settings';
 
 /** Plays one job; the worker adds its own id to the trajectory. */
-export type RolloutPlayer = (job: RolloutJob) => Promise<Omit<Trajectory, 'workerId'>>;
+export type RolloutPlayer = (job: RolloutJob) => Promise<Omit<Trajectory, 'worker_id'>>;
 
 export interface RolloutWorkerOptions {
   connection: Redis;
@@ -51,18 +51,18 @@ export async function startRolloutWorker(opts: RolloutWorkerOptions): Promise<Ro
     keys.rolloutQueue(opts.runId),
     async (job) => {
       const j = job.data;
-      const id = rolloutJobId(j.groupId, j.sampleIndex);
-      log(`start ${id} attempt ${job.attemptsMade + 1} stalled ${job.stalledCounter} policy v${j.policyVersion}`);
+      const id = rolloutJobId(j.group_id, j.sample_index);
+      log(`start ${id} attempt ${job.attemptsMade + 1} stalled ${job.stalledCounter} policy v${j.policy_version}`);
       const t = await withTimeout(opts.play(j), jobTimeoutMs, () => `rollout job ${id}: episode not finished after ${jobTimeoutMs} ms`);
       try {
-        await store.put({ ...t, workerId: opts.workerId });
+        await store.put({ ...t, worker_id: opts.workerId });
       } catch (e) {
         if (!(e instanceof DiskError)) throw e;
         // Every job would fail the same way: stop the worker (the run stops) instead of retrying.
         opts.onFatal?.(e);
         throw new UnrecoverableError(e.message);
       }
-      log(`done ${id} stop ${t.episode.stopReason} tokens ${t.ids.length}`);
+      log(`done ${id} stop ${t.episode.stop_reason} tokens ${t.ids.length}`);
     },
     {
       connection: opts.connection,

@@ -8,15 +8,15 @@ export type EngineStep = { op: 'sft_step'; args: SftStepArgs[] } | { op: 'grpo_s
 /** Samples of a job, inline or in its token-batch file. */
 const sampleCount = (job: TrainJob) => job.batch?.rows ?? job.samples.length;
 
-/** The job's SFT optimizer steps: consecutive slices of its samples (sftSteps), or one step over all. */
+/** The job's SFT optimizer steps: consecutive slices of its samples (sft_steps), or one step over all. */
 function sftSteps(job: TrainJob, base: SftStepArgs, where: string): SftStepArgs[] {
-  if (!job.sftSteps) return [base];
-  const total = job.sftSteps.reduce((a, s) => a + s.size, 0);
-  if (total !== sampleCount(job) || job.sftSteps.some((s) => !Number.isInteger(s.size) || s.size < 1)) {
-    throw new Error(`${where}: sftSteps cover ${total} samples in steps of positive sizes; the job has ${sampleCount(job)}`);
+  if (!job.sft_steps) return [base];
+  const total = job.sft_steps.reduce((a, s) => a + s.size, 0);
+  if (total !== sampleCount(job) || job.sft_steps.some((s) => !Number.isInteger(s.size) || s.size < 1)) {
+    throw new Error(`${where}: sft_steps cover ${total} samples in steps of positive sizes; the job has ${sampleCount(job)}`);
   }
   let from = 0;
-  return job.sftSteps.map((s) => {
+  return job.sft_steps.map((s) => {
     const to = from + s.size;
     const rows = base.batch
       ? { batch: { ...base.batch, row_range: [from, to] as [number, number] } }
@@ -37,7 +37,7 @@ function fileStep(job: TrainJob, config: RunConfig, where: string): EngineStep {
   if (job.samples.length > 0) throw new Error(`${where}: samples both inline and in ${b.path}`);
   const base: SftStepArgs = { batch: { path: b.path, bytes: b.bytes, sha256: b.sha256 }, ...microBatches(config) };
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
-  if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
+  if (job.sft_steps) throw new Error(`${where}: sft_steps is for sft jobs only`);
   if (!b.advantages) throw new Error(`${where}: ${b.path} has no advantages (required for grpo)`);
   const given = job.temperatures ?? [];
   const temps = given.length === 1 ? Array<number>(b.rows).fill(given[0]) : given;
@@ -60,12 +60,12 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
   job.samples.forEach((s, i) => {
     if (s.mask.length !== s.ids.length)
       throw new Error(`${where}: samples[${i}]: mask has ${s.mask.length} entries for ${s.ids.length} ids`);
-    if (s.oldLogprobs && s.oldLogprobs.length !== s.ids.length) {
-      throw new Error(`${where}: samples[${i}]: oldLogprobs has ${s.oldLogprobs.length} entries for ${s.ids.length} ids`);
+    if (s.old_logprobs && s.old_logprobs.length !== s.ids.length) {
+      throw new Error(`${where}: samples[${i}]: old_logprobs has ${s.old_logprobs.length} entries for ${s.ids.length} ids`);
     }
     // A non-finite number becomes null in the job's JSON: name it instead of sending null to the engine.
-    const bad = s.oldLogprobs?.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x)) ?? -1;
-    if (bad >= 0) throw new Error(`${where}: samples[${i}]: oldLogprobs[${bad}] is ${s.oldLogprobs![bad]}, not a finite log-probability`);
+    const bad = s.old_logprobs?.findIndex((x) => typeof x !== 'number' || !Number.isFinite(x)) ?? -1;
+    if (bad >= 0) throw new Error(`${where}: samples[${i}]: old_logprobs[${bad}] is ${s.old_logprobs![bad]}, not a finite log-probability`);
   });
   const base: SftStepArgs = {
     input_ids: job.samples.map((s) => s.ids),
@@ -73,7 +73,7 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
     ...microBatches(config),
   };
   if (job.kind === 'sft') return { op: 'sft_step', args: sftSteps(job, base, where) };
-  if (job.sftSteps) throw new Error(`${where}: sftSteps is for sft jobs only`);
+  if (job.sft_steps) throw new Error(`${where}: sft_steps is for sft jobs only`);
   const missing = job.samples.findIndex((s) => s.advantage === undefined);
   if (missing >= 0) throw new Error(`${where}: samples[${missing}] has no advantage (required for grpo)`);
   const cold = job.samples.findIndex((s) => s.temperature === undefined || !(s.temperature > 0));
@@ -82,9 +82,9 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
       `${where}: samples[${cold}] has sampling temperature ${job.samples[cold].temperature}; grpo needs the temperature > 0 it was sampled at`,
     );
   }
-  const withOld = job.samples.filter((s) => s.oldLogprobs).length;
+  const withOld = job.samples.filter((s) => s.old_logprobs).length;
   if (withOld !== 0 && withOld !== job.samples.length) {
-    throw new Error(`${where}: ${withOld} of ${job.samples.length} samples carry oldLogprobs; give all or none`);
+    throw new Error(`${where}: ${withOld} of ${job.samples.length} samples carry old_logprobs; give all or none`);
   }
   return {
     op: 'grpo_step',
@@ -93,7 +93,7 @@ export function engineStep(job: TrainJob, config: RunConfig): EngineStep {
       // Explicit: the engine keeps the last lr it was given, and SFT steps set their own.
       lr: config.grpo.optimizer.lr,
       advantages: job.samples.map((s) => s.advantage as number),
-      ...(withOld > 0 && { old: job.samples.map((s) => s.oldLogprobs as number[]) }),
+      ...(withOld > 0 && { old: job.samples.map((s) => s.old_logprobs as number[]) }),
       loss: config.grpo.loss,
       temperature: job.samples.map((s) => s.temperature as number),
     },

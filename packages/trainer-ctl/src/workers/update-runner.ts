@@ -189,10 +189,10 @@ export class UpdateRunner {
     const result: TrainResult = {
       update: job.update,
       version,
-      ...(dir && { policyDir: dir }),
+      ...(dir && { policy_dir: dir }),
       metrics,
-      ...(checkpoint && { checkpointDir: checkpoint }),
-      ...(origin && { engineCheckpoint: origin }),
+      ...(checkpoint && { checkpoint_dir: checkpoint }),
+      ...(origin && { engine_checkpoint: origin }),
     };
     await this.opts.results.put(result);
     if (dir) await this.publish(version, dir);

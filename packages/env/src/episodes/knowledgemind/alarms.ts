@@ -47,7 +47,7 @@ export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s:
       const podAlarm = { pod, metrics: 0, logs: 0, trace: 0 };
       for (const series of dataset.metrics.series(pod)) {
         const f = measureFluctuation(series, fluctuationWindow(tools, tS));
-        if (f && Math.abs(f.maxDeviationSigma) > s.metric_sigma) {
+        if (f && Math.abs(f.max_deviation_sigma) > s.metric_sigma) {
           alarm.metrics.push(series.name);
           podAlarm.metrics++;
         }

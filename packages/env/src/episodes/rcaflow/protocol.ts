@@ -30,7 +30,7 @@ export function foundAnomaly(tool: string, obs: Observation, logRatio: number): 
     return d.children.some((c) => c.slow || c.status === 'error' || c.calls.missing.length > 0 || c.calls.added.length > 0);
   }
   if (tool === 'search_fluctuating_metrics') return (obs.data as SearchMetricsData).fluctuating.length > 0;
-  if (tool === 'search_logs') return (obs.data as SearchLogsData).templates.some((t) => t.unseenInBaseline || (t.ratio ?? 0) >= logRatio);
+  if (tool === 'search_logs') return (obs.data as SearchLogsData).templates.some((t) => t.unseen_in_baseline || (t.ratio ?? 0) >= logRatio);
   return true;
 }
 

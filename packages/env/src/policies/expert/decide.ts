@@ -27,15 +27,15 @@ function ownSignal(ev: Evidence, k: KnownSpan, s: SuspectSettings, kinds: readon
  * (a request that failed stops after the failing call). 0 when nothing points into it.
  */
 export function interest(ev: Evidence, k: KnownSpan, s: SuspectSettings, kinds: readonly EvidenceKind[] = evidenceKinds()): number {
-  if (k.children !== undefined || k.summary.childCount === 0) return 0;
+  if (k.children !== undefined || k.summary.child_count === 0) return 0;
   const own = ownSignal(ev, k, s, kinds);
   const parent = k.parentId === undefined ? undefined : ev.spans.get(k.parentId);
   let inherited = 0;
   if (parent) {
     const p = ownSignal(ev, parent, s, kinds);
     if (p > 0) {
-      const siblings = (parent.children ?? []).map((id) => ev.spans.get(id)!).filter((c) => c.summary.childCount > 0);
-      const later = siblings.filter((c) => c.summary.startUs > k.summary.startUs).length;
+      const siblings = (parent.children ?? []).map((id) => ev.spans.get(id)!).filter((c) => c.summary.child_count > 0);
+      const later = siblings.filter((c) => c.summary.start_us > k.summary.start_us).length;
       inherited = 0.5 * p * (1 - later / Math.max(siblings.length, 1));
     }
   }

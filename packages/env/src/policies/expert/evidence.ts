@@ -26,10 +26,10 @@ export interface Evidence {
 export function gatherEvidence(toolCalls: ToolCallRecord[]): Evidence {
   const ev: Evidence = { spans: new Map(), metrics: new Map(), logs: new Map(), calls: new Map() };
   const see = (summary: SpanSummary, parentId: string | undefined, depth: number): KnownSpan => {
-    let k = ev.spans.get(summary.spanId);
+    let k = ev.spans.get(summary.span_id);
     if (!k) {
       k = { summary, parentId, depth };
-      ev.spans.set(summary.spanId, k);
+      ev.spans.set(summary.span_id, k);
     }
     return k;
   };
@@ -40,8 +40,8 @@ export function gatherEvidence(toolCalls: ToolCallRecord[]): Evidence {
     if (call.name === 'search_traces') {
       const d = obs.data as SearchTracesData;
       const parent = see(d.parent, undefined, 0);
-      parent.children = d.children.map((c) => c.spanId);
-      for (const c of d.children) see(c, d.parent.spanId, parent.depth + 1);
+      parent.children = d.children.map((c) => c.span_id);
+      for (const c of d.children) see(c, d.parent.span_id, parent.depth + 1);
     } else if (call.name === 'search_fluctuating_metrics') {
       const d = obs.data as SearchMetricsData;
       ev.metrics.set(d.component, d);
@@ -54,20 +54,20 @@ export function gatherEvidence(toolCalls: ToolCallRecord[]): Evidence {
 }
 
 /** Excess over the usual duration in µs (0 without a baseline). */
-export const excessUs = (s: SpanSummary): number => (s.usualMeanUs === undefined ? 0 : s.durationUs - s.usualMeanUs);
+export const excessUs = (s: SpanSummary): number => (s.usual_mean_us === undefined ? 0 : s.duration_us - s.usual_mean_us);
 
 /** Slow as the tool marks it (ratio to usual at or above its slow ratio), or far out in sigmas. */
 export const isSlow = (s: SpanSummary, slowZ: number): boolean => s.slow || zScore(s) > slowZ;
 
 /** Much shorter than usual, as a call cut short by a failure is. */
 export const isFast = (s: SpanSummary, fastRatio: number): boolean =>
-  s.ratio !== undefined && s.ratio <= fastRatio && (s.usualMeanUs ?? 0) - s.durationUs > 1000;
+  s.ratio !== undefined && s.ratio <= fastRatio && (s.usual_mean_us ?? 0) - s.duration_us > 1000;
 
 /** How far the span is from its usual duration, in usual standard deviations (floored at 10% of the mean). */
 export function zScore(s: SpanSummary): number {
-  if (s.usualMeanUs === undefined) return 0;
-  const sd = Math.max(s.usualStdUs ?? 0, 0.1 * s.usualMeanUs, 200);
-  return (s.durationUs - s.usualMeanUs) / sd;
+  if (s.usual_mean_us === undefined) return 0;
+  const sd = Math.max(s.usual_std_us ?? 0, 0.1 * s.usual_mean_us, 200);
+  return (s.duration_us - s.usual_mean_us) / sd;
 }
 
 /** The span's own service started an error handler below it this time (one definition, beside the tool's verdicts). */

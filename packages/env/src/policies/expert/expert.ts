@@ -185,8 +185,8 @@ function nextSpan(
   }
   if (best) return { span: best, why: 'evidence', value: bestV };
   const onward = [...ev.spans.values()]
-    .filter((k) => k.children === undefined && k.summary.childCount > 0)
-    .sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs);
+    .filter((k) => k.children === undefined && k.summary.child_count > 0)
+    .sort((a, b) => b.depth - a.depth || b.summary.start_us - a.summary.start_us);
   return onward[0] && { span: onward[0], why: 'follow', value: 0 };
 }
 
@@ -226,7 +226,7 @@ function entryRef(ctx: PolicyContext): string {
 function answer(ev: Evidence, suspects: Suspect[], max: number): RootCause[] {
   const out: RootCause[] = suspects.map((s) => ({ service: s.service, pod: s.pod, reason: s.reasons.slice(0, 2).join('; ') }));
   // Fill with the other pods on the opened path, deepest first: the fault is rarely above the evidence.
-  const rest = [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.startUs - a.summary.startUs);
+  const rest = [...ev.spans.values()].sort((a, b) => b.depth - a.depth || b.summary.start_us - a.summary.start_us);
   for (const k of rest) {
     if (!out.some((r) => r.pod === k.summary.pod))
       out.push({ service: k.summary.service, pod: k.summary.pod, reason: 'on the path of the request' });

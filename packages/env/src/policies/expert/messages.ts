@@ -9,8 +9,8 @@ export function hermes(reasoning: string, name: string, args: Record<string, unk
 export const ms = (us: number): string => `${(us / 1000).toFixed(1)} ms`;
 
 export function vsUsual(s: SpanSummary): string {
-  if (s.usualMeanUs === undefined) return `took ${ms(s.durationUs)}`;
-  return `took ${ms(s.durationUs)} against a usual ${ms(s.usualMeanUs)} (x${(s.ratio ?? 0).toFixed(2)})`;
+  if (s.usual_mean_us === undefined) return `took ${ms(s.duration_us)}`;
+  return `took ${ms(s.duration_us)} against a usual ${ms(s.usual_mean_us)} (x${(s.ratio ?? 0).toFixed(2)})`;
 }
 
 export const spanName = (s: SpanSummary): string => `${s.service} "${s.operation}"`;

@@ -35,14 +35,14 @@ export const branchGroups: GroupKind<BranchGroupsSettings> = {
   name: 'branch',
   async play(samples, settings, play) {
     const first = samples[0];
-    const anchorJob: RolloutJob = { ...first, groupId: anchorGroupId(first.groupId), sampleIndex: 0, temperature: 0 };
+    const anchorJob: RolloutJob = { ...first, group_id: anchorGroupId(first.group_id), sample_index: 0, temperature: 0 };
     const [anchor] = await play([anchorJob]);
-    const where = `grpo.groups branch: anchor ${anchorJob.groupId} (case ${first.caseId})`;
+    const where = `grpo.groups branch: anchor ${anchorJob.group_id} (case ${first.case_id})`;
     if (!anchor.turns) throw new Error(`${where} has no turn spans: only a model policy's trajectory can be branched`);
     const last = anchor.turns.length - 1;
     const branchTurn = Math.max(0, settings.at === 'answer' ? last : Math.min(settings.at, last));
     const prefix = replayTurns(anchor.ids, anchor.turns, anchor.episode.messages, branchTurn, where);
     const trajectories = await play(samples.map((j) => ({ ...j, prefix })));
-    return { trajectories, branchTurn, helperGroupIds: [anchorJob.groupId] };
+    return { trajectories, branchTurn, helperGroupIds: [anchorJob.group_id] };
   },
 };

@@ -20,7 +20,7 @@ function callees(ev: Evidence, k: KnownSpan): KnownSpan[] {
       out.push(server ?? c);
     }
   }
-  return out.sort((a, b) => a.summary.startUs - b.summary.startUs);
+  return out.sort((a, b) => a.summary.start_us - b.summary.start_us);
 }
 
 /** Whether a known descendant in another service ran an error handler or is slow: the trouble came from below. */
@@ -40,7 +40,7 @@ function traceFindings(ev: Evidence, s: SuspectSettings): Finding[] {
   const pos = spanPositions(ev);
   for (const k of ev.spans.values()) {
     const sum = k.summary;
-    const at = (place: number): Finding['order'] => [REASON_ORDER.trace, pos.get(sum.spanId)!, place];
+    const at = (place: number): Finding['order'] => [REASON_ORDER.trace, pos.get(sum.span_id)!, place];
     if (raisedError(sum)) {
       const passedOn = troubleBelow(ev, k, s);
       out.push(
@@ -80,7 +80,7 @@ function logFindings(ev: Evidence, s: SuspectSettings): Finding[] {
   for (const l of ev.logs.values()) {
     for (const t of l.templates) {
       if (t.level !== 'error') continue;
-      const fresh = t.unseenInBaseline;
+      const fresh = t.unseen_in_baseline;
       const risen = !fresh && (t.ratio ?? 0) >= s.logRatio;
       if (!fresh && !risen) continue;
       t.pods.forEach((pod, i) => {

@@ -41,7 +41,7 @@ export function echoesHealthyGap(ev: Evidence, k: KnownSpan, s: SuspectSettings)
   return (ev.spans.get(k.parentId)?.children ?? []).some((id) => {
     const o = ev.spans.get(id);
     if (!o || o === k || !o.children?.length || o.summary.operation !== k.summary.operation) return false;
-    if (o.summary.usualMeanUs !== k.summary.usualMeanUs) return false;
+    if (o.summary.usual_mean_us !== k.summary.usual_mean_us) return false;
     const server = ev.spans.get(o.children[0])?.summary;
     return !!server && !isSlow(server, s.slowZ) && !raisedError(server);
   });
@@ -56,17 +56,17 @@ function latencyOwner(ev: Evidence, k: KnownSpan): { owner: KnownSpan; weight: n
 
 /** A leaf that runs alongside a slow sibling with children only waits for it (a gateway's handler next to its outgoing call). */
 function waitsForSibling(ev: Evidence, k: KnownSpan, s: SuspectSettings): boolean {
-  if (k.summary.childCount > 0 || k.parentId === undefined) return false;
-  const end = k.summary.startUs + k.summary.durationUs;
+  if (k.summary.child_count > 0 || k.parentId === undefined) return false;
+  const end = k.summary.start_us + k.summary.duration_us;
   return (ev.spans.get(k.parentId)?.children ?? []).some((id) => {
     const o = ev.spans.get(id)?.summary;
     return (
       !!o &&
-      id !== k.summary.spanId &&
-      o.childCount > 0 &&
+      id !== k.summary.span_id &&
+      o.child_count > 0 &&
       isSlow(o, s.slowZ) &&
-      o.startUs < end &&
-      k.summary.startUs < o.startUs + o.durationUs
+      o.start_us < end &&
+      k.summary.start_us < o.start_us + o.duration_us
     );
   });
 }
@@ -91,11 +91,11 @@ export const latency: EvidenceKind = {
       const where =
         owner !== k
           ? `the call to it took ${(own / 1000).toFixed(1)} ms longer than its own span`
-          : k.children !== undefined || sum.childCount === 0
+          : k.children !== undefined || sum.child_count === 0
             ? `its own time is ${(own / 1000).toFixed(1)} ms above usual`
             : `${sum.operation} is ${(own / 1000).toFixed(1)} ms slower than usual below it`;
       // Place 2 among the span's signs: after the error handler's two (errors.ts), as the expert always listed them.
-      out.push(blame(owner, (weight * own) / maxEx, where, [REASON_ORDER.trace, pos.get(sum.spanId)!, 2]));
+      out.push(blame(owner, (weight * own) / maxEx, where, [REASON_ORDER.trace, pos.get(sum.span_id)!, 2]));
     }
     return out;
   },
