@@ -5,9 +5,12 @@
  * and majority vote) and per-request service MRR; then MicroRank and the scripted expert on the
  * same held-out cases of each seed. The seed is run.seed; everything else is the config's,
  * except what --set overrides (a YAML path and a value, e.g. --set workers.train.autocast=float32
- * for the compute a CPU without bf16 gets).
+ * for the compute a CPU without bf16 gets). With --init-seeds the seed also makes the initial
+ * model (model.create_tiny.seed, in its own model.dir): one create_tiny seed gives one initial
+ * model, and the SFT checkpoint's held-out figures differ more between initial models than
+ * between run seeds (docs/experiments.md, "Headroom of the SFT checkpoint", experiments 2-6).
  *
- *   npx tsx scripts/seeds.ts [--config FILE] [--seeds 0,1,2] [--out DIR] [--set PATH=VALUE ...]
+ *   npx tsx scripts/seeds.ts [--config FILE] [--seeds 0,1,2] [--init-seeds] [--out DIR] [--set PATH=VALUE ...]
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,6 +29,11 @@ const argv = await yargs(hideBin(process.argv))
   .strict()
   .option('config', { type: 'string', default: 'configs/tiny-cpu.yaml', describe: 'run config to repeat' })
   .option('seeds', { type: 'string', default: '0,1,2', describe: 'comma-separated run.seed values' })
+  .option('init-seeds', {
+    type: 'boolean',
+    default: false,
+    describe: 'also set model.create_tiny.seed to the seed, each initial model in its own model.dir',
+  })
   .option('out', { type: 'string', default: '.cache/seeds', describe: 'where the per-seed configs are written' })
   .option('set', {
     type: 'string',
@@ -60,9 +68,14 @@ const baselineRows: string[] = [];
 console.log(`CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores`);
 for (const seed of seeds) {
   const doc = parseDocument(readFileSync(configPath, 'utf8'));
-  const name = `${doc.getIn(['run', 'name'])}${overrides.length ? '-set' : ''}-seed${seed}`;
+  const name = `${doc.getIn(['run', 'name'])}${overrides.length ? '-set' : ''}${argv.initSeeds ? '-init' : ''}-seed${seed}`;
   doc.setIn(['run', 'name'], name);
   doc.setIn(['run', 'seed'], seed);
+  if (argv.initSeeds) {
+    if (!doc.hasIn(['model', 'create_tiny'])) throw new Error(`--init-seeds: ${argv.config} has no model.create_tiny to seed`);
+    doc.setIn(['model', 'create_tiny', 'seed'], seed);
+    doc.setIn(['model', 'dir'], `${String(doc.getIn(['model', 'dir']))}-init${seed}`);
+  }
   for (const o of overrides) doc.setIn(o.path, o.value);
   // The copy lives elsewhere: keep its relative paths pointing where the original's do.
   const base = resolve(dirname(configPath), String(doc.getIn(['run', 'base_dir']) ?? '.'));
