@@ -135,6 +135,30 @@ describe('trainer-ctl probe', () => {
     expect(later.filter((q) => same(q, greedyPrompts[n]))).toHaveLength(k);
     for (let t = 0; t < n; t++) expect(later.some((q) => same(q, greedyPrompts[t]))).toBe(false);
     expect(p.sample_ranks).toHaveLength(k);
+    expect(p.branch_turn).toBe(n);
+  }, 300_000);
+
+  it('with at: 1 the samples replay only the first walk turn and generate from turn 1 on', async () => {
+    // A case whose greedy walk has at least three turns, so that turn 1 is neither the first nor the answer turn.
+    let c: Case | undefined;
+    for (const x of spreadCases(heldOut, 8)) {
+      const p = await probeCase(dataset, x, model, play, { k: 1, temperature: 0, seed: 0 }, 0);
+      if (p.answer_turn >= 2) {
+        c = x;
+        break;
+      }
+    }
+    expect(c, 'no greedy walk of three turns among 8 held-out cases').toBeDefined();
+    const k = 3;
+    const rec = recording(model.backend);
+    const p = await probeCase(dataset, c!, { chat: model.chat, backend: rec.backend }, play, { k, temperature: 1, seed: 5, at: 1 }, 0);
+    expect([p.branch_turn, p.sample_ranks.length]).toEqual([1, k]);
+    const greedyPrompts = rec.prompts.slice(0, p.answer_turn + 1);
+    const same = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+    const later = rec.prompts.slice(p.answer_turn + 1);
+    // Each sample's first request is turn 1's prompt of the greedy walk (turn 0 played back); turn 0's prompt is never asked again.
+    expect(later.filter((q) => same(q, greedyPrompts[1]))).toHaveLength(k);
+    expect(later.some((q) => same(q, greedyPrompts[0]))).toBe(false);
   }, 300_000);
 
   it('summarizes per fault and names the faults where a sample ranks the root cause first and greedy does not', () => {
@@ -144,6 +168,7 @@ describe('trainer-ctl probe', () => {
         case_id: `${faultId}/${Math.random()}`,
         fault_id: faultId,
         answer_turn: 1,
+        branch_turn: 1,
         greedy: { answer: null, rank: greedy, stop_reason: 'answered' },
         sample_ranks: samples,
         sample_answered: samples.length,

@@ -1,7 +1,7 @@
 /**
  * trainer-ctl probe: the headroom probe (eval/probe.ts). For a model directory (a published
  * policy or a checkpoint) and a split of its run's cases, plays the greedy walk to the answer
- * turn, samples k answers from that prefix at a temperature, and prints per case, per fault and
+ * turn (or walk turn --at k), samples k continuations from that prefix at a temperature, and prints per case, per fault and
  * in total the greedy reciprocal rank, the best of k and the share of samples that rank the root
  * cause's service first, and the faults where some sample does and greedy does not.
  */
@@ -24,6 +24,7 @@ interface ProbeArgs {
   'redeploy-seed': number;
   k: number;
   temperature: number;
+  at: string;
   seed: number;
   limit?: number;
   threads: number;
@@ -55,7 +56,13 @@ export const command: CommandModule<object, ProbeArgs> = {
       })
       .option('redeploy-seed', { type: 'number', default: 1, describe: 'seed of the new pod names of --split redeploy' })
       .option('k', { type: 'number', default: 8, describe: 'answers sampled from each greedy prefix' })
-      .option('temperature', { type: 'number', default: 1, describe: 'sampling temperature from the answer turn on' })
+      .option('temperature', { type: 'number', default: 1, describe: 'sampling temperature from the branch turn on' })
+      .option('at', {
+        type: 'string',
+        default: 'answer',
+        describe:
+          "branch turn, as grpo.groups kind branch's at: answer (the greedy episode's last turn) or k, after its first k turns (0: whole episodes)",
+      })
       .option('seed', { type: 'number', default: 0, describe: 'base seed of the samples' })
       .option('limit', { type: 'number', describe: 'probe at most this many cases, spread over the faults' })
       .option('threads', THREADS_OPTION)
@@ -63,6 +70,7 @@ export const command: CommandModule<object, ProbeArgs> = {
       .check((a) => {
         if (!Number.isInteger(a.k) || a.k < 1) throw new Error('--k must be a positive integer');
         if (!(a.temperature >= 0)) throw new Error('--temperature must be >= 0');
+        if (a.at !== 'answer' && !/^\d+$/.test(a.at)) throw new Error(`--at must be answer or a turn count >= 0, got ${a.at}`);
         if (!Number.isInteger(a.seed) || a.seed < 0) throw new Error('--seed must be a non-negative integer');
         if (a.limit !== undefined && (!Number.isInteger(a.limit) || a.limit < 1)) throw new Error('--limit must be a positive integer');
         return true;
@@ -76,7 +84,12 @@ export const command: CommandModule<object, ProbeArgs> = {
     const { dataset, cases: all } = await loadSplit(datasetDir, args.split, configFile, args['redeploy-seed']);
     const cases = spreadCases(all, args.limit);
     if (!cases.length) throw new Error(`split ${args.split} of ${datasetDir} has no cases`);
-    const settings = { k: args.k, temperature: args.temperature, seed: args.seed };
+    const settings = {
+      k: args.k,
+      temperature: args.temperature,
+      at: args.at === 'answer' ? ('answer' as const) : Number(args.at),
+      seed: args.seed,
+    };
     const model = await openOnnxModel(modelDir, args.threads);
     const probes: CaseProbe[] = [];
     const progress = createProgress({ total: cases.length, label: `probe ${args.split}` });

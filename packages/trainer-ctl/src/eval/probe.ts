@@ -1,23 +1,25 @@
 /**
  * The headroom probe (issue 26): how much better than its greedy answer a policy already samples.
- * Per case, the greedy walk is played to its answer turn (the last model turn of the greedy
- * episode: the print_results call that ended it, or the forced final turn), then k episodes
- * continue that same prefix, token for token, and sample from the answer turn on at
- * temperature T (ModelPolicy's replay, as grpo.groups kind branch with at: answer plays a
- * group). GRPO mostly reweights what a policy samples (pass@1 towards pass@k): where no
- * sample ranks the root cause first, there is nothing for it to select.
+ * Per case, the greedy walk is played to its branch turn (by default its answer turn, the last
+ * model turn of the greedy episode: the print_results call that ended it, or the forced final
+ * turn; or walk turn k), then k episodes continue that same prefix, token for token, and sample
+ * from the branch turn on at temperature T (ModelPolicy's replay, as grpo.groups kind branch
+ * plays a group with the same `at`). GRPO mostly reweights what a policy samples (pass@1
+ * towards pass@k): where no sample ranks the root cause first, there is nothing for it to select.
  * Reciprocal ranks are of the root cause's service (env's rankOfTruth), 0 for no answer.
  */
 import { rankOfTruth, runEpisode, type Case, type Dataset, type EpisodeRecord, type RootCause } from '@thinkfl/env';
 import { ModelPolicy, type ChatModel, type GenerationBackend } from '@thinkfl/rollout';
-import { replayTurns } from '../algo/groups/branch';
+import { branchTurnOf, replayTurns } from '../algo/groups/branch';
 import { modelPolicySettings, type PlaySettings } from './solvers';
 
 export interface ProbeSettings {
-  /** Samples from the answer turn per case. */
+  /** Samples from the branch turn per case. */
   k: number;
-  /** Sampling temperature of the answer turn and any turn after it. */
+  /** Sampling temperature of the branch turn and every turn after it. */
   temperature: number;
+  /** Where the samples branch off the greedy walk, as grpo.groups kind branch's `at`: its answer turn, or after its first k turns (0: whole episodes). Default answer. */
+  at?: 'answer' | number;
   /** Base seed; sample j of the i-th case probed plays with seed `seed + i * k + j`. */
   seed: number;
 }
@@ -25,8 +27,10 @@ export interface ProbeSettings {
 export interface CaseProbe {
   case_id: string;
   fault_id: string;
-  /** The branch turn: index of the greedy episode's last model turn. */
+  /** Index of the greedy episode's last model turn. */
   answer_turn: number;
+  /** Index of the turn the samples branch at (answer_turn for at: answer). */
+  branch_turn: number;
   greedy: { answer: RootCause[] | null; rank: number | null; stop_reason: EpisodeRecord['stop_reason'] };
   /** Each sample's 0-based service rank of the root cause (null: absent or no answer). */
   sample_ranks: (number | null)[];
@@ -56,6 +60,7 @@ export interface ProbeSummary {
   cases: number;
   k: number;
   temperature: number;
+  at: 'answer' | number;
   /** Per request: mean greedy RR (MRR), mean best-of-k RR, mean share of samples ranked first, share of samples answered. */
   per_request: { greedy_mrr: number; best_of_k_mrr: number; first_share: number; answered_share: number; headroom_cases: number };
   /** Per fault (best request): MRR of the greedy answers and of the best samples. */
@@ -72,7 +77,7 @@ function serviceRank(dataset: Dataset, c: Case, record: EpisodeRecord): number |
   return rankOfTruth(record.answer, c.truth, 'service', dataset.topology) ?? null;
 }
 
-/** Probes one case: the greedy episode, then k samples branching at its answer turn. */
+/** Probes one case: the greedy episode, then k samples branching at its branch turn. */
 export async function probeCase(
   dataset: Dataset,
   c: Case,
@@ -86,8 +91,9 @@ export async function probeCase(
   const greedy = await runEpisode({ dataset, case: c, policy: greedyPolicy, protocol, settings: play.episode });
   const walk = greedyPolicy.trajectory();
   const answerTurn = Math.max(0, walk.turns.length - 1);
-  // The branch point of grpo.groups kind branch at: answer (algo/groups/branch.ts), so the probe sees what such a group samples.
-  const replay = replayTurns(walk.ids, walk.turns, greedy.messages, answerTurn, `probe: case ${c.id}`);
+  // The branch point of grpo.groups kind branch (algo/groups/branch.ts), so the probe sees what such a group samples.
+  const branchTurn = branchTurnOf(s.at ?? 'answer', walk.turns.length);
+  const replay = replayTurns(walk.ids, walk.turns, greedy.messages, branchTurn, `probe: case ${c.id}`);
   const sampleRanks: (number | null)[] = [];
   let sampleAnswered = 0;
   for (let j = 0; j < s.k; j++) {
@@ -107,6 +113,7 @@ export async function probeCase(
     case_id: c.id,
     fault_id: c.faultId,
     answer_turn: answerTurn,
+    branch_turn: branchTurn,
     greedy: { answer: greedy.answer, rank: greedyRank, stop_reason: greedy.stop_reason },
     sample_ranks: sampleRanks,
     sample_answered: sampleAnswered,
@@ -134,6 +141,7 @@ export function summarizeProbe(probes: CaseProbe[], s: ProbeSettings): ProbeSumm
     cases: probes.length,
     k: s.k,
     temperature: s.temperature,
+    at: s.at ?? 'answer',
     per_request: {
       greedy_mrr: mean(probes.map((p) => p.greedy_rr)),
       best_of_k_mrr: mean(probes.map((p) => p.best_rr)),
@@ -155,10 +163,12 @@ const f3 = (x: number): string => x.toFixed(3);
 
 /** The probe's tables: per case, per fault, the totals and the faults with headroom. */
 export function formatProbe(probes: CaseProbe[], sum: ProbeSummary): string {
-  const lines = [`per case (k ${sum.k}, temperature ${sum.temperature}): greedy RR, best of k, share ranked first, answered, answer turn`];
+  const lines = [
+    `per case (k ${sum.k}, temperature ${sum.temperature}, branched at ${sum.at}): greedy RR, best of k, share ranked first, answered, answer turn, branch turn`,
+  ];
   for (const p of probes) {
     lines.push(
-      `  ${p.case_id}  ${f3(p.greedy_rr)}  ${f3(p.best_rr)}  ${f3(p.first_share)}  ${p.sample_answered}/${sum.k}  ${p.answer_turn}`,
+      `  ${p.case_id}  ${f3(p.greedy_rr)}  ${f3(p.best_rr)}  ${f3(p.first_share)}  ${p.sample_answered}/${sum.k}  ${p.answer_turn}  ${p.branch_turn}`,
     );
   }
   lines.push('per fault: cases, greedy RR (best request), best of k, mean share ranked first, cases with headroom');

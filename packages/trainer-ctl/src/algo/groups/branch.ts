@@ -28,6 +28,15 @@ export function replayTurns(
   return turns.slice(0, branchTurn).map(([start, end], i) => ({ ids: ids.slice(start, end), text: texts[i] }));
 }
 
+/**
+ * The turn a group branches at, for an anchor of `turnCount` assistant turns: its last turn for
+ * `answer`, else turn `at` (0: the start, as whole-episode groups) or the last when it ended sooner.
+ */
+export function branchTurnOf(at: 'answer' | number, turnCount: number): number {
+  const last = turnCount - 1;
+  return Math.max(0, at === 'answer' ? last : Math.min(at, last));
+}
+
 /** The anchor of a group: its greedy episode, a group of one. */
 export const anchorGroupId = (groupId: string) => `${groupId}-anchor`;
 
@@ -39,8 +48,7 @@ export const branchGroups: GroupKind<BranchGroupsSettings> = {
     const [anchor] = await play([anchorJob]);
     const where = `grpo.groups branch: anchor ${anchorJob.group_id} (case ${first.case_id})`;
     if (!anchor.turns) throw new Error(`${where} has no turn spans: only a model policy's trajectory can be branched`);
-    const last = anchor.turns.length - 1;
-    const branchTurn = Math.max(0, settings.at === 'answer' ? last : Math.min(settings.at, last));
+    const branchTurn = branchTurnOf(settings.at, anchor.turns.length);
     const prefix = replayTurns(anchor.ids, anchor.turns, anchor.episode.messages, branchTurn, where);
     const trajectories = await play(samples.map((j) => ({ ...j, prefix })));
     return { trajectories, branchTurn, helperGroupIds: [anchorJob.group_id] };
