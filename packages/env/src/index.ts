@@ -1,6 +1,7 @@
 // Public API of @thinkfl/env: each part appends one export line for its barrel.
 export * from './types';
 export * from './zod-issues';
+export { discriminatorValues, knownKeys, snakeCase, unknownKeyHint, valueAt } from './zod-keys';
 export * from './policies/index';
 export * from './eval/index';
 export * from './datasets/index';

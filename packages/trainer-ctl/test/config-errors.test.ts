@@ -135,7 +135,7 @@ describe('unknown keys', () => {
     ].join('\n');
     const renamed = (path: string, to: string) =>
       expect.stringMatching(
-        new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(run config keys are snake_case\\)$`),
+        new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(keys are snake_case\\)$`),
       );
     expect(issuesOf(yaml(text))).toEqual([
       renamed('episode.dMax', 'd_max'),
