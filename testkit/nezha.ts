@@ -49,7 +49,7 @@ async function upToDate(): Promise<boolean> {
   if (!existsSync(FINGERPRINT) || readFileSync(FINGERPRINT, 'utf8') !== codeFingerprint()) return false;
   const meta = await readMeta(NEZHA_DATASET).catch(() => undefined);
   return (
-    meta?.formatVersion === FORMAT_VERSION &&
+    meta?.format_version === FORMAT_VERSION &&
     meta.format === 'nezha' &&
     JSON.stringify(meta.settings) === JSON.stringify(nezhaTestSettings())
   );

@@ -114,7 +114,7 @@ export function realRowSources(work: string): { raw: string; sources: Record<'ne
   sources.aiops2022 = {
     src: write(join(work, 'aiops2022'), aiopsFiles),
     files: Object.keys(aiopsFiles),
-    settings: { importer: { faultWindowSec: 180 } },
+    settings: { importer: { fault_window_sec: 180 } },
   };
 
   // And as OTLP/JSON: one export per trace, per line of a .jsonl; the first trace also as a pretty .json.

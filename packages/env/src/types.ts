@@ -156,21 +156,21 @@ export interface Baseline {
 export interface DatasetMeta {
   name: string;
   format: string;
-  formatVersion: number;
+  format_version: number;
   source: string;
-  createdAt: string;
+  created_at: string;
   /** Settings the importer ran with (anomaly rule, caps, windows). */
   settings: Record<string, unknown>;
   /** What the source lacked and the import went around (absent in datasets imported before gaps were kept). */
   gaps?: DatasetGaps;
   /** Service that front-end-wide series were attached to, and how it was chosen (formats that have such series). */
-  frontend?: { service: string; chosenBy: string };
+  frontend?: { service: string; chosen_by: string };
 }
 
 /** A stretch of time without data of one kind, Unix microseconds, half-open. */
 export interface TimeGap {
-  fromUs: number;
-  toUs: number;
+  from_us: number;
+  to_us: number;
   /** What is missing there (file names, as the source lays them out). */
   what: string;
   /** Requests the source's own index lists for the stretch, when it has one. */
@@ -179,10 +179,10 @@ export interface TimeGap {
 
 /** A fault whose window touches a trace gap, and what that cost. */
 export interface FaultGap {
-  faultId: string;
+  fault_id: string;
   /** Seconds of the fault window inside trace gaps / with trace data. */
-  missingSec: number;
-  recordedSec: number;
+  missing_sec: number;
+  recorded_sec: number;
   /** Cases derived from the data that is there. */
   cases: number;
   /**
@@ -190,7 +190,7 @@ export interface FaultGap {
    * second times the missing seconds, within the per-fault cap. null when nothing of the window
    * was recorded (no rate to go by).
    */
-  casesLost: number | null;
+  cases_lost: number | null;
 }
 
 /** Everything a source lacked that the import went around; empty lists when nothing was. */

@@ -120,14 +120,14 @@ describe('aiops2022 importer', () => {
       format: 'aiops2022',
       src,
       out: mkdtempSync(join(tmpdir(), 'aiops-out-')),
-      settings: { cases: { requireTruthInTrace: false } },
+      settings: { cases: { require_truth_in_trace: false } },
     });
     expect(all.cases.map((c) => c.traceId)).toEqual(['slow1', 'slow2', 'slow3', 'fail1', 'elsewhere']);
     const capped = await importDataset({
       format: 'aiops2022',
       src,
       out: mkdtempSync(join(tmpdir(), 'aiops-out-')),
-      settings: { cases: { maxCasesPerFault: 2 } },
+      settings: { cases: { max_cases_per_fault: 2 } },
     });
     expect(capped.cases).toHaveLength(2);
     expect(capped.faults[0].caseCount).toBe(2);
@@ -147,7 +147,7 @@ describe('aiops2022 importer', () => {
       format: 'aiops2022',
       src,
       out: mkdtempSync(join(tmpdir(), 'aiops-out-')),
-      settings: { cases: { anomaly: { rule: 'thinkfl', thinkflFactor: 40 } } },
+      settings: { cases: { anomaly: { rule: 'thinkfl', thinkfl_factor: 40 } } },
     });
     expect(lower.cases.map((c) => c.traceId)).toEqual(['slow1', 'slow2', 'slow3', 'fail1']);
   });
@@ -158,7 +158,7 @@ describe('aiops2022 importer', () => {
     expect(again.faults).toEqual(ds.faults);
     expect(again.traces.size).toBe(ds.traces.size);
     expect(again.traces.span('fail1-b')).toEqual(ds.traces.span('fail1-b'));
-    expect(again.meta).toMatchObject({ format: 'aiops2022', formatVersion: FORMAT_VERSION });
+    expect(again.meta).toMatchObject({ format: 'aiops2022', format_version: FORMAT_VERSION });
   });
 
   it('names file and line of a bad row', async () => {
@@ -176,7 +176,7 @@ describe('aiops2022 importer', () => {
 
   it('names the settings path of a bad knob', async () => {
     await expect(
-      importDataset({ format: 'aiops2022', src, out: join(src, 'x'), settings: { importer: { faultWindowSec: -1 } } }),
-    ).rejects.toThrow('importer.faultWindowSec');
+      importDataset({ format: 'aiops2022', src, out: join(src, 'x'), settings: { importer: { fault_window_sec: -1 } } }),
+    ).rejects.toThrow('importer.fault_window_sec');
   });
 });

@@ -132,8 +132,8 @@ describe('gaps imported around', () => {
     // File HH_MM holds about HH:MM-1 to HH:MM: 09_00 is 08:59 to 09:00.
     expect(g.traces).toEqual([
       {
-        fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000,
-        toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000,
+        from_us: Date.UTC(2023, 0, 29, 8, 59) * 1000,
+        to_us: Date.UTC(2023, 0, 29, 9, 0) * 1000,
         what: join(src, R, 'trace', '09_00_trace.csv'),
         requests,
       },
@@ -142,9 +142,11 @@ describe('gaps imported around', () => {
     const f = d.faults.find((x) => x.id === 'nezha-20230129-085816')!;
     const anomalous = Number(/(\d+) of them anomalous/.exec(f.notes.at(-1)!)![1]);
     const expected = Math.min(50, Math.round((anomalous * (44 + 60)) / 44));
-    expect(g.faults).toEqual([{ faultId: f.id, missingSec: 60, recordedSec: 44, cases: f.caseCount, casesLost: expected - f.caseCount }]);
+    expect(g.faults).toEqual([
+      { fault_id: f.id, missing_sec: 60, recorded_sec: 44, cases: f.caseCount, cases_lost: expected - f.caseCount },
+    ]);
     expect(f.caseCount).toBeLessThan(casesOf(pristine)[f.id]);
-    expect(g.faults[0].casesLost).toBeGreaterThan(0);
+    expect(g.faults[0].cases_lost).toBeGreaterThan(0);
     expect(gapLines(g)).toEqual([
       `traces missing for 2023-01-29 08:59-09:00 UTC: ${join(src, R, 'trace', '09_00_trace.csv')} (${requests} requests listed)`,
       `fault ${f.id}: 60 s of its window without traces (44 s recorded); ${f.caseCount} cases kept, about ${expected - f.caseCount} lost`,
@@ -159,8 +161,8 @@ describe('gaps imported around', () => {
     const listed = (m: string) => lines(join(cut, R, 'traceid', `${m}_traceid.csv`));
     expect(
       g.traces.map((t) => [
-        new Date(t.fromUs / 1000).toISOString().slice(11, 16),
-        new Date(t.toUs / 1000).toISOString().slice(11, 16),
+        new Date(t.from_us / 1000).toISOString().slice(11, 16),
+        new Date(t.to_us / 1000).toISOString().slice(11, 16),
         t.requests,
       ]),
     ).toEqual([
@@ -168,7 +170,7 @@ describe('gaps imported around', () => {
       ['09:02', '09:03', listed('09_03')],
     ]);
     // 08:52:06 + 180 s loses 08:52:06-08:53 (54 s); 09:03's gap ends before 09:03:53.
-    expect(g.faults.map((f) => [f.faultId, f.missingSec])).toEqual([['nezha-20230129-085206', 54]]);
+    expect(g.faults.map((f) => [f.fault_id, f.missing_sec])).toEqual([['nezha-20230129-085206', 54]]);
   });
 
   it('a missing log minute is found from the trace minutes, and a missing trace minute from the log minutes', async () => {
@@ -178,8 +180,8 @@ describe('gaps imported around', () => {
     expect(g.traces).toEqual([]);
     expect(g.logs).toEqual([
       {
-        fromUs: Date.UTC(2023, 0, 29, 8, 58) * 1000,
-        toUs: Date.UTC(2023, 0, 29, 8, 59) * 1000,
+        from_us: Date.UTC(2023, 0, 29, 8, 58) * 1000,
+        to_us: Date.UTC(2023, 0, 29, 8, 59) * 1000,
         what: join(src, R, 'log', '08_59_log.csv'),
       },
     ]);
@@ -188,12 +190,12 @@ describe('gaps imported around', () => {
     const t = (await nezha(both, 'no-trace-nor-traceid', { importer: { logs: true } })).meta.gaps!;
     expect(t.traces).toEqual([
       {
-        fromUs: Date.UTC(2023, 0, 29, 8, 59) * 1000,
-        toUs: Date.UTC(2023, 0, 29, 9, 0) * 1000,
+        from_us: Date.UTC(2023, 0, 29, 8, 59) * 1000,
+        to_us: Date.UTC(2023, 0, 29, 9, 0) * 1000,
         what: join(both, R, 'trace', '09_00_trace.csv'),
       },
     ]);
-    expect(t.faults.map((f) => f.faultId)).toEqual(['nezha-20230129-085816']);
+    expect(t.faults.map((f) => f.fault_id)).toEqual(['nezha-20230129-085816']);
     rmSync(withLogs, { recursive: true, force: true });
   });
 
@@ -249,15 +251,15 @@ describe('front-end service', () => {
       .filter((l) => l.split(',')[2] === 'root');
     expect(entries.length).toBeGreaterThan(0);
     expect(pristine.meta.frontend!.service).toBe('ts-gateway-service');
-    expect(pristine.meta.frontend!.chosenBy).toMatch(/^detected: the service of (\d+) of the \1 entry spans$/);
+    expect(pristine.meta.frontend!.chosen_by).toMatch(/^detected: the service of (\d+) of the \1 entry spans$/);
     expect(
       pristine.metrics
         .series('ts-gateway-service')
         .filter((m) => m.level === 'service')
         .map((m) => m.name),
     ).toContain('SuccessRate(%)');
-    const set = await nezha(cut, 'frontend-set', { importer: { frontendService: 'ts-ui-dashboard' } });
-    expect(set.meta.frontend).toEqual({ service: 'ts-ui-dashboard', chosenBy: 'setting importer.frontendService' });
+    const set = await nezha(cut, 'frontend-set', { importer: { frontend_service: 'ts-ui-dashboard' } });
+    expect(set.meta.frontend).toEqual({ service: 'ts-ui-dashboard', chosen_by: 'setting importer.frontend_service' });
     expect(
       set.metrics
         .series('ts-ui-dashboard')
@@ -286,11 +288,11 @@ describe('front-end service', () => {
     const err = await nezha(src, 'frontend-ambiguous').catch((e: Error) => e);
     expect(err).toBeInstanceOf(SettingsError);
     expect((err as Error).message).toMatch(
-      /^importer.frontendService: .*no service holds most entry spans \((ts-[a-z-]+ \(1[78]\)(, )?){3}\); set it$/,
+      /^importer.frontend_service: .*no service holds most entry spans \((ts-[a-z-]+ \(1[78]\)(, )?){3}\); set it$/,
     );
     expect(leftBehind('frontend-ambiguous')).toEqual([]);
-    const ok = await nezha(src, 'frontend-ambiguous', { importer: { frontendService: 'ts-gateway-service' } });
-    expect(ok.meta.frontend!.chosenBy).toBe('setting importer.frontendService');
+    const ok = await nezha(src, 'frontend-ambiguous', { importer: { frontend_service: 'ts-gateway-service' } });
+    expect(ok.meta.frontend!.chosen_by).toBe('setting importer.frontend_service');
   });
 });
 
@@ -338,16 +340,16 @@ describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
     const last = Math.max(...starts.faulty);
     const first = Math.min(...starts.clean);
     expect(first - last).toBeGreaterThan(300e6);
-    expect(g.traces).toEqual([{ fromUs: last, toUs: first, what: `no span starts for ${((first - last) / 60e6).toFixed(1)} min` }]);
+    expect(g.traces).toEqual([{ from_us: last, to_us: first, what: `no span starts for ${((first - last) / 60e6).toFixed(1)} min` }]);
     const start = Date.UTC(2023, 0, 29, 8, 43, 4) * 1000;
     const f = d.faults.find((x) => x.startUs === start)!;
     expect(g.faults).toEqual([
       {
-        faultId: f.id,
-        missingSec: Math.round((start + 180e6 - last) / 1e6),
-        recordedSec: Math.round((last - Math.min(...starts.faulty)) / 1e6),
+        fault_id: f.id,
+        missing_sec: Math.round((start + 180e6 - last) / 1e6),
+        recorded_sec: Math.round((last - Math.min(...starts.faulty)) / 1e6),
         cases: f.caseCount,
-        casesLost: expect.any(Number),
+        cases_lost: expect.any(Number),
       },
     ]);
     const strict = await importDataset({
@@ -368,7 +370,7 @@ describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
     );
     expect(noLabels).toBeInstanceOf(LayoutError);
     expect((noLabels as Error).message).toMatch(
-      /labels.json is missing: the otlp layout keeps the faults there: a JSON list of \{time, level, component, type, durationSec\?\}/,
+      /labels.json is missing: the otlp layout keeps the faults there: a JSON list of \{time, level, component, type, duration_sec\?\}/,
     );
     const noTraces = await run(
       'otlp',

@@ -116,7 +116,7 @@ describe('faults and cases', () => {
       drafts,
       ds.traces,
       ds.baseline,
-      parseSettings(CaseSettings, { requireTruthInTrace: false, maxCasesPerFault: 1000 }, 'cases'),
+      parseSettings(CaseSettings, { require_truth_in_trace: false, max_cases_per_fault: 1000 }, 'cases'),
     );
     const kept = new Set(loose.cases.map((c) => c.id));
     for (const c of ds.cases) expect(kept.has(c.id)).toBe(true);
@@ -132,7 +132,7 @@ describe('faults and cases', () => {
         drafts,
         ds.traces,
         ds.baseline,
-        parseSettings(CaseSettings, { anomaly: { rule: 'thinkfl', thinkflFactor: factor } }, 'cases'),
+        parseSettings(CaseSettings, { anomaly: { rule: 'thinkfl', thinkfl_factor: factor } }, 'cases'),
       );
     const strict = thinkfl(100);
     expect(strict.cases).toEqual([]);
@@ -267,7 +267,7 @@ describe('quirks of the real data', () => {
     const front = rows(join(raw, R, 'metric', 'front_service.csv'));
     const entries = rows(join(raw, R, 'trace', '08_43_trace.csv')).filter((r) => r.ParentID === 'root');
     expect(new Set(entries.map((r) => r.PodName.split('-').slice(0, -2).join('-')))).toEqual(new Set(['ts-gateway-service']));
-    expect(ds.meta.frontend).toEqual({ service: 'ts-gateway-service', chosenBy: 'detected: the service of 4590 of the 4590 entry spans' });
+    expect(ds.meta.frontend).toEqual({ service: 'ts-gateway-service', chosen_by: 'detected: the service of 4590 of the 4590 entry spans' });
     expect(ds.metrics.series('ts-ui-dashboard').some((m) => m.level === 'service')).toBe(false);
     const p90 = ds.metrics.series('ts-gateway-service').find((m) => m.name === 'LatencyP90(s)')!;
     expect(p90.level).toBe('service');

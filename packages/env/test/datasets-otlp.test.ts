@@ -1,5 +1,5 @@
 /** OTLP/JSON importer on exports the test writes: resource attributes, ns times, status codes, labels, errors. */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -54,7 +54,7 @@ function writeSource(dir: string, breakSpan = false) {
     join(dir, 'labels.json'),
     JSON.stringify([
       { time: at, level: 'pod', component: 'orders-5c8b-xyz12', type: 'latency' },
-      { time: Number(f / SEC) + 3600, level: 'service', component: 'gateway', type: 'exception', durationSec: 60 },
+      { time: Number(f / SEC) + 3600, level: 'service', component: 'gateway', type: 'exception', duration_sec: 60 },
     ]),
   );
 }
@@ -95,5 +95,17 @@ describe('otlp importer', () => {
     await expect(importDataset({ format: 'otlp', src: src2, out: join(src2, 'out') })).rejects.toThrow(
       `${join(src2, 'labels.json')}:2: [0]: time 'yesterday' is neither ISO-8601 nor a Unix time`,
     );
+  });
+
+  it('refuses a label written before the snake_case rename (durationSec), naming file, line and the new spelling', async () => {
+    const src = mkdtempSync(join(tmpdir(), 'otlp-old-'));
+    writeSource(src);
+    const old = [{ time: 1_700_000_600, level: 'service', component: 'gateway', type: 'exception', durationSec: 60 }];
+    writeFileSync(join(src, 'labels.json'), JSON.stringify(old, null, 2));
+    const out = join(src, 'out');
+    await expect(importDataset({ format: 'otlp', src, out })).rejects.toThrow(
+      `${join(src, 'labels.json')}:7: [0].durationSec: renamed: write duration_sec (keys are snake_case)`,
+    );
+    expect(existsSync(out)).toBe(false);
   });
 });

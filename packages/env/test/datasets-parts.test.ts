@@ -3,7 +3,16 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CaseSettings, anomalyRule, importer, maskLog, parseSettings, StaticTopology } from '../src/datasets/index';
+import {
+  CaseSettings,
+  anomalyRule,
+  FORMAT_VERSION,
+  importer,
+  loadDataset,
+  maskLog,
+  parseSettings,
+  StaticTopology,
+} from '../src/datasets/index';
 import { readCsv, splitCsv } from '../src/datasets/csv';
 import { levelInText } from '../src/datasets/log-template';
 import { epochToUs, isoToUs, nsStringToUs, utcSeconds } from '../src/datasets/time';
@@ -107,9 +116,11 @@ describe('topology', () => {
 describe('settings and registries', () => {
   it('fills defaults and names the path of a bad knob', () => {
     const s = parseSettings(CaseSettings, {}, 'cases');
-    expect(s).toMatchObject({ requireTruthInTrace: true, maxCasesPerFault: 50, anomaly: { rule: 'baseline', thinkflFactor: 100 } });
-    expect(() => parseSettings(CaseSettings, { anomaly: { thinkflFactor: 'x' } }, 'cases')).toThrow('cases.anomaly.thinkflFactor');
-    expect(() => parseSettings(CaseSettings, { maxCases: 3 }, 'cases')).toThrow(/cases: .*maxCases/);
+    expect(s).toMatchObject({ require_truth_in_trace: true, max_cases_per_fault: 50, anomaly: { rule: 'baseline', thinkfl_factor: 100 } });
+    expect(() => parseSettings(CaseSettings, { anomaly: { thinkfl_factor: 'x' } }, 'cases')).toThrow('cases.anomaly.thinkfl_factor');
+    expect(() => parseSettings(CaseSettings, { maxCases: 3 }, 'cases')).toThrow(
+      'cases.maxCases: unknown key; expected one of: anomaly, require_truth_in_trace, max_cases_per_fault',
+    );
   });
 
   it('rejects unknown rules and formats by name', () => {
@@ -117,5 +128,32 @@ describe('settings and registries', () => {
     expect(() => anomalyRule('nope')).toThrow("unknown rule 'nope'");
     expect(importer('nezha').name).toBe('nezha');
     expect(() => importer('csv')).toThrow("unknown dataset format 'csv'");
+  });
+});
+
+describe('a dataset imported before the snake_case rename', () => {
+  // meta.json as the format-2 importer wrote it for .cache/datasets/nezha-2023-01-29 (camelCase keys).
+  const OLD_META = {
+    name: 'nezha-2023-01-29',
+    format: 'nezha',
+    formatVersion: 2,
+    source: '/work/shared/datasets/nezha-trainticket',
+    createdAt: '2026-11-27T12:21:40.529Z',
+    settings: {
+      importer: { date: '2023-01-29', faultWindowSec: 180, injectToleranceSec: 60, logs: true },
+      cases: { maxCasesPerFault: 50 },
+    },
+    gaps: { traces: [], logs: [], parts: [], faults: [] },
+    frontend: { service: 'ts-gateway-service', chosenBy: 'detected: the service of 4590 of the 4590 entry spans' },
+  };
+
+  it('is refused with its format and the command that imports it again from its source', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'old-dataset-'));
+    writeFileSync(join(dir, 'meta.json'), JSON.stringify(OLD_META));
+    await expect(loadDataset(dir)).rejects.toThrow(
+      `${dir}: dataset format 2, this code reads ${FORMAT_VERSION}; import it again from its source ` +
+        `(trainer-ctl import --format nezha --src /work/shared/datasets/nezha-trainticket --out ${dir}, ` +
+        'or trainer-ctl train with dataset.import in the run config)',
+    );
   });
 });

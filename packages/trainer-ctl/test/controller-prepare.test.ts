@@ -1,14 +1,17 @@
 /**
  * prepareInputs with a tiny model already on disk: it must be a llama whose sizes match
  * model.create_tiny, or the run stops before any work, naming the setting and the directory.
+ * A dataset an older importer wrote (camelCase meta.json) is imported again from dataset.import.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRunConfig, type RunConfig } from '../src/config/index';
 import { prepareInputs } from '../src/controller/prepare';
-import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
+import { FORMAT_VERSION, importSettings, NezhaSettings } from '@thinkfl/env';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
+import { ensureNezhaDataset, NEZHA_DATASET, nezhaCut, REPO_ROOT } from '../../../testkit/nezha';
 
 let dir: string;
 let base: RunConfig;
@@ -63,5 +66,34 @@ describe('prepareInputs', () => {
     await prepareInputs(withTiny({ hidden_size: 128, layers: 2, heads: 2, head_dim: 64, intermediate_size: 256 }), (l) => logs.push(l));
     await prepareInputs(withTiny({}), (l) => logs.push(l));
     expect(logs).toEqual([]);
+  });
+});
+
+describe('prepareInputs on a dataset imported before the snake_case rename', () => {
+  it('imports it again from dataset.import, into snake_case', async () => {
+    const cut = nezhaCut(['08_58', '08_59']);
+    const ds = mkdtempSync(join(tmpdir(), 'prepare-old-dataset-'));
+    // The head of meta.json as the format-2 importer wrote it.
+    writeFileSync(
+      join(ds, 'meta.json'),
+      JSON.stringify({ name: 'old', format: 'nezha', formatVersion: 2, source: cut, createdAt: '2026-11-27T12:21:40.529Z' }),
+    );
+    const c = structuredClone(base);
+    c.dataset.path = ds;
+    const settings = importSettings(NezhaSettings).parse({ importer: { date: '2023-01-29', logs: false } });
+    c.dataset.import = { format: 'nezha', src: cut, settings };
+    c.model.dir = dir;
+    c.model.create_tiny = undefined;
+    const logs: string[] = [];
+    await prepareInputs(c, (l) => logs.push(l));
+    expect(logs.slice(0, 2)).toEqual([
+      `prepare: ${ds} has dataset format 2, this code reads ${FORMAT_VERSION}: importing it again`,
+      `prepare: importing nezha from ${cut} into ${ds}`,
+    ]);
+    const meta = JSON.parse(readFileSync(join(ds, 'meta.json'), 'utf8'));
+    expect(meta.format_version).toBe(FORMAT_VERSION);
+    expect(meta.settings.importer).toMatchObject({ date: '2023-01-29', fault_window_sec: 180, logs: false });
+    expect(camelCaseKeys(meta, 'meta.json')).toEqual([]);
+    for (const d of [cut, ds]) rmSync(d, { recursive: true, force: true });
   });
 });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { damagedCopy, nezhaCut, REPO_ROOT } from '../../../testkit/nezha';
 
 const run = promisify(execFile);
@@ -54,7 +55,23 @@ describe('trainer-ctl import', () => {
     expect(r.stdout).toContain('written to ds');
     const meta = JSON.parse(readFileSync(join(dir, 'ds', 'meta.json'), 'utf8'));
     expect(meta.gaps.traces).toHaveLength(1);
-    expect(meta.gaps.faults.map((f: { faultId: string }) => f.faultId)).toEqual(['nezha-20230129-085816']);
+    expect(meta.gaps.faults.map((f: { fault_id: string }) => f.fault_id)).toEqual(['nezha-20230129-085816']);
+    expect(meta.settings.importer).toMatchObject({ fault_window_sec: 180, inject_tolerance_sec: 60, logs: false });
+    expect(camelCaseKeys(meta, 'meta.json')).toEqual([]);
+  });
+
+  it('refuses a settings file with camelCase keys, naming the file, each key and its new spelling, and writes nothing', async () => {
+    writeFileSync(
+      join(dir, 'old-settings.yaml'),
+      'importer:\n  faultWindowSec: 120\ncases:\n  maxCasesPerFault: 5\n  anomaly: { latencySigma: 2 }\n',
+    );
+    const r = await cli(['import', '--format', 'nezha', '--src', cut, '--out', 'old', '--settings', 'old-settings.yaml']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('trainer-ctl: old-settings.yaml: invalid settings:\n');
+    expect(r.stderr).toContain('  importer.faultWindowSec: renamed: write fault_window_sec (keys are snake_case)\n');
+    expect(r.stderr).toContain('  cases.maxCasesPerFault: renamed: write max_cases_per_fault (keys are snake_case)\n');
+    expect(r.stderr).toContain('  cases.anomaly.latencySigma: renamed: write latency_sigma (keys are snake_case)\n');
+    expect(existsSync(join(dir, 'old'))).toBe(false);
   });
 
   it('eval on that dataset repeats the gaps on stderr and in its results', async () => {

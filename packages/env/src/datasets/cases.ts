@@ -53,7 +53,7 @@ export function deriveCases(
       if (!verdict) continue;
       total++;
       if (reaches) reaching++;
-      if (settings.requireTruthInTrace && !reaches) continue;
+      if (settings.require_truth_in_trace && !reaches) continue;
       flagged.push({
         id: `${d.id}/${e.traceId}`,
         faultId: d.id,
@@ -68,7 +68,7 @@ export function deriveCases(
     const chosen = flagged
       .map((c) => ({ c, r: rank(c.traceId) }))
       .sort((a, b) => (a.r < b.r ? -1 : 1))
-      .slice(0, settings.maxCasesPerFault)
+      .slice(0, settings.max_cases_per_fault)
       .map((x) => x.c)
       .sort((a, b) => a.timestampUs - b.timestampUs || (a.traceId < b.traceId ? -1 : 1));
     const who = truthName(d.truth);

@@ -12,8 +12,8 @@ import type { MetricSeriesData } from './stores/metric-store';
 import type { TopologyData } from './stores/topology';
 import type { TraceColumns } from './stores/trace-store';
 
-/** Bump when the layout or the meaning of a stored field changes. */
-export const FORMAT_VERSION = 2;
+/** Bump when the layout or the meaning of a stored field changes. 3: meta.json in snake_case (issue 28). */
+export const FORMAT_VERSION = 3;
 
 export interface DatasetFiles {
   meta: DatasetMeta;
@@ -53,14 +53,31 @@ export async function readMeta(dir: string): Promise<DatasetMeta> {
   return JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as DatasetMeta;
 }
 
+/** The format version a parsed meta.json declares; format 2 and older spelt the key formatVersion. */
+export function metaFormatVersion(meta: unknown): number | undefined {
+  if (meta === null || typeof meta !== 'object') return undefined;
+  const m = meta as { format_version?: unknown; formatVersion?: unknown };
+  const v = m.format_version ?? m.formatVersion;
+  return typeof v === 'number' ? v : undefined;
+}
+
+/** Why a dataset of another format version cannot be read, and how to import it again. */
+export function staleFormatMessage(dir: string, meta: DatasetMeta, version: number | undefined): string {
+  const how =
+    meta.format && meta.source ? `trainer-ctl import --format ${meta.format} --src ${meta.source} --out ${dir}` : 'trainer-ctl import';
+  return (
+    `${dir}: dataset format ${version ?? 'unknown'}, this code reads ${FORMAT_VERSION}; import it again from its source ` +
+    `(${how}, or trainer-ctl train with dataset.import in the run config)`
+  );
+}
+
 /** `rewrite`, when given, sees each part's JSON text before it is parsed (meta.json excepted). */
 export async function readDatasetFiles(dir: string, rewrite?: (text: string) => string): Promise<DatasetFiles> {
   const meta = await readMeta(dir).catch((e: Error) => {
     throw new Error(`not a dataset directory: ${dir} (${e.message})`);
   });
-  if (meta.formatVersion !== FORMAT_VERSION) {
-    throw new Error(`${dir}: dataset format ${meta.formatVersion}, this code reads ${FORMAT_VERSION}; re-import it`);
-  }
+  const version = metaFormatVersion(meta);
+  if (version !== FORMAT_VERSION) throw new Error(staleFormatMessage(dir, meta, version));
   const parts = await Promise.all(
     PARTS.filter((p) => p !== 'meta').map(async (p) => {
       const text = await readFile(join(dir, `${p}.json`), 'utf8');

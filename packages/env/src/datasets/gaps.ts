@@ -8,8 +8,8 @@ import type { DatasetGaps, Fault, FaultGap, Span, TimeGap } from '../types';
 import { isoUs } from './time';
 
 export interface Interval {
-  fromUs: number;
-  toUs: number;
+  from_us: number;
+  to_us: number;
 }
 
 /** Trace coverage of a source: where it recorded, and where its own layout says traces are missing. */
@@ -37,28 +37,28 @@ export function silences(spans: Span[], maxSilenceUs: number): TraceCoverage {
   let from = starts[0];
   for (let i = 1; i < starts.length; i++) {
     if (starts[i] - starts[i - 1] <= maxSilenceUs) continue;
-    recorded.push({ fromUs: from, toUs: starts[i - 1] });
+    recorded.push({ from_us: from, to_us: starts[i - 1] });
     const minutes = ((starts[i] - starts[i - 1]) / 60e6).toFixed(1);
-    missing.push({ fromUs: starts[i - 1], toUs: starts[i], what: `no span starts for ${minutes} min` });
+    missing.push({ from_us: starts[i - 1], to_us: starts[i], what: `no span starts for ${minutes} min` });
     from = starts[i];
   }
-  recorded.push({ fromUs: from, toUs: starts[starts.length - 1] });
+  recorded.push({ from_us: from, to_us: starts[starts.length - 1] });
   return { recorded, missing };
 }
 
 function merged(list: Interval[]): Interval[] {
   const out: Interval[] = [];
-  for (const x of [...list].sort((a, b) => a.fromUs - b.fromUs)) {
+  for (const x of [...list].sort((a, b) => a.from_us - b.from_us)) {
     const last = out[out.length - 1];
-    if (last && x.fromUs <= last.toUs) last.toUs = Math.max(last.toUs, x.toUs);
-    else out.push({ fromUs: x.fromUs, toUs: x.toUs });
+    if (last && x.from_us <= last.to_us) last.to_us = Math.max(last.to_us, x.to_us);
+    else out.push({ from_us: x.from_us, to_us: x.to_us });
   }
   return out;
 }
 
 function overlapUs(w: Interval, list: Interval[]): number {
   let n = 0;
-  for (const x of list) n += Math.max(0, Math.min(w.toUs, x.toUs) - Math.max(w.fromUs, x.fromUs));
+  for (const x of list) n += Math.max(0, Math.min(w.to_us, x.to_us) - Math.max(w.from_us, x.from_us));
   return n;
 }
 
@@ -72,24 +72,24 @@ export function faultGaps(faults: Fault[], flagged: number[], maxCases: number, 
   const recorded = merged(traces.recorded);
   const out: FaultGap[] = [];
   faults.forEach((f, i) => {
-    const w = { fromUs: f.startUs, toUs: f.endUs };
+    const w = { from_us: f.startUs, to_us: f.endUs };
     const missingUs = overlapUs(w, missing);
     if (missingUs === 0) return;
     const recordedUs = overlapUs(w, recorded);
     const expected = recordedUs > 0 ? Math.min(maxCases, Math.round((flagged[i] * (recordedUs + missingUs)) / recordedUs)) : null;
     out.push({
-      faultId: f.id,
-      missingSec: Math.round(missingUs / 1e6),
-      recordedSec: Math.round(recordedUs / 1e6),
+      fault_id: f.id,
+      missing_sec: Math.round(missingUs / 1e6),
+      recorded_sec: Math.round(recordedUs / 1e6),
       cases: f.caseCount,
-      casesLost: expected === null ? null : Math.max(0, expected - f.caseCount),
+      cases_lost: expected === null ? null : Math.max(0, expected - f.caseCount),
     });
   });
   return out;
 }
 
-function stretch(g: { fromUs: number; toUs: number }): string {
-  const [a, b] = [isoUs(g.fromUs), isoUs(g.toUs)];
+function stretch(g: { from_us: number; to_us: number }): string {
+  const [a, b] = [isoUs(g.from_us), isoUs(g.to_us)];
   const whole = a.slice(17, 23) === '00.000' && b.slice(17, 23) === '00.000';
   const time = (iso: string) => iso.slice(11, whole ? 16 : 19);
   return `${a.slice(0, 10)} ${time(a)}-${b.slice(0, 10) === a.slice(0, 10) ? '' : `${b.slice(0, 10)} `}${time(b)} UTC`;
@@ -106,9 +106,9 @@ export function gapLines(g: DatasetGaps | undefined): string[] {
   lines.push(...g.parts);
   for (const f of g.faults) {
     const cost =
-      f.casesLost === null ? 'nothing of its window was recorded, so its lost cases cannot be estimated' : `about ${f.casesLost} lost`;
+      f.cases_lost === null ? 'nothing of its window was recorded, so its lost cases cannot be estimated' : `about ${f.cases_lost} lost`;
     lines.push(
-      `fault ${f.faultId}: ${f.missingSec} s of its window without traces (${f.recordedSec} s recorded); ${f.cases} cases kept, ${cost}`,
+      `fault ${f.fault_id}: ${f.missing_sec} s of its window without traces (${f.recorded_sec} s recorded); ${f.cases} cases kept, ${cost}`,
     );
   }
   return lines;

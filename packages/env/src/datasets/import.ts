@@ -10,7 +10,7 @@ import { FORMAT_VERSION, writeDatasetFiles, type DatasetFiles } from './files';
 import { importer } from './importers/index';
 import { datasetFromFiles, type LoadedDataset } from './load';
 import { faultGaps, gapLines, silences } from './gaps';
-import { CaseSettings, GapSettings, parseSettings } from './settings';
+import { importSettings, parseSettings } from './settings';
 import { computeBaseline } from './stores/baseline';
 import { healthyRates } from './stores/log-store';
 import type { PodInfo } from './stores/topology';
@@ -22,8 +22,8 @@ export interface ImportOptions {
   format: string;
   src: string;
   out: string;
-  /** `{ importer: {...}, cases: {...}, gaps: {...} }`, validated by zod. */
-  settings?: { importer?: unknown; cases?: unknown; gaps?: unknown };
+  /** `{ importer: {...}, cases: {...}, gaps: {...} }`, validated by zod (importSettings) before anything is read. */
+  settings?: unknown;
   /** Every gap is an error (GapsError, nothing written) instead of a warning kept in meta.json. */
   strict?: boolean;
   onProgress?: Progress;
@@ -57,9 +57,8 @@ function topologyOf(t: Telemetry) {
 export async function importDataset(opts: ImportOptions): Promise<LoadedDataset> {
   const progress = opts.onProgress ?? (() => {});
   const imp = importer(opts.format);
-  const importerSettings = parseSettings(imp.settings, opts.settings?.importer, 'importer');
-  const caseSettings = parseSettings(CaseSettings, opts.settings?.cases, 'cases');
-  const gapSettings = parseSettings(GapSettings, opts.settings?.gaps, 'gaps');
+  const settings = parseSettings(importSettings(imp.settings), opts.settings, '');
+  const { importer: importerSettings, cases: caseSettings, gaps: gapSettings } = settings;
   const t = await imp.import(resolve(opts.src), importerSettings, progress);
 
   progress(`indexing ${t.spans.length} spans`);
@@ -86,16 +85,16 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
     meta: {
       name: basename(resolve(opts.out)),
       format: imp.name,
-      formatVersion: FORMAT_VERSION,
+      format_version: FORMAT_VERSION,
       source: resolve(opts.src),
-      createdAt: new Date().toISOString(),
-      settings: { importer: importerSettings, cases: caseSettings, gaps: gapSettings },
+      created_at: new Date().toISOString(),
+      settings,
       gaps,
       ...(t.frontend ? { frontend: t.frontend } : {}),
     },
     topology,
     traces: toTraceColumns(t.spans),
-    baseline: computeBaseline(baselineTraces, caseSettings.anomaly.minBaselineCount),
+    baseline: computeBaseline(baselineTraces, caseSettings.anomaly.min_baseline_count),
     metrics: t.metrics,
     logs: { ...t.logs, rates: healthyRates(t.logs.records, windows, topology.services) },
     faults: [],
@@ -106,7 +105,7 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
   const { faults, cases, flagged } = deriveCases(t.faults, dataset.traces, dataset.baseline, caseSettings);
   files.faults = dataset.faults = faults;
   files.cases = dataset.cases = cases;
-  gaps.faults = faultGaps(faults, flagged, caseSettings.maxCasesPerFault, coverage);
+  gaps.faults = faultGaps(faults, flagged, caseSettings.max_cases_per_fault, coverage);
   const lines = gapLines(gaps);
   if (opts.strict && lines.length) throw new GapsError(lines);
   progress(`writing ${opts.out}`);

@@ -1,11 +1,11 @@
 /** Public API of the datasets part: import raw telemetry, load a dataset, the stores. */
 export { importDataset, type ImportOptions } from './import';
 export { loadDataset, datasetFromFiles, type LoadedDataset } from './load';
-export { FORMAT_VERSION, readMeta, type DatasetFiles } from './files';
+export { FORMAT_VERSION, metaFormatVersion, readMeta, type DatasetFiles } from './files';
 export { importers, importer } from './importers/index';
 export type { Importer, Telemetry, Progress } from './telemetry';
 export { anomalyRules, anomalyRule, type AnomalyRule, type AnomalyContext, type AnomalyVerdict } from './anomaly/index';
-export { CaseSettings, AnomalySettings, GapSettings, parseSettings } from './settings';
+export { CaseSettings, AnomalySettings, GapSettings, importSettings, parseSettings } from './settings';
 export { gapLines } from './gaps';
 export { NezhaSettings } from './importers/nezha';
 export { Aiops2022Settings } from './importers/aiops2022';

@@ -17,7 +17,7 @@ export interface Telemetry {
   /** What the source lacked and the importer went around. Absent: nothing the layout tells. */
   gaps?: SourceGaps;
   /** Service that front-end-wide series were attached to, and how it was chosen. */
-  frontend?: { service: string; chosenBy: string };
+  frontend?: { service: string; chosen_by: string };
 }
 
 export type Progress = (message: string) => void;

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { parse } from 'yaml';
-import { formatImportSummary, gapLines, importDataset, importers } from '@thinkfl/env';
+import { formatImportSummary, gapLines, importDataset, importers, SettingsError } from '@thinkfl/env';
 
 interface ImportArgs {
   format: string;
@@ -30,7 +30,7 @@ export const command: CommandModule<object, ImportArgs> = {
       .option('date', { type: 'string', describe: 'nezha: day to import (YYYY-MM-DD)' })
       .option('settings', { type: 'string', describe: 'YAML file with `importer:`, `cases:` and `gaps:` settings' })
       .option('rule', { type: 'string', describe: 'anomaly rule (overrides cases.anomaly.rule)' })
-      .option('max-cases', { type: 'number', describe: 'cases per fault at most (overrides cases.maxCasesPerFault)' })
+      .option('max-cases', { type: 'number', describe: 'cases per fault at most (overrides cases.max_cases_per_fault)' })
       .option('strict', {
         type: 'boolean',
         default: false,
@@ -42,16 +42,19 @@ export const command: CommandModule<object, ImportArgs> = {
     const importer = { ...(file.importer ?? {}), ...(args.date ? { date: args.date } : {}) };
     const cases = { ...(file.cases ?? {}) };
     const gaps = { ...(file.gaps ?? {}) };
-    if (args['max-cases'] !== undefined) cases.maxCasesPerFault = args['max-cases'];
+    if (args['max-cases'] !== undefined) cases.max_cases_per_fault = args['max-cases'];
     if (args.rule) cases.anomaly = { ...(cases.anomaly ?? {}), rule: args.rule };
     const t0 = Date.now();
     const dataset = await importDataset({
       format: args.format,
       src: args.src,
       out: args.out,
-      settings: { importer, cases, gaps },
+      settings: { ...file, importer, cases, gaps },
       strict: args.strict,
       onProgress: (m) => process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}\n`),
+    }).catch((e: Error) => {
+      // The paths a settings error names are those of the settings file (the flags override keys of it).
+      throw e instanceof SettingsError && args.settings ? new SettingsError(`${args.settings}: ${e.message}`) : e;
     });
     for (const line of gapLines(dataset.meta.gaps)) process.stderr.write(`warning: ${line}\n`);
     process.stdout.write(`${formatImportSummary(dataset)}\nwritten to ${args.out}\n`);

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { FORMAT_VERSION, gapLines, importDataset } from '@thinkfl/env';
+import { FORMAT_VERSION, gapLines, importDataset, metaFormatVersion } from '@thinkfl/env';
 import type { RunConfig } from '../config/index';
 import { downloadModel, hubAccess } from '../hub/index';
 
@@ -67,9 +67,7 @@ function checkTinyModel(dir: string, want: NonNullable<RunConfig['model']['creat
 export async function prepareInputs(config: RunConfig, log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   const { dataset, model } = config;
   const metaFile = join(dataset.path, 'meta.json');
-  const version = existsSync(metaFile)
-    ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { formatVersion?: number }).formatVersion
-    : undefined;
+  const version = existsSync(metaFile) ? metaFormatVersion(JSON.parse(readFileSync(metaFile, 'utf8'))) : undefined;
   // A dataset an older importer wrote is imported again when the config says how; else loading it names the mismatch.
   if (version !== undefined && version !== FORMAT_VERSION && dataset.import) {
     log(`prepare: ${dataset.path} has dataset format ${version}, this code reads ${FORMAT_VERSION}: importing it again`);

@@ -13,23 +13,23 @@ import { errorSpan, ms, type AnomalyContext, type AnomalyRule, type AnomalyVerdi
 function slowEntry(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
   const ep = endpointOf(traces, entry.traceId);
   const usual = ep === undefined ? undefined : baseline.endpoint(ep);
-  if (!usual || usual.count < settings.minBaselineCount || usual.meanUs <= 0) return undefined;
-  const limit = Math.max(settings.latencyFactor * usual.meanUs, usual.meanUs + settings.latencySigma * usual.stdUs);
+  if (!usual || usual.count < settings.min_baseline_count || usual.meanUs <= 0) return undefined;
+  const limit = Math.max(settings.latency_factor * usual.meanUs, usual.meanUs + settings.latency_sigma * usual.stdUs);
   if (entry.durationUs <= limit) return undefined;
   const ratio = entry.durationUs / usual.meanUs;
   return { reason: `entry ${ms(entry.durationUs)} vs usual ${ms(usual.meanUs)} of ${ep} (${ratio.toFixed(1)}x)`, score: ratio };
 }
 
 function slowSpan(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
-  if (settings.spanSlowdownMs <= 0) return undefined;
+  if (settings.span_slowdown_ms <= 0) return undefined;
   let worst: { span: Span; meanUs: number } | undefined;
   for (const span of traces.trace(entry.traceId)) {
     if (span === entry) continue;
     const usual = baseline.duration(span);
-    if (!usual || usual.count < settings.minBaselineCount) continue;
-    const limit = Math.max(settings.latencyFactor * usual.meanUs, usual.meanUs + settings.latencySigma * usual.stdUs);
+    if (!usual || usual.count < settings.min_baseline_count) continue;
+    const limit = Math.max(settings.latency_factor * usual.meanUs, usual.meanUs + settings.latency_sigma * usual.stdUs);
     const excess = span.durationUs - usual.meanUs;
-    if (span.durationUs <= limit || excess < settings.spanSlowdownMs * 1000) continue;
+    if (span.durationUs <= limit || excess < settings.span_slowdown_ms * 1000) continue;
     if (!worst || excess > worst.span.durationUs - worst.meanUs) worst = { span, meanUs: usual.meanUs };
   }
   if (!worst) return undefined;
@@ -44,7 +44,7 @@ function changedCalls(entry: Span, { traces, baseline, settings }: AnomalyContex
   const changes: string[] = [];
   for (const span of traces.trace(entry.traceId)) {
     const usual = baseline.childPresence(span);
-    if (!usual || usual.occurrences < settings.minBaselineCount) continue;
+    if (!usual || usual.occurrences < settings.min_baseline_count) continue;
     const actual = new Set(traces.children(span.spanId).map(signature));
     for (const [sig, c] of usual.children) {
       if (c.presence === 1 && !actual.has(sig)) changes.push(`missing ${sig} under ${signature(span)}`);
@@ -63,6 +63,6 @@ export const baselineRule: AnomalyRule = {
   judge(entry, ctx) {
     const failed = errorSpan(entry, ctx.traces);
     if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: 1 };
-    return slowEntry(entry, ctx) ?? slowSpan(entry, ctx) ?? (ctx.settings.callPattern ? changedCalls(entry, ctx) : undefined);
+    return slowEntry(entry, ctx) ?? slowSpan(entry, ctx) ?? (ctx.settings.call_pattern ? changedCalls(entry, ctx) : undefined);
   },
 };

@@ -1,5 +1,5 @@
 /**
- * ThinkFL's rule: the entry latency exceeds `thinkflFactor` (100) times the normal mean of
+ * ThinkFL's rule: the entry latency exceeds `thinkfl_factor` (100) times the normal mean of
  * its endpoint, or the request has a non-OK status (on its entry or any span below it, since
  * a callee's failure is often not propagated into the entry's status code).
  */
@@ -10,12 +10,12 @@ export const thinkfl: AnomalyRule = {
   name: 'thinkfl',
   judge(entry, { traces, baseline, settings }) {
     const failed = errorSpan(entry, traces);
-    if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: settings.thinkflFactor };
+    if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: settings.thinkfl_factor };
     const ep = endpointOf(traces, entry.traceId);
     const usual = ep === undefined ? undefined : baseline.endpoint(ep);
-    if (!usual || usual.count < settings.minBaselineCount || usual.meanUs <= 0) return undefined;
+    if (!usual || usual.count < settings.min_baseline_count || usual.meanUs <= 0) return undefined;
     const ratio = entry.durationUs / usual.meanUs;
-    if (ratio <= settings.thinkflFactor) return undefined;
+    if (ratio <= settings.thinkfl_factor) return undefined;
     return { reason: `entry ${ms(entry.durationUs)} is ${ratio.toFixed(0)}x the normal ${ms(usual.meanUs)} of ${ep}`, score: ratio };
   },
 };

@@ -22,9 +22,16 @@ import { sourceDir, walkFiles } from './walk';
 export const Aiops2022Settings = z
   .object({
     /** Length of a fault window after its ground-truth timestamp, in seconds. Default 600. */
-    faultWindowSec: z.number().positive().default(600),
+    fault_window_sec: z
+      .number()
+      .positive()
+      .default(600)
+      .describe('Length of a fault window after its ground-truth timestamp, in seconds. Default 600.'),
     /** Regular expression a cmdb_id matches when it names a node. Default ^node-\d+$. */
-    nodePattern: z.string().default('^node-\\d+$'),
+    node_pattern: z
+      .string()
+      .default('^node-\\d+$')
+      .describe('Regular expression a cmdb_id matches when it names a node. Default ^node-\\d+$.'),
   })
   .strict();
 
@@ -108,7 +115,7 @@ function nodeRegExp(pattern: string): RegExp {
   try {
     return new RegExp(pattern);
   } catch (e) {
-    throw new SettingsError(`importer.nodePattern: ${(e as Error).message}`);
+    throw new SettingsError(`importer.node_pattern: ${(e as Error).message}`);
   }
 }
 
@@ -198,7 +205,7 @@ export const aiops2022: Importer<typeof Aiops2022Settings> = {
   async import(src, s, progress) {
     sourceDir(src, 'the aiops2022 layout keeps spans, metrics and ground truth there, in CSV files told apart by their headers');
     const { files, parts } = layout(src);
-    const isNode = nodeRegExp(s.nodePattern);
+    const isNode = nodeRegExp(s.node_pattern);
     const spans: Span[] = [];
     const points = new Map<string, MetricPoints>();
     const nodeOfPod = new Map<string, string>();
@@ -216,7 +223,7 @@ export const aiops2022: Importer<typeof Aiops2022Settings> = {
       }
     }
     // After all files: a fault's node comes from the metrics' "node.pod" ids.
-    const faults = truthRows.map(({ file, rec, c }) => faultOf(file, rec, c, nodeOfPod, s.faultWindowSec));
+    const faults = truthRows.map(({ file, rec, c }) => faultOf(file, rec, c, nodeOfPod, s.fault_window_sec));
     for (const sp of spans) {
       const node = nodeOfPod.get(sp.pod);
       if (node) sp.node = node;

@@ -78,8 +78,8 @@ function missingRuns(
   const close = () => {
     if (!run) return;
     out.push({
-      fromUs: dayUs + (run.first - 1) * 60e6,
-      toUs: dayUs + run.last * 60e6,
+      from_us: dayUs + (run.first - 1) * 60e6,
+      to_us: dayUs + run.last * 60e6,
       what: run.files.length === 1 ? show(join(dir, run.files[0])) : `${show(dir)}: ${run.files.join(', ')}`,
       ...(counted && run.requests !== undefined ? { requests: run.requests } : {}),
     });
@@ -151,7 +151,7 @@ export function nezhaLayout(tree: NezhaTree, date: string, withLogs: boolean): N
   const logMin = logsThere ? minutes(logDir, 'log') : new Map<number, string>();
   const traceids = minutes(traceidDir, 'traceid');
   const index = [...new Set([...traceMin.keys(), ...traceids.keys(), ...logMin.keys()])].sort((a, b) => a - b);
-  const recorded: Interval[] = [...traceMin.keys()].map((m) => ({ fromUs: dayUs + (m - 1) * 60e6, toUs: dayUs + m * 60e6 }));
+  const recorded: Interval[] = [...traceMin.keys()].map((m) => ({ from_us: dayUs + (m - 1) * 60e6, to_us: dayUs + m * 60e6 }));
   return {
     faultList,
     traceFiles,

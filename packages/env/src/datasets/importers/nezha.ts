@@ -25,25 +25,41 @@ export const NezhaSettings = z
     date: z
       .string()
       .regex(/^\d{4}-\d{2}-\d{2}$/)
-      .default('2023-01-29'),
+      .default('2023-01-29')
+      .describe('Day to import, YYYY-MM-DD; names the tgz files and the data folders. Default 2023-01-29.'),
     /** Length of a fault window after inject_time, in seconds (faults last about 3 minutes). Default 180. */
-    faultWindowSec: z.number().positive().default(180),
+    fault_window_sec: z
+      .number()
+      .positive()
+      .default(180)
+      .describe('Length of a fault window after inject_time, in seconds (faults last about 3 minutes). Default 180.'),
     /** inject_timestamp agrees with inject_time when within this many seconds. Default 60. */
-    injectToleranceSec: z.number().nonnegative().default(60),
+    inject_tolerance_sec: z
+      .number()
+      .nonnegative()
+      .default(60)
+      .describe('inject_timestamp agrees with inject_time when within this many seconds. Default 60.'),
     /**
      * Service that front_service.csv (the whole 'Frontend') is attached to. Default: the service
      * of the entry spans (ts-gateway-service on TrainTicket, frontend on Online Boutique), when
      * one service holds most of them; otherwise it must be set.
      */
-    frontendService: z.string().min(1).optional(),
+    frontend_service: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Service that front_service.csv (the whole 'Frontend') is attached to. Default: the service of the entry spans " +
+          '(ts-gateway-service on TrainTicket, frontend on Online Boutique), when one service holds most of them; otherwise it must be set.',
+      ),
     /** Import the logs (rca_data/<date>/log, 133 MB for 2023-01-29). Default true. */
-    logs: z.boolean().default(true),
+    logs: z.boolean().default(true).describe('Import the logs (rca_data/<date>/log, 133 MB for 2023-01-29). Default true.'),
   })
   .strict();
 
 /** The front-end: the setting, or the service holding most entry spans; none when there are no entry spans. */
-function frontendOf(setting: string | undefined, spans: Span[]): { service: string; chosenBy: string } | undefined {
-  if (setting) return { service: setting, chosenBy: 'setting importer.frontendService' };
+function frontendOf(setting: string | undefined, spans: Span[]): { service: string; chosen_by: string } | undefined {
+  if (setting) return { service: setting, chosen_by: 'setting importer.frontend_service' };
   const count = new Map<string, number>();
   let total = 0;
   for (const s of spans) {
@@ -54,14 +70,14 @@ function frontendOf(setting: string | undefined, spans: Span[]): { service: stri
   if (total === 0) return undefined;
   const ranked = [...count].sort((a, b) => b[1] - a[1]);
   if (ranked[0][1] * 2 > total) {
-    return { service: ranked[0][0], chosenBy: `detected: the service of ${ranked[0][1]} of the ${total} entry spans` };
+    return { service: ranked[0][0], chosen_by: `detected: the service of ${ranked[0][1]} of the ${total} entry spans` };
   }
   const seen = ranked
     .slice(0, 5)
     .map(([svc, n]) => `${svc} (${n})`)
     .join(', ');
   throw new SettingsError(
-    `importer.frontendService: front_service.csv's series need the front-end service, and no service holds most entry spans ` +
+    `importer.frontend_service: front_service.csv's series need the front-end service, and no service holds most entry spans ` +
       `(${seen}); set it`,
   );
 }
@@ -86,18 +102,18 @@ export const nezha: Importer<typeof NezhaSettings> = {
         await readNezhaSpans(file, spans);
       }
       const hasFront = layout.metricFiles.some((f) => basename(f) === 'front_service.csv');
-      const frontend = hasFront ? frontendOf(s.frontendService, spans) : undefined;
-      if (frontend) progress(`front-end service ${frontend.service} (${frontend.chosenBy})`);
+      const frontend = hasFront ? frontendOf(s.frontend_service, spans) : undefined;
+      if (frontend) progress(`front-end service ${frontend.service} (${frontend.chosen_by})`);
       const parts = [...layout.gaps.parts];
       if (hasFront && !frontend)
-        parts.push('front_service.csv left out: no entry span tells the front-end service (set importer.frontendService)');
+        parts.push('front_service.csv left out: no entry span tells the front-end service (set importer.frontend_service)');
       progress('metrics');
       const metrics = await readNezhaMetrics(layout.metricFiles, frontend?.service, logs.nodeOfPod);
       if (metrics.inferred.length) progress(`metrics: ${metrics.inferred.length} pods placed on a node by their Node* series`);
       const nodeOf = (pod: string) => metrics.nodeOfPod.get(pod);
       const baselineSpans: Span[] = [];
       for (const file of layout.baselineFiles) await readNezhaSpans(file, baselineSpans);
-      const faults = readNezhaFaults(layout.faultList, s.faultWindowSec, s.injectToleranceSec, nodeOf);
+      const faults = readNezhaFaults(layout.faultList, s.fault_window_sec, s.inject_tolerance_sec, nodeOf);
       const metricPods = new Set(metrics.series.filter((m) => m.level === 'pod').map((m) => m.component));
       const unmeasured = [...new Set(spans.map((x) => x.pod))].filter((p) => !metricPods.has(p)).sort();
       if (unmeasured.length) {

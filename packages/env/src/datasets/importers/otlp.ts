@@ -14,21 +14,27 @@ import { LayoutError } from '../errors';
 import { jsonError, parseJson, type JsonPath } from '../json';
 import type { Importer } from '../telemetry';
 import { epochToUs, isoToUs, isoUs, nsStringToUs } from '../time';
+import { snakeCase, unknownKeyHint } from '../../zod-keys';
 import { sourceDir, walkFiles } from './walk';
 
 export const OtlpSettings = z
   .object({
     /** Labels file, relative to the source dir. Default labels.json. */
-    labelsFile: z.string().default('labels.json'),
-    /** Fault window after a label's time when the label gives no durationSec, in seconds. Default 300. */
-    faultWindowSec: z.number().positive().default(300),
+    labels_file: z.string().default('labels.json').describe('Labels file, relative to the source dir. Default labels.json.'),
+    /** Fault window after a label's time when the label gives no duration_sec, in seconds. Default 300. */
+    fault_window_sec: z
+      .number()
+      .positive()
+      .default(300)
+      .describe("Fault window after a label's time when the label gives no duration_sec, in seconds. Default 300."),
   })
   .strict();
 
 type Attr = { key?: unknown; value?: unknown };
 type OtlpSpan = Record<string, unknown> & { status?: { code?: unknown } };
 
-const LABELS_KEEP = 'the otlp layout keeps the faults there: a JSON list of {time, level, component, type, durationSec?}';
+const LABEL_KEYS = ['time', 'level', 'component', 'type', 'duration_sec'];
+const LABELS_KEEP = 'the otlp layout keeps the faults there: a JSON list of {time, level, component, type, duration_sec?}';
 const TRACES_KEEP =
   'the otlp layout keeps OTLP/JSON trace exports there: .json files of one {resourceSpans: [...]} document, or .jsonl files of one per line';
 
@@ -111,13 +117,16 @@ function readLabels(file: string, windowSec: number, nodeOfPod: Map<string, stri
   return doc.map((l: unknown, i) => {
     const bad = (m: string) => jsonError(file, text, [i], m);
     if (!isObject(l)) throw bad('not a label object');
+    // Labels written before issue 28 spelt durationSec: its window would silently fall back to the default.
+    const respelt = Object.keys(l).find((k) => snakeCase(k) !== k && LABEL_KEYS.includes(snakeCase(k)));
+    if (respelt) throw jsonError(file, text, [i, respelt], unknownKeyHint(respelt, LABEL_KEYS));
     const level = l.level;
     if (level !== 'service' && level !== 'pod' && level !== 'node') throw bad(`level must be service, pod or node, not '${String(level)}'`);
     const component = typeof l.component === 'string' && l.component ? l.component : undefined;
     if (!component) throw bad('missing component');
     const startUs = typeof l.time === 'number' ? epochToUs(String(l.time)) : isoToUs(String(l.time ?? ''));
     if (startUs === undefined) throw bad(`time '${String(l.time)}' is neither ISO-8601 nor a Unix time`);
-    const dur = typeof l.durationSec === 'number' && l.durationSec > 0 ? l.durationSec : windowSec;
+    const dur = typeof l.duration_sec === 'number' && l.duration_sec > 0 ? l.duration_sec : windowSec;
     const node = level === 'node' ? component : level === 'pod' ? nodeOfPod.get(component) : undefined;
     const service = level === 'service' ? component : level === 'pod' ? serviceOfPod.get(component) : undefined;
     return {
@@ -137,9 +146,9 @@ export const otlp: Importer<typeof OtlpSettings> = {
   settings: OtlpSettings,
   async import(src, s, progress) {
     sourceDir(src, TRACES_KEEP);
-    const labelsFile = join(src, s.labelsFile);
+    const labelsFile = join(src, s.labels_file);
     if (!existsSync(labelsFile)) throw new LayoutError(labelsFile, 'is missing', LABELS_KEEP);
-    const labels = basename(s.labelsFile);
+    const labels = basename(s.labels_file);
     const files = walkFiles(src, (n) => (n.endsWith('.json') || n.endsWith('.jsonl')) && n !== labels);
     if (!files.length) throw new LayoutError(src, 'holds no .json or .jsonl file', TRACES_KEEP);
     const spans: Span[] = [];
@@ -159,7 +168,7 @@ export const otlp: Importer<typeof OtlpSettings> = {
       serviceOfPod.set(sp.pod, sp.service);
       if (sp.node) nodeOfPod.set(sp.pod, sp.node);
     }
-    const faults = readLabels(labelsFile, s.faultWindowSec, nodeOfPod, serviceOfPod);
+    const faults = readLabels(labelsFile, s.fault_window_sec, nodeOfPod, serviceOfPod);
     const pods = [...serviceOfPod].map(([pod, service]) => ({ pod, service, ...(nodeOfPod.has(pod) ? { node: nodeOfPod.get(pod) } : {}) }));
     return { spans, baselineSpans: [], metrics: [], logs: { templates: [], records: [] }, pods, faults };
   },
