@@ -134,9 +134,7 @@ describe('unknown keys', () => {
       '  priming: { sft: { teacher: { maxAnswers: 3 } } }',
     ].join('\n');
     const renamed = (path: string, to: string) =>
-      expect.stringMatching(
-        new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(keys are snake_case\\)$`),
-      );
+      expect.stringMatching(new RegExp(`^bad\\.yaml:\\d+: ${path.replace(/\./g, '\\.')}: renamed: write ${to} \\(keys are snake_case\\)$`));
     expect(issuesOf(yaml(text))).toEqual([
       renamed('episode.dMax', 'd_max'),
       renamed('episode.turnsLeftNote', 'turns_left_note'),
@@ -148,6 +146,60 @@ describe('unknown keys', () => {
       renamed('graders.multiFactor', 'multi_factor'),
       renamed('stages.priming.sft.teacher.maxAnswers', 'max_answers'),
     ]);
+  });
+});
+
+describe('dataset.import', () => {
+  const importing = (format: string, settings: string[]) =>
+    yaml(['  import:', `    format: ${format}`, '    src: ../shared/datasets/nezha-trainticket', '    settings:', ...settings].join('\n'));
+
+  it("checks the importer's settings with the run config: an old camelCase key is named at its line with its new spelling", () => {
+    const text = importing('nezha', [
+      '      importer:',
+      "        date: '2023-01-29'",
+      '        faultWindowSec: 120',
+      '      cases:',
+      '        maxCasesPerFault: 5',
+      '        anomaly: { spanSlowdownMs: 0 }',
+      '      gap: {}',
+    ]);
+    expect(issuesOf(text)).toEqual([
+      'bad.yaml:14: dataset.import.settings.importer.faultWindowSec: renamed: write fault_window_sec (keys are snake_case)',
+      'bad.yaml:16: dataset.import.settings.cases.maxCasesPerFault: renamed: write max_cases_per_fault (keys are snake_case)',
+      'bad.yaml:17: dataset.import.settings.cases.anomaly.spanSlowdownMs: renamed: write span_slowdown_ms (keys are snake_case)',
+      'bad.yaml:18: dataset.import.settings.gap: unknown key (did you mean gaps?); expected one of: importer, cases, gaps',
+    ]);
+  });
+
+  it("takes each format's own settings, and names the formats there are", () => {
+    const otlp = importing('otlp', ['      importer: { labels_file: faults.json, date: x }']);
+    expect(issuesOf(otlp)).toEqual([
+      'bad.yaml:12: dataset.import.settings.importer.date: unknown key; expected one of: labels_file, fault_window_sec',
+    ]);
+    expect(issuesOf(importing('csv', ['      importer: {}']))).toEqual([
+      'bad.yaml:9: dataset.import.format: expected one of "nezha", "aiops2022", "otlp", got string "csv"',
+    ]);
+  });
+
+  it('fills the defaults of every part of the settings', () => {
+    const { config } = parseRunConfig(importing('nezha', ['      importer: { logs: false }']), join(tmp, 'ok.yaml'), { checkPaths: false });
+    expect(config.dataset.import!.settings).toEqual({
+      importer: { date: '2023-01-29', fault_window_sec: 180, inject_tolerance_sec: 60, logs: false },
+      cases: {
+        anomaly: {
+          rule: 'baseline',
+          thinkfl_factor: 100,
+          latency_factor: 3,
+          latency_sigma: 3,
+          span_slowdown_ms: 50,
+          call_pattern: true,
+          min_baseline_count: 3,
+        },
+        require_truth_in_trace: true,
+        max_cases_per_fault: 50,
+      },
+      gaps: { max_silence_sec: 300 },
+    });
   });
 });
 

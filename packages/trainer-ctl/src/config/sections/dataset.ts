@@ -1,5 +1,21 @@
 /** dataset: an imported dataset directory and how its cases split into train and eval. */
+import { importers, importSettings } from '@thinkfl/env';
 import { z } from 'zod';
+
+/** One form of dataset.import per importer of the registry, its settings validated with the rest of the run config. */
+const [first, ...rest] = Object.values(importers).map((imp) =>
+  z.strictObject({
+    format: z.literal(imp.name).describe(`Importer of the raw telemetry (as \`trainer-ctl import --format\`): ${imp.describe}`),
+    src: z.string().min(1).describe('Raw telemetry directory, relative to run.base_dir like every path here.'),
+    settings: importSettings(imp.settings)
+      .prefault({})
+      .describe(
+        "Import settings as `trainer-ctl import --settings` takes them: importer (the format's own), cases, gaps. " +
+          "Default {} (the importer's defaults).",
+      ),
+  }),
+);
+const importBranches = [first, ...rest] as const;
 
 export const DatasetSection = z
   .strictObject({
@@ -30,20 +46,11 @@ export const DatasetSection = z
       .prefault({})
       .describe('Train/eval split of the cases.'),
     import: z
-      .strictObject({
-        format: z.string().min(1).describe('Importer of the raw telemetry (nezha, aiops2022, otlp; as `trainer-ctl import --format`).'),
-        src: z.string().min(1).describe('Raw telemetry directory, relative to run.base_dir like every path here.'),
-        settings: z
-          .record(z.string(), z.unknown())
-          .default({})
-          .describe(
-            "Importer settings as `trainer-ctl import --settings` takes them ({ importer, cases }). Default {} (the importer's defaults).",
-          ),
-      })
+      .discriminatedUnion('format', importBranches)
       .optional()
       .describe(
-        'Where `trainer-ctl train` imports the dataset from when dataset.path holds none yet (a fresh clone). ' +
-          'Default none: the dataset must have been imported.',
+        'Where `trainer-ctl train` imports the dataset from when dataset.path holds none yet (a fresh clone) or one an ' +
+          'older importer wrote, as { format, src, settings }. Default none: the dataset must have been imported.',
       ),
     max_eval_cases: z
       .number()
