@@ -104,7 +104,7 @@ describe('selftime baseline', () => {
   });
 
   it('without the baseline, puts first the pod with the largest total self time', () => {
-    const ranker = createSelfTimeRanker(ds, SelfTimeSettingsSchema.parse({ relativeToBaseline: false }));
+    const ranker = createSelfTimeRanker(ds, SelfTimeSettingsSchema.parse({ relative_to_baseline: false }));
     for (const c of cases.slice(0, 4)) {
       const total = new Map<string, number>();
       for (const s of ds.traces.trace(c.traceId)) total.set(s.pod, (total.get(s.pod) ?? 0) + selfTimeUs(s, ds.traces.children(s.spanId)));
@@ -113,15 +113,15 @@ describe('selftime baseline', () => {
     }
   });
 
-  it('honours maxAnswers', () => {
-    const ranker = createSelfTimeRanker(ds, SelfTimeSettingsSchema.parse({ maxAnswers: 2 }));
+  it('honours max_answers', () => {
+    const ranker = createSelfTimeRanker(ds, SelfTimeSettingsSchema.parse({ max_answers: 2 }));
     expect(ranker.rank(cases[0]).length).toBeLessThanOrEqual(2);
   });
 });
 
 describe('microrank baseline', () => {
   it('ranks pods seen around the case, well formed and deterministic', () => {
-    const ranker = createMicroRankRanker(ds, MicroRankSettingsSchema.parse({ maxTraces: 100 }));
+    const ranker = createMicroRankRanker(ds, MicroRankSettingsSchema.parse({ max_traces: 100 }));
     for (const c of cases.slice(0, 4)) {
       const answer = ranker.rank(c);
       expectWellFormed(answer, 10);
@@ -131,7 +131,7 @@ describe('microrank baseline', () => {
   });
 
   it('only ranks pods covered by the case trace or an anomalous neighbour', () => {
-    const ranker = createMicroRankRanker(ds, MicroRankSettingsSchema.parse({ windowS: 0.000001 }));
+    const ranker = createMicroRankRanker(ds, MicroRankSettingsSchema.parse({ window_s: 0.000001 }));
     const c = cases[0];
     const pods = new Set(ds.traces.trace(c.traceId).map((s) => s.pod));
     for (const a of ranker.rank(c)) expect(pods.has(a.pod!)).toBe(true);
@@ -145,5 +145,13 @@ describe('policy registry', () => {
     expect(getPolicy('expert').kind).toBe('agent');
     expect(() => getPolicy('oracle')).toThrow(/unknown policy "oracle"; known: .*expert/);
     expect(() => parsePolicySettings(getPolicy('microrank'), { damping: 2 })).toThrow(/policies\.microrank\.damping/);
+    // Settings written before issue 28's snake_case rename are refused, not silently dropped to the defaults.
+    expect(() => parsePolicySettings(getPolicy('microrank'), { windowS: 30, maxTraces: 50 })).toThrow(
+      'invalid settings of policy microrank: policies.microrank.windowS: renamed: write window_s (keys are snake_case); ' +
+        'policies.microrank.maxTraces: renamed: write max_traces (keys are snake_case)',
+    );
+    expect(() => parsePolicySettings(getPolicy('selftime'), { relativeToBaseline: false })).toThrow(
+      'policies.selftime.relativeToBaseline: renamed: write relative_to_baseline (keys are snake_case)',
+    );
   });
 });

@@ -11,23 +11,23 @@ import { personalizedPageRank, type TraceGraph } from './pagerank';
 import { registerPolicy, type Ranker } from './registry';
 import { endpointSpan, TraceTimeIndex } from './trace-math';
 
-export const MicroRankSettingsSchema = z.object({
+export const MicroRankSettingsSchema = z.strictObject({
   /** Requests whose entry starts within this many seconds of the case's entry are compared. Default 60. */
-  windowS: z.number().positive().default(60),
+  window_s: z.number().positive().default(60),
   /**
    * A request is anomalous when its endpoint span (see endpointSpan) lasts more than k standard
    * deviations above its usual duration in the fault-free baseline (the case's own request
    * always is). Default 3.
    */
-  anomalySigma: z.number().positive().default(3),
+  anomaly_sigma: z.number().positive().default(3),
   /** Damping factor of PageRank. Default 0.85 (MicroRank). */
   damping: z.number().gt(0).lt(1).default(0.85),
   /** Power iterations of PageRank. Default 30. */
   iterations: z.number().int().min(1).default(30),
   /** Most requests of each set (anomalous, normal) used, the closest in time first. Default 400. */
-  maxTraces: z.number().int().min(1).default(400),
+  max_traces: z.number().int().min(1).default(400),
   /** Most components in the answer. Default 10. */
-  maxAnswers: z.number().int().min(1).default(10),
+  max_answers: z.number().int().min(1).default(10),
 });
 export type MicroRankSettings = z.infer<typeof MicroRankSettingsSchema>;
 
@@ -62,12 +62,12 @@ export function createMicroRankRanker(dataset: Dataset, settings: MicroRankSetti
   const isAnomalous = (traceId: string): boolean => {
     const e = endpointSpan(dataset.traces, traceId);
     const usual = e && dataset.baseline.duration(e);
-    return !!e && !!usual && e.durationUs > usual.meanUs + settings.anomalySigma * usual.stdUs;
+    return !!e && !!usual && e.durationUs > usual.meanUs + settings.anomaly_sigma * usual.stdUs;
   };
   return {
     rank(c: Case): RootCause[] {
       index ??= new TraceTimeIndex(dataset.traces);
-      const w = settings.windowS * 1e6;
+      const w = settings.window_s * 1e6;
       const near = index
         .between(c.timestampUs - w, c.timestampUs + w)
         .filter((id) => id !== c.traceId)
@@ -77,7 +77,7 @@ export function createMicroRankRanker(dataset: Dataset, settings: MicroRankSetti
       const normal: string[] = [];
       for (const { id } of near) {
         const set = isAnomalous(id) ? anomalous : normal;
-        if (set.length < settings.maxTraces) set.push(id);
+        if (set.length < settings.max_traces) set.push(id);
       }
       const opIndex = new Map<string, number>();
       const ga = graphOf(dataset, anomalous, opIndex);
@@ -101,7 +101,7 @@ export function createMicroRankRanker(dataset: Dataset, settings: MicroRankSetti
       }
       return [...best]
         .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .slice(0, settings.maxAnswers)
+        .slice(0, settings.max_answers)
         .map(([pod, s]) => ({
           service: dataset.topology.serviceOfPod(pod),
           pod,

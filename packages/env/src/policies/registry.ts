@@ -50,9 +50,10 @@ export function getPolicy(name: string): PolicyDefinition<unknown> {
   return def as unknown as PolicyDefinition<unknown>;
 }
 
-/** Parses a policy's settings; errors name the offending key under `path`. */
+/** Parses a policy's settings; errors name the offending key under `path` (an old camelCase key with its new spelling). */
 export function parsePolicySettings<S>(def: PolicyDefinition<S>, input: unknown, path = `policies.${def.name}`): S {
-  const r = def.settings.safeParse(input ?? {});
+  const data = input ?? {};
+  const r = def.settings.safeParse(data);
   if (r.success) return r.data;
-  throw new Error(`invalid settings of policy ${def.name}: ${formatZodIssues(r.error, path)}`);
+  throw new Error(`invalid settings of policy ${def.name}: ${formatZodIssues(r.error, path, { schema: def.settings, data })}`);
 }

@@ -9,11 +9,11 @@ import type { Baseline, Case, Dataset, RootCause, Span } from '../types';
 import { registerPolicy, type Ranker } from './registry';
 import { selfTimeUs } from './trace-math';
 
-export const SelfTimeSettingsSchema = z.object({
+export const SelfTimeSettingsSchema = z.strictObject({
   /** Subtract each span's usual self time from the fault-free baseline where known. Default true. */
-  relativeToBaseline: z.boolean().default(true),
+  relative_to_baseline: z.boolean().default(true),
   /** Most components in the answer. Default 10. */
-  maxAnswers: z.number().int().min(1).default(10),
+  max_answers: z.number().int().min(1).default(10),
 });
 export type SelfTimeSettings = z.infer<typeof SelfTimeSettingsSchema>;
 
@@ -38,16 +38,16 @@ export function createSelfTimeRanker(dataset: Dataset, settings: SelfTimeSetting
       for (const span of traces.trace(c.traceId)) {
         const children = traces.children(span.spanId);
         const self = selfTimeUs(span, children);
-        const excess = settings.relativeToBaseline ? self - usualSelfUs(baseline, span, children) : self;
+        const excess = settings.relative_to_baseline ? self - usualSelfUs(baseline, span, children) : self;
         score.set(span.pod, (score.get(span.pod) ?? 0) + excess);
       }
       return [...score]
         .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .slice(0, settings.maxAnswers)
+        .slice(0, settings.max_answers)
         .map(([pod, s]) => ({
           service: topology.serviceOfPod(pod),
           pod,
-          reason: `self time ${(s / 1000).toFixed(1)} ms ${settings.relativeToBaseline ? 'above usual' : 'in this trace'}`,
+          reason: `self time ${(s / 1000).toFixed(1)} ms ${settings.relative_to_baseline ? 'above usual' : 'in this trace'}`,
         }));
     },
   };
