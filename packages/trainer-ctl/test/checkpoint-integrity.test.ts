@@ -5,10 +5,11 @@
  * record. The newest whole checkpoint is taken instead, and the message names both.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { ENGINE_PYTHON } from '../src/engine/index';
 import {
   checkpointDir,
@@ -38,6 +39,7 @@ function writeCheckpoints(runDir: string, updates: number[], withSizes = true): 
   dirs.forEach((dir, i) => {
     writeFileSync(join(dir, 'config.json'), '{"model_type": "llama"}\n');
     if (withSizes) writeTrainerState(dir, updates[i]);
+    // As checkpoints were written before sizes were recorded (and before issue 28's snake_case rename).
     else writeFileSync(join(dir, TRAINER_STATE_FILE), `${JSON.stringify({ updates: updates[i], savedAt: new Date().toISOString() })}\n`);
   });
   return dirs;
@@ -55,6 +57,9 @@ describe('checkpoint integrity', () => {
     const file = join(dir, 'model.safetensors');
     expect(safetensorsProblem(file)).toBeUndefined();
     expect(listCheckpoints(runDir)).toEqual([{ dir, updates: 1 }]);
+    const state = JSON.parse(readFileSync(join(dir, TRAINER_STATE_FILE), 'utf8'));
+    expect(Object.keys(state)).toEqual(['updates', 'saved_at', 'files']);
+    expect(camelCaseKeys(state, TRAINER_STATE_FILE)).toEqual([]);
     const size = statSync(file).size;
     for (const cut of [size - 1, size - 4 * 32, 100, 7]) {
       truncateSync(file, cut);

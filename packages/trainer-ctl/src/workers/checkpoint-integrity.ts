@@ -14,7 +14,7 @@ export const TRAINER_STATE_FILE = 'trainer-state.json';
 
 export interface TrainerState {
   updates: number;
-  savedAt: string;
+  saved_at: string;
   /** Every other file of the checkpoint (path relative to it) and its size in bytes. */
   files?: Record<string, number>;
 }
@@ -61,7 +61,7 @@ export function writeTrainerState(dir: string, updates: number): void {
       .filter((f) => f !== TRAINER_STATE_FILE)
       .map((f) => [f, statSync(join(dir, f)).size]),
   );
-  const state: TrainerState = { updates, savedAt: new Date().toISOString(), files };
+  const state: TrainerState = { updates, saved_at: new Date().toISOString(), files };
   writeFileSync(join(dir, TRAINER_STATE_FILE), `${JSON.stringify(state)}\n`);
 }
 
