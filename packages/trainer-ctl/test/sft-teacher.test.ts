@@ -130,4 +130,37 @@ describe('teacher conversations', () => {
     expect(figures.validFinals).toBe(withDetours.length);
     expect([...figures.recallAt1.values()].every(([hit, n]) => hit === n)).toBe(true);
   });
+
+  it("trains the side trips of trained_kinds like the expert's turns, on the same conversations, and no other detour", async () => {
+    const opts = { dataset, cases, episode: { ...episode, d_max: 5 }, variants: 2, seed: 3 };
+    const kinds = ['side_span', 'unknown_span'] as const;
+    const context = await teacherEpisodes({ ...opts, detours: { rate: 0.5, max_per_episode: 3, kinds: [...kinds] } });
+    const trained = await teacherEpisodes({
+      ...opts,
+      detours: { rate: 0.5, max_per_episode: 3, kinds: [...kinds], trained_kinds: ['side_span'] },
+    });
+    expect(trained.episodes.map((e) => e.record.messages)).toEqual(context.episodes.map((e) => e.record.messages));
+    const isSideTrip = (content: string) => content.startsWith('I also look below s');
+    let sideTrips = 0;
+    let unknown = 0;
+    for (const [i, ep] of trained.episodes.entries()) {
+      const turns = assistantTurns(ep);
+      const untrainedBefore = context.episodes[i].untrainedTurns;
+      for (const t of untrainedBefore) {
+        if (isSideTrip(turns[t].content)) {
+          sideTrips++;
+          expect(ep.untrainedTurns).not.toContain(t);
+        } else {
+          unknown++;
+          expect(ep.untrainedTurns).toContain(t);
+        }
+      }
+      expect(ep.untrainedTurns.every((t) => untrainedBefore.includes(t))).toBe(true);
+      const s = sftSample(ep, chat, { renderTools: false });
+      const want = turns.filter((_, t) => !ep.untrainedTurns.includes(t)).map((m) => m.content + EOT);
+      expect(generatedRuns(s.ids, s.mask).map((r) => chat.tokenizer.decode(r))).toEqual(want);
+    }
+    expect(sideTrips).toBeGreaterThan(0);
+    expect(unknown).toBeGreaterThan(0);
+  });
 });

@@ -4,6 +4,9 @@
  * offered) or a side trip into another span, so that the conversation shows the error
  * observation and the expert's recovery. The detour turns are not trained on; the
  * recovery after them is (notes/tiny-model.md: valid final answers rose from 31% to 53-80%).
+ * A side trip is a valid move, not a mistake: with `trained_kinds: [side_span]` it is trained
+ * on too, so that the SFT policy opens other spans than the expert's now and then (a walk
+ * GRPO can sample; issue 26, docs/experiments.md "Headroom of the SFT checkpoint").
  */
 import { z } from 'zod';
 import { Rng } from '../rng';
@@ -32,6 +35,13 @@ export const DetourSettingsSchema = z
       .default([...DETOUR_KINDS])
       .describe(
         'Detour kinds drawn from, uniformly: unknown_span (a span alias never shown), broken_json (a call cut off mid-JSON), unoffered_tool (a tool name that is not offered), side_span (a side trip into a span seen but not opened). Default all.',
+      ),
+    /** Kinds whose detour turns are trained on like the expert's own. Default none. */
+    trained_kinds: z
+      .array(z.enum(DETOUR_KINDS))
+      .default([])
+      .describe(
+        "Kinds whose detour turns are trained on like the expert's own turns, e.g. [side_span]: the SFT policy then opens another span than the expert's now and then, a walk that GRPO can sample (issue 26). Default none: every detour is context only.",
       ),
   })
   .strict();
@@ -65,8 +75,10 @@ function aliases(ctx: PolicyContext): { seen: string[]; opened: Set<string> } {
 
 export class DetourPolicy implements Policy {
   readonly name: string;
-  /** Turns whose message is a detour (not trained on). */
+  /** Turns whose message is a detour. */
   readonly detourTurns: number[] = [];
+  /** Detour turns that are not trained on (those of kinds outside trained_kinds). */
+  readonly untrainedTurns: number[] = [];
   /** Tools offered on the first turn: what a chat template renders into the prompt. */
   firstTools: ToolSpec[] = [];
   private readonly rng: Rng;
@@ -87,29 +99,34 @@ export class DetourPolicy implements Policy {
     // The answer is never a detour: a detour there would leave the teacher no turn to answer on its own.
     if (ctx.final || ctx.turn === 0 || isAnswer(msg) || this.detourTurns.length >= s.max_per_episode || this.rng.next() >= s.rate)
       return msg;
-    const kind = s.kinds[Math.floor(this.rng.next() * s.kinds.length)];
-    const detour = this.detour(kind, ctx, msg);
+    const detour = this.detour(s.kinds[Math.floor(this.rng.next() * s.kinds.length)], ctx, msg);
     if (!detour) return msg;
     this.detourTurns.push(ctx.turn);
-    return detour;
+    if (!s.trained_kinds.includes(detour.kind)) this.untrainedTurns.push(ctx.turn);
+    return detour.message;
   }
 
-  private detour(kind: DetourKind, ctx: PolicyContext, msg: AssistantMessage): AssistantMessage | undefined {
+  /** The detour of `kind`, and the kind it became (a side trip with no unopened span seen is an unknown span). */
+  private detour(kind: DetourKind, ctx: PolicyContext, msg: AssistantMessage): { message: AssistantMessage; kind: DetourKind } | undefined {
     const found = CALL.exec(msg.content);
     if (!found) return undefined;
     const reasoning = msg.content.slice(0, found.index).trimEnd();
     const { seen, opened } = aliases(ctx);
-    if (kind === 'broken_json') return { content: msg.content.slice(0, found.index + Math.floor(found[0].length * 0.6)) };
+    if (kind === 'broken_json')
+      return { kind, message: { content: msg.content.slice(0, found.index + Math.floor(found[0].length * 0.6)) } };
     if (kind === 'unoffered_tool') {
       const parsed = JSON.parse(found[1]) as { name: string; arguments: Record<string, unknown> };
-      return call(reasoning, `${parsed.name.replace(/s$/, '')}_v2`, parsed.arguments);
+      return { kind, message: call(reasoning, `${parsed.name.replace(/s$/, '')}_v2`, parsed.arguments) };
     }
     const unopened = seen.filter((a) => !opened.has(a));
     if (kind === 'side_span' && unopened.length > 0) {
       const ref = unopened[Math.floor(this.rng.next() * unopened.length)];
-      return call(`I also look below ${ref}.`, 'search_traces', { parent_span_id: ref });
+      return { kind, message: call(`I also look below ${ref}.`, 'search_traces', { parent_span_id: ref }) };
     }
     const top = Math.max(0, ...seen.map((a) => Number(a.slice(1))));
-    return call(reasoning, 'search_traces', { parent_span_id: `s${top + 1 + Math.floor(this.rng.next() * 5)}` });
+    return {
+      kind: 'unknown_span',
+      message: call(reasoning, 'search_traces', { parent_span_id: `s${top + 1 + Math.floor(this.rng.next() * 5)}` }),
+    };
   }
 }

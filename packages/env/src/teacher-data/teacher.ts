@@ -176,7 +176,7 @@ export async function teacherEpisodes(opts: TeacherOptions): Promise<TeacherData
       const right = answeredCorrectly(opts.dataset, c, record);
       if (right) out.correct++;
       if (!right && !random) continue;
-      out.episodes.push({ case: c, record, tools: policy.firstTools, untrainedTurns: policy.detourTurns });
+      out.episodes.push({ case: c, record, tools: policy.firstTools, untrainedTurns: policy.untrainedTurns });
     }
   }
   return out;
