@@ -29,6 +29,25 @@ export function engineOptimizer(config: RunConfig): OptimizerSettings {
   return optimizer;
 }
 
+/** The engine's `load` request for a run config: its model (or a checkpoint's), device, precision and optimizer. */
+export function engineLoadArgs(config: RunConfig, ckpt: Checkpoint | undefined): LoadArgs {
+  const train = config.workers.train;
+  return {
+    model_dir: ckpt?.dir ?? config.model.dir,
+    device: train.device,
+    dtype: config.model.dtype,
+    autocast: train.autocast,
+    autocast_cache: train.autocast_cache,
+    threads: train.threads,
+    lora: config.model.lora ?? null,
+    gradient_checkpointing: train.gradient_checkpointing,
+    resume: ckpt !== undefined,
+    seed: config.run.seed,
+    optimizer: engineOptimizer(config),
+    deepspeed: train.deepspeed_config ? (JSON.parse(readFileSync(train.deepspeed_config, 'utf8')) as Record<string, unknown>) : null,
+  };
+}
+
 export interface EngineSupervisorOptions {
   config: RunConfig;
   /** Where restart() finds checkpoints. */
@@ -77,7 +96,7 @@ export class EngineSupervisor {
     const engine = new TrainEngine({ ...engineLaunch(config), onStderr: (t) => this.log(t.trimEnd()), ...this.opts.engine });
     this.current = engine;
     try {
-      const loaded = await engine.request('load', this.loadRequest(ckpt));
+      const loaded = await engine.request('load', engineLoadArgs(this.opts.config, ckpt));
       this.loadedFrom = ckpt?.dir;
       this.reference = loaded.reference;
       this.optimizerTag = loaded.optimizer;
@@ -130,25 +149,6 @@ export class EngineSupervisor {
   /** Asks the engine to exit once its current request is done. */
   async shutdown(): Promise<void> {
     await this.current?.shutdown();
-  }
-
-  private loadRequest(ckpt: Checkpoint | undefined): LoadArgs {
-    const { config } = this.opts;
-    const train = config.workers.train;
-    return {
-      model_dir: ckpt?.dir ?? config.model.dir,
-      device: train.device,
-      dtype: config.model.dtype,
-      autocast: train.autocast,
-      autocast_cache: train.autocast_cache,
-      threads: train.threads,
-      lora: config.model.lora ?? null,
-      gradient_checkpointing: train.gradient_checkpointing,
-      resume: ckpt !== undefined,
-      seed: config.run.seed,
-      optimizer: engineOptimizer(config),
-      deepspeed: train.deepspeed_config ? (JSON.parse(readFileSync(train.deepspeed_config, 'utf8')) as Record<string, unknown>) : null,
-    };
   }
 
   private describe(loaded: LoadResult): string {
