@@ -8,7 +8,10 @@
  * steps alternate between the two (the first block warms up); prints the CPU model, the load
  * average, the medians per step and their ratio.
  *
- *   npx tsx scripts/bench/sft-step-path.ts --samples RUN_DIR/teacher-samples.json [--config configs/tiny-cpu.yaml] [--steps 20] [--blocks 6]
+ * --save DIR writes the real path's weights after all its steps (the engine's `weights` export), to
+ * compare two commits' training (same plan, same steps).
+ *
+ *   npx tsx scripts/bench/sft-step-path.ts --samples RUN_DIR/teacher-samples.json [--config configs/tiny-cpu.yaml] [--steps 20] [--blocks 6] [--save DIR]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -37,6 +40,8 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '20' },
     /** Blocks per path; the first of each is a warm-up. */
     blocks: { type: 'string', default: '6' },
+    /** Where to write the real path's weights after its last step. */
+    save: { type: 'string' },
   },
 });
 if (!values.samples) throw new Error('--samples RUN_DIR/teacher-samples.json is required');
@@ -142,6 +147,10 @@ try {
     console.log(`${name.padEnd(44)} ${m.toFixed(1).padStart(14)} ${Math.min(...xs).toFixed(1).padStart(7)} ${(m / a).toFixed(2).padStart(8)}x`);
   }
   console.log(`real - alone: ${(r - a).toFixed(1)} ms a step; engineStep (Node) ${(nodeMs / blocks / perBlock).toFixed(2)} ms a step`);
+  if (values.save) {
+    await supervisor.engine.request('export', { dir: values.save, format: 'weights' });
+    console.log(`weights after ${loss.real.length} steps: ${values.save}`);
+  }
 } finally {
   helper.close();
   await supervisor.shutdown();
