@@ -6,7 +6,8 @@
  * (scripts/bench/sft-step-alone.py) on the same steps, timed inside Python. Both train the same
  * steps of the same plan from the same weights, so their losses must agree (printed). Blocks of
  * steps alternate between the two (the first block warms up); prints the CPU model, the load
- * average, the medians per step and their ratio.
+ * average, the medians per step and their ratio, and the median of each part of the step alone (its
+ * forward, backward, gradient clipping, AdamW, the rest; the request's check and step-file read).
  *
  * --save DIR writes the real path's weights after all its steps (the engine's `weights` export), to
  * compare two commits' training (same plan, same steps).
@@ -91,7 +92,7 @@ function alone() {
     child.stdin!.write(`${JSON.stringify(msg)}\n`);
     const next = await lines.next();
     if (next.done) throw new Error('sft-step-alone.py exited');
-    return JSON.parse(next.value) as { ms: number; loss: number };
+    return JSON.parse(next.value) as { ms: number; loss: number; parts: Record<string, number> };
   };
   return { ask, close: () => child.stdin!.end() };
 }
@@ -105,6 +106,7 @@ try {
   await helper.ask(engineLoadArgs(config, undefined));
   const ms = { real: [] as number[], alone: [] as number[] };
   const loss = { real: [] as number[], alone: [] as number[] };
+  const parts = new Map<string, number[]>();
   let nodeMs = 0;
   for (let b = 0; b < blocks; b++) {
     const j = job(runDir, b);
@@ -125,7 +127,13 @@ try {
     const inProcess = async () => {
       for (const a of args) {
         const r = await helper.ask(a);
-        if (b > 0) ms.alone.push(r.ms);
+        if (b > 0) {
+          ms.alone.push(r.ms);
+          const inStep = Object.entries(r.parts).filter(([k]) => !k.startsWith('request'));
+          const rest = r.ms - inStep.reduce((x, [, v]) => x + v, 0);
+          for (const [k, v] of [...Object.entries(r.parts), ['rest of Trainer.sft_step', rest] as const])
+            parts.set(k, [...(parts.get(k) ?? []), v]);
+        }
         loss.alone.push(r.loss);
       }
     };
@@ -144,9 +152,15 @@ try {
     ['engine step alone (Trainer.sft_step in-process)', ms.alone, a],
     ['real path (step file, stdio, engine protocol)', ms.real, r],
   ] as const) {
-    console.log(`${name.padEnd(44)} ${m.toFixed(1).padStart(14)} ${Math.min(...xs).toFixed(1).padStart(7)} ${(m / a).toFixed(2).padStart(8)}x`);
+    console.log(
+      `${name.padEnd(44)} ${m.toFixed(1).padStart(14)} ${Math.min(...xs)
+        .toFixed(1)
+        .padStart(7)} ${(m / a).toFixed(2).padStart(8)}x`,
+    );
   }
   console.log(`real - alone: ${(r - a).toFixed(1)} ms a step; engineStep (Node) ${(nodeMs / blocks / perBlock).toFixed(2)} ms a step`);
+  console.log('parts of the step alone (median ms over its steps; the request lines are outside its timer):');
+  for (const [k, xs] of parts) console.log(`  ${k.padEnd(42)} ${median(xs).toFixed(2).padStart(8)}`);
   if (values.save) {
     await supervisor.engine.request('export', { dir: values.save, format: 'weights' });
     console.log(`weights after ${loss.real.length} steps: ${values.save}`);

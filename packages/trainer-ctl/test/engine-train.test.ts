@@ -1,8 +1,8 @@
 /**
  * The real engine training a freshly created tiny model: log-probabilities, SFT, GRPO (with and
- * without old/ref given, micro-batched), checkpoint + resume, the KL reference policy, float32
- * master weights under bfloat16 compute, the measured and cached auto precision, input errors, and the
- * gradient check.
+ * without old/ref given, micro-batched), the AdamW update against its equations, checkpoint +
+ * resume, the KL reference policy, float32 master weights under bfloat16 compute, the measured and
+ * cached auto precision, input errors, and the gradient check.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE_PYTHON, TrainEngine, type LoadArgs } from '../src/engine';
 import { REPO_ROOT } from '../../../testkit/nezha';
+import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
 import { RAGGED_IDS, TINY_CONFIG, TINY_VOCAB } from './engine-fixtures';
 
 const VOCAB = TINY_VOCAB;
@@ -126,6 +127,45 @@ describe('train engine on a tiny model', () => {
     expect(replay.step).toBe(4);
     expect(replay.loss).toBeCloseTo(next.loss, 5);
     expect(replay.grad_norm!).toBeCloseTo(next.grad_norm!, 4);
+  });
+
+  it("moves every weight as AdamW's equations say, computed here from each step's own gradients (two steps, weight decay)", async () => {
+    const [lr, wd, b1, b2, eps] = [1e-3, 0.1, 0.9, 0.999, 1e-8];
+    // max_grad_norm 0: no clipping, so the returned gradients are the ones the optimizer takes.
+    await load({ optimizer: { lr, weight_decay: wd, betas: [b1, b2], eps, max_grad_norm: 0 } });
+    const weights = async (name: string) => {
+      await engine.request('export', { dir: join(dir, name), format: 'weights' });
+      return new Map([...readSafetensors(join(dir, name, 'model.safetensors'))].map(([k, t]) => [k, tensorValues(t)]));
+    };
+    let before = await weights('adamw-0');
+    const m = new Map<string, Float64Array>();
+    const v = new Map<string, Float64Array>();
+    for (let k = 1; k <= 2; k++) {
+      const { gradients } = await engine.request('sft_step', { input_ids: IDS, mask: MASK, gradients: true });
+      const after = await weights(`adamw-${k}`);
+      let worst = 0;
+      let moved = 0;
+      for (const [name, g] of Object.entries(gradients!)) {
+        const w0 = before.get(name)!;
+        const w1 = after.get(name)!;
+        const mk = m.get(name) ?? new Float64Array(g.length);
+        const vk = v.get(name) ?? new Float64Array(g.length);
+        g.forEach((gi, i) => {
+          // AdamW (Loshchilov & Hutter, Algorithm 2): decoupled decay, then the bias-corrected moment step.
+          mk[i] = b1 * mk[i] + (1 - b1) * gi;
+          vk[i] = b2 * vk[i] + (1 - b2) * gi * gi;
+          const expected = w0[i] * (1 - lr * wd) - (lr * mk[i]) / (1 - b1 ** k) / (Math.sqrt(vk[i] / (1 - b2 ** k)) + eps);
+          worst = Math.max(worst, Math.abs(w1[i] - expected));
+          moved = Math.max(moved, Math.abs(w1[i] - w0[i]));
+        });
+        m.set(name, mk);
+        v.set(name, vk);
+      }
+      expect(Object.keys(gradients!).length).toBeGreaterThan(5);
+      expect(moved).toBeGreaterThan(lr / 2);
+      expect(worst).toBeLessThan(1e-6);
+      before = after;
+    }
   });
 
   it('takes the KL reference when told (after SFT), not at load: KL 0 on the first GRPO step, the same KL after a resume (issue 8 acceptance 2)', async () => {
