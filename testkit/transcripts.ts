@@ -19,8 +19,8 @@ const VARIANTS: Record<string, unknown>[] = [{}, { span_aliases: true, pod_alias
 
 /** The first case of every seventh fault that has cases: different services and fault types. */
 export function transcriptCases(ds: Dataset) {
-  const faults = ds.faults.filter((f) => ds.cases.some((c) => c.faultId === f.id));
-  return faults.filter((_, i) => i % 7 === 0).map((f) => ds.cases.find((c) => c.faultId === f.id)!);
+  const faults = ds.faults.filter((f) => ds.cases.some((c) => c.fault_id === f.id));
+  return faults.filter((_, i) => i % 7 === 0).map((f) => ds.cases.find((c) => c.fault_id === f.id)!);
 }
 
 export async function transcripts(ds: Dataset): Promise<Transcript[]> {
