@@ -46,7 +46,7 @@ for (const [label, cases] of [
   ['held-out', split.eval],
   ['training', split.train],
 ] as const) {
-  console.log(`\n${label}: ${cases.length} cases of ${new Set(cases.map((c) => c.faultId)).size} faults`);
+  console.log(`\n${label}: ${cases.length} cases of ${new Set(cases.map((c) => c.fault_id)).size} faults`);
   for (const [name, solve] of solvers) {
     const r = await evaluate(dataset, cases, solve);
     const first = r.requests.filter((q) => q.ranks.service === 0).length;
@@ -68,8 +68,8 @@ for (const [label, cases] of [
   let calls = 0;
   for (const c of cases) {
     const record = await runEpisode({ dataset, case: c, policy: createExpert(dataset, expert), protocol: 'rot', settings: episode });
-    const f = faults.get(c.faultId) ?? { cases: 0, inView: 0, first: 0 };
-    faults.set(c.faultId, f);
+    const f = faults.get(c.fault_id) ?? { cases: 0, inView: 0, first: 0 };
+    faults.set(c.fault_id, f);
     const services = new Set<string>();
     let last: SearchTracesData | undefined;
     for (const t of record.tool_calls) {

@@ -88,8 +88,8 @@ if (argv.regression) {
 const ds = await loadDataset(argv.dataset ?? (await ensureNezhaDataset()));
 const pct = (x: number) => (100 * x).toFixed(1);
 const cells = (s: RankSummary) => [pct(s.recall[1]), pct(s.recall[3]), pct(s.recall[5]), s.mrr.toFixed(3)];
-const faults = new Set(ds.cases.map((c) => c.faultId)).size;
-const types = [...new Set(ds.cases.map((c) => ds.faults.find((f) => f.id === c.faultId)?.type ?? 'unknown'))].sort();
+const faults = new Set(ds.cases.map((c) => c.fault_id)).size;
+const types = [...new Set(ds.cases.map((c) => ds.faults.find((f) => f.id === c.fault_id)?.type ?? 'unknown'))].sort();
 console.log(
   `Nezha ${ds.meta.name}: ${ds.cases.length} requests of ${faults} faults, service level; each policy's row, then a row per fault type.\n`,
 );

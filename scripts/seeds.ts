@@ -104,7 +104,7 @@ for (const seed of seeds) {
     const r = await evaluate(dataset, held, solverFor(dataset, name));
     scores.push(`${mrr(r.per_fault)} / ${mrr(r.per_fault_vote)} / ${mrr(r.per_request)}`);
   }
-  baselineRows.push(`| ${seed} | ${held.length} | ${new Set(held.map((c) => c.faultId)).size} | ${scores.join(' | ')} |`);
+  baselineRows.push(`| ${seed} | ${held.length} | ${new Set(held.map((c) => c.fault_id)).size} | ${scores.join(' | ')} |`);
 }
 console.log('\nPer stage: held-out format validity / per-fault service MRR (best request) / (majority vote) / per-request service MRR\n');
 console.log(`| seed | exit | wall s | ${STAGES.join(' | ')} |`);

@@ -116,7 +116,7 @@ const created = await promisify(execFile)(
 console.log(created.stdout.trim());
 
 const split = splitCases(dataset.cases, { by: 'fault', eval_fraction: argv.evalFraction }, argv.splitSeed);
-const faults = (cs: typeof split.train) => new Set(cs.map((c) => c.faultId)).size;
+const faults = (cs: typeof split.train) => new Set(cs.map((c) => c.fault_id)).size;
 console.log(
   `split by fault: ${split.train.length} train cases (${faults(split.train)} faults), ${split.eval.length} held-out cases (${faults(split.eval)} faults)`,
 );

@@ -66,7 +66,7 @@ const promptOf = (c: (typeof dataset.cases)[number]) =>
         { role: 'system', content: 'Localize the root cause of the anomalous request.' },
         {
           role: 'user',
-          content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).`,
+          content: `The request's entry span is ${c.entry_span_id} (trace ${c.trace_id}, service ${dataset.traces.span(c.entry_span_id)?.service}).`,
         },
       ],
       { tools, addGenerationPrompt: true },

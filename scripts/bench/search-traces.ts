@@ -1,6 +1,6 @@
 /**
  * Benchmark: search_traces through the indexed trace store against a brute-force scan of
- * the same spans by parentId, on the real Nezha 2023-01-29 dataset, in the same run.
+ * the same spans by parent_id, on the real Nezha 2023-01-29 dataset, in the same run.
  * Prints the median latency per call of each and their ratio.
  *
  *   npx tsx scripts/bench/search-traces.ts [--sample N] [--scan-sample N]
@@ -42,11 +42,11 @@ const spans: Span[] = [];
 for (const id of dataset.traces.traceIds()) spans.push(...dataset.traces.trace(id));
 const toolbox = new Toolbox(dataset);
 
-const toolIds = spread(spans, Number(values.sample)).map((s) => s.spanId);
-const scanIds = spread(spans, Number(values['scan-sample'])).map((s) => s.spanId);
+const toolIds = spread(spans, Number(values.sample)).map((s) => s.span_id);
+const scanIds = spread(spans, Number(values['scan-sample'])).map((s) => s.span_id);
 
 // The scan does what the index saves: read every span, keep the children, order them.
-const scan = (id: string): Span[] => spans.filter((s) => s.parentId === id).sort((a, b) => a.startUs - b.startUs);
+const scan = (id: string): Span[] => spans.filter((s) => s.parent_id === id).sort((a, b) => a.start_us - b.start_us);
 
 // Warm both paths up so JIT compilation is not timed.
 for (const id of toolIds.slice(0, 200)) toolbox.call('search_traces', { parent_span_id: id });

@@ -57,7 +57,7 @@ const messages = [
   { role: 'system' as const, content: 'Localize the root cause of the anomalous request.' },
   {
     role: 'user' as const,
-    content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}, service ${dataset.traces.span(c.entrySpanId)?.service}).`,
+    content: `The request's entry span is ${c.entry_span_id} (trace ${c.trace_id}, service ${dataset.traces.span(c.entry_span_id)?.service}).`,
   },
 ];
 const body = (seed: number) =>

@@ -9,21 +9,21 @@ export type Level = 'service' | 'pod' | 'node';
 
 /** One span, normalised from any source format. Times are Unix microseconds. */
 export interface Span {
-  traceId: string;
-  spanId: string;
+  trace_id: string;
+  span_id: string;
   /** null for a trace's entry span. */
-  parentId: string | null;
+  parent_id: string | null;
   service: string;
   pod: string;
   /** Host of the pod, when the source tells it. */
   node?: string;
   operation: string;
-  startUs: number;
-  durationUs: number;
+  start_us: number;
+  duration_us: number;
   /** 'unset' where the source has no status (Nezha). */
   status: 'ok' | 'error' | 'unset';
   /** The raw status code, when the source has one. */
-  statusCode?: string;
+  status_code?: string;
 }
 
 /** Indexed access to spans; every lookup is O(1) or O(result), never a scan. */
@@ -34,7 +34,7 @@ export interface TraceStore {
   children(spanId: string): Span[];
   trace(traceId: string): Span[];
   traceIds(): Iterable<string>;
-  /** Entry span (parentId null) of a trace. */
+  /** Entry span (parent_id null) of a trace. */
   entry(traceId: string): Span | undefined;
 }
 
@@ -56,14 +56,14 @@ export interface MetricStore {
 export type LogLevel = 'error' | 'warn' | 'info';
 
 export interface LogRecord {
-  tsUs: number;
+  ts_us: number;
   service: string;
   pod: string;
   node?: string;
   level: LogLevel;
-  templateId: number;
-  traceId?: string;
-  spanId?: string;
+  template_id: number;
+  trace_id?: string;
+  span_id?: string;
 }
 
 export interface LogTemplate {
@@ -119,24 +119,24 @@ export interface Fault {
   truth: GroundTruth;
   type: string;
   /** Fault window, Unix microseconds. */
-  startUs: number;
-  endUs: number;
+  start_us: number;
+  end_us: number;
   /** Data-quality remarks found while importing (e.g. inject_timestamp disagreement). */
   notes: string[];
   /** Number of cases derived for this fault, and why there are none when 0. */
-  caseCount: number;
-  noCaseReason?: string;
+  case_count: number;
+  no_case_reason?: string;
 }
 
 /** One anomalous request inside a fault window: what an episode is played on. */
 export interface Case {
   id: string;
-  faultId: string;
-  traceId: string;
-  entrySpanId: string;
+  fault_id: string;
+  trace_id: string;
+  entry_span_id: string;
   /** Entry span start, Unix microseconds. */
-  timestampUs: number;
-  entryDurationUs: number;
+  timestamp_us: number;
+  entry_duration_us: number;
   /** Why the request counts as anomalous (the rule's name and its measured figure). */
   anomaly: { rule: string; reason: string; score: number };
   truth: GroundTruth;

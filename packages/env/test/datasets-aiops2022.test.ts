@@ -79,13 +79,13 @@ describe('aiops2022 importer', () => {
 
   it('converts ms timestamps and ms durations to µs and reads status codes', () => {
     const slow = ds.traces.span('slow1-b')!;
-    expect(slow.startUs).toBe((T0_MS + 20 * MIN + 10_001) * 1000);
-    expect(slow.durationUs).toBe(500_000);
-    expect(ds.traces.span('base0-b')!.durationUs).toBe(5500);
-    expect(ds.traces.span('fail1-b')).toMatchObject({ status: 'error', statusCode: '500' });
+    expect(slow.start_us).toBe((T0_MS + 20 * MIN + 10_001) * 1000);
+    expect(slow.duration_us).toBe(500_000);
+    expect(ds.traces.span('base0-b')!.duration_us).toBe(5500);
+    expect(ds.traces.span('fail1-b')).toMatchObject({ status: 'error', status_code: '500' });
     expect(ds.traces.span('fine1-b')!.status).toBe('ok');
-    expect(ds.traces.entry('slow1')!.spanId).toBe('slow1-a');
-    expect(ds.traces.children('slow1-a').map((x) => x.spanId)).toEqual(['slow1-b']);
+    expect(ds.traces.entry('slow1')!.span_id).toBe('slow1-a');
+    expect(ds.traces.children('slow1-a').map((x) => x.span_id)).toEqual(['slow1-b']);
   });
 
   it('tells pods, services and nodes apart by cmdb_id', () => {
@@ -104,15 +104,15 @@ describe('aiops2022 importer', () => {
   it('derives cases with the baseline rule: slow and failed requests that reach the truth', () => {
     const [cart, node] = ds.faults;
     expect(cart.truth).toEqual({ level: 'service', service: 'cartservice' });
-    expect(cart.caseCount).toBe(4);
-    expect(ds.cases.map((c) => c.traceId)).toEqual(['slow1', 'slow2', 'slow3', 'fail1']);
+    expect(cart.case_count).toBe(4);
+    expect(ds.cases.map((c) => c.trace_id)).toEqual(['slow1', 'slow2', 'slow3', 'fail1']);
     expect(ds.cases[0].anomaly.rule).toBe('baseline');
     expect(ds.cases[0].anomaly.reason).toContain('cartservice /cartservice/Get');
     expect(ds.cases[3].anomaly.reason).toContain('status 500');
     expect(cart.notes.at(-1)).toContain('5 of 6 requests in the window anomalous; 5 reach cartservice, 4 of them anomalous');
     expect(node.truth).toEqual({ level: 'node', node: 'node-1' });
-    expect(node.caseCount).toBe(0);
-    expect(node.noCaseReason).toBe('no request starts inside the fault window');
+    expect(node.case_count).toBe(0);
+    expect(node.no_case_reason).toBe('no request starts inside the fault window');
   });
 
   it('keeps requests that miss the truth when asked, caps per fault, and keeps ids stable', async () => {
@@ -122,7 +122,7 @@ describe('aiops2022 importer', () => {
       out: mkdtempSync(join(tmpdir(), 'aiops-out-')),
       settings: { cases: { require_truth_in_trace: false } },
     });
-    expect(all.cases.map((c) => c.traceId)).toEqual(['slow1', 'slow2', 'slow3', 'fail1', 'elsewhere']);
+    expect(all.cases.map((c) => c.trace_id)).toEqual(['slow1', 'slow2', 'slow3', 'fail1', 'elsewhere']);
     const capped = await importDataset({
       format: 'aiops2022',
       src,
@@ -130,9 +130,9 @@ describe('aiops2022 importer', () => {
       settings: { cases: { max_cases_per_fault: 2 } },
     });
     expect(capped.cases).toHaveLength(2);
-    expect(capped.faults[0].caseCount).toBe(2);
+    expect(capped.faults[0].case_count).toBe(2);
     const ids = new Set(ds.cases.map((c) => c.id));
-    for (const c of [...all.cases, ...capped.cases]) if (c.traceId !== 'elsewhere') expect(ids.has(c.id)).toBe(true);
+    for (const c of [...all.cases, ...capped.cases]) if (c.trace_id !== 'elsewhere') expect(ids.has(c.id)).toBe(true);
   });
 
   it("under ThinkFL's rule only the failed request counts (50x is below 100x)", async () => {
@@ -142,14 +142,14 @@ describe('aiops2022 importer', () => {
       out: mkdtempSync(join(tmpdir(), 'aiops-out-')),
       settings: { cases: { anomaly: { rule: 'thinkfl' } } },
     });
-    expect(t.cases.map((c) => c.traceId)).toEqual(['fail1']);
+    expect(t.cases.map((c) => c.trace_id)).toEqual(['fail1']);
     const lower = await importDataset({
       format: 'aiops2022',
       src,
       out: mkdtempSync(join(tmpdir(), 'aiops-out-')),
       settings: { cases: { anomaly: { rule: 'thinkfl', thinkfl_factor: 40 } } },
     });
-    expect(lower.cases.map((c) => c.traceId)).toEqual(['slow1', 'slow2', 'slow3', 'fail1']);
+    expect(lower.cases.map((c) => c.trace_id)).toEqual(['slow1', 'slow2', 'slow3', 'fail1']);
   });
 
   it('loads back what it wrote', async () => {

@@ -35,7 +35,8 @@ let pristine: LoadedDataset;
 const out = (name: string) => join(work, name);
 const nezha = (src: string, name: string, extra: { strict?: boolean; importer?: Record<string, unknown> } = {}) =>
   importDataset({ format: 'nezha', src, out: out(name), strict: extra.strict, settings: { importer: { logs: false, ...extra.importer } } });
-const casesOf = (d: LoadedDataset) => Object.fromEntries(d.faults.filter((f) => FIRST_FOUR.includes(f.id)).map((f) => [f.id, f.caseCount]));
+const casesOf = (d: LoadedDataset) =>
+  Object.fromEntries(d.faults.filter((f) => FIRST_FOUR.includes(f.id)).map((f) => [f.id, f.case_count]));
 /** Nothing of a failed import is left: neither the directory nor a temp sibling. */
 const leftBehind = (name: string) => readdirSync(work).filter((n) => n.startsWith(name));
 const lines = (file: string) =>
@@ -103,16 +104,16 @@ describe('gaps imported around', () => {
       `${join(src, C, 'trace')} holds no trace file (the Nezha layout keeps the fault-free traces of the day there, HH_MM_trace.csv)`,
     );
     // Hand count: spans of the traces whose entry starts outside all 28 fault windows (inject_time + 180 s).
-    const windows = full.faults.map((f) => [f.startUs, f.endUs]);
+    const windows = full.faults.map((f) => [f.start_us, f.end_us]);
     let outside = 0;
     for (const t of pristine.traces.traceIds()) {
-      const at = pristine.traces.entry(t)?.startUs;
+      const at = pristine.traces.entry(t)?.start_us;
       if (at !== undefined && !windows.some(([a, b]) => at >= a && at <= b)) outside += pristine.traces.trace(t).length;
     }
     expect(outside).toBeGreaterThan(1000);
     expect(g.baseline!.fallback).toBe(`the ${outside} spans of requests that start outside every fault window`);
     expect(gapLines(g)[0]).toBe(`fault-free traces missing: ${g.baseline!.missing}; baseline taken from ${g.baseline!.fallback}`);
-    expect(d.faults.filter((f) => FIRST_FOUR.includes(f.id)).map((f) => f.caseCount)).not.toEqual(Object.values(casesOf(pristine)));
+    expect(d.faults.filter((f) => FIRST_FOUR.includes(f.id)).map((f) => f.case_count)).not.toEqual(Object.values(casesOf(pristine)));
     expect(JSON.parse(readFileSync(join(out('no-baseline-file'), 'meta.json'), 'utf8')).gaps).toEqual(g);
   });
 
@@ -143,16 +144,16 @@ describe('gaps imported around', () => {
     const anomalous = Number(/(\d+) of them anomalous/.exec(f.notes.at(-1)!)![1]);
     const expected = Math.min(50, Math.round((anomalous * (44 + 60)) / 44));
     expect(g.faults).toEqual([
-      { fault_id: f.id, missing_sec: 60, recorded_sec: 44, cases: f.caseCount, cases_lost: expected - f.caseCount },
+      { fault_id: f.id, missing_sec: 60, recorded_sec: 44, cases: f.case_count, cases_lost: expected - f.case_count },
     ]);
-    expect(f.caseCount).toBeLessThan(casesOf(pristine)[f.id]);
+    expect(f.case_count).toBeLessThan(casesOf(pristine)[f.id]);
     expect(g.faults[0].cases_lost).toBeGreaterThan(0);
     expect(gapLines(g)).toEqual([
       `traces missing for 2023-01-29 08:59-09:00 UTC: ${join(src, R, 'trace', '09_00_trace.csv')} (${requests} requests listed)`,
-      `fault ${f.id}: 60 s of its window without traces (44 s recorded); ${f.caseCount} cases kept, about ${expected - f.caseCount} lost`,
+      `fault ${f.id}: 60 s of its window without traces (44 s recorded); ${f.case_count} cases kept, about ${expected - f.case_count} lost`,
     ]);
     const others = d.faults.filter((x) => FIRST_FOUR.includes(x.id) && x.id !== f.id);
-    for (const x of others) expect(x.caseCount).toBe(casesOf(pristine)[x.id]);
+    for (const x of others) expect(x.case_count).toBe(casesOf(pristine)[x.id]);
   });
 
   it('consecutive minutes removed: one range; a minute before the injection costs no fault anything', async () => {
@@ -342,13 +343,13 @@ describe('aiops2022 and otlp layouts, on real rows in their formats', () => {
     expect(first - last).toBeGreaterThan(300e6);
     expect(g.traces).toEqual([{ from_us: last, to_us: first, what: `no span starts for ${((first - last) / 60e6).toFixed(1)} min` }]);
     const start = Date.UTC(2023, 0, 29, 8, 43, 4) * 1000;
-    const f = d.faults.find((x) => x.startUs === start)!;
+    const f = d.faults.find((x) => x.start_us === start)!;
     expect(g.faults).toEqual([
       {
         fault_id: f.id,
         missing_sec: Math.round((start + 180e6 - last) / 1e6),
         recorded_sec: Math.round((last - Math.min(...starts.faulty)) / 1e6),
-        cases: f.caseCount,
+        cases: f.case_count,
         cases_lost: expect.any(Number),
       },
     ]);

@@ -2,10 +2,11 @@
  * The Nezha 2023-01-29 import (built by vitest's globalSetup from ../shared) against raw rows
  * of the published archives: per-fault cases, every quirk of the data, and store lookups.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { extractNezhaRaw, NEZHA_DATASET, nezhaTestSettings } from '../../../testkit/nezha';
 import { deriveCases } from '../src/datasets/cases';
 import { readNezhaLogs } from '../src/datasets/importers/nezha-logs';
@@ -76,18 +77,71 @@ beforeAll(async () => {
   ]);
 });
 
+/**
+ * A part's keys that are names, with the maps keyed by data left out: span signatures
+ * ("ts-gateway-service FilteringWebHandler.handle") in baseline.json, services and template ids in
+ * logs.json's rates.
+ */
+function namedKeys(part: string, v: Record<string, unknown>): unknown {
+  if (part === 'baseline.json') {
+    const children = v.children as Record<string, [number, Record<string, unknown>]>;
+    return {
+      ...v,
+      spans: Object.values(v.spans as object),
+      endpoints: Object.values(v.endpoints as object),
+      children: Object.values(children).map(([n, c]) => [n, Object.values(c)]),
+    };
+  }
+  if (part === 'logs.json') return { ...v, rates: Object.values(v.rates as object).map((r) => Object.values(r)) };
+  return v;
+}
+
+describe('on disk', () => {
+  it('writes every part in snake_case (format 4)', () => {
+    const parts = readdirSync(NEZHA_DATASET).filter((f) => f.endsWith('.json'));
+    expect(parts.sort()).toEqual([
+      'baseline.json',
+      'cases.json',
+      'faults.json',
+      'logs.json',
+      'meta.json',
+      'metrics.json',
+      'topology.json',
+      'traces.json',
+    ]);
+    const read = (part: string) => JSON.parse(readFileSync(join(NEZHA_DATASET, part), 'utf8'));
+    for (const part of parts) expect(camelCaseKeys(namedKeys(part, read(part)), part), part).toEqual([]);
+    // The data-keyed maps do hold keys the check would flag, so leaving them out is not a no-op.
+    expect(camelCaseKeys(read('baseline.json'), 'baseline.json').length).toBeGreaterThan(0);
+    expect(Object.keys(read('cases.json')[0]).sort()).toEqual([
+      'anomaly',
+      'entry_duration_us',
+      'entry_span_id',
+      'fault_id',
+      'id',
+      'timestamp_us',
+      'trace_id',
+      'truth',
+    ]);
+    expect(Object.keys(read('faults.json')[0]).sort()).toEqual(['case_count', 'end_us', 'id', 'notes', 'start_us', 'truth', 'type']);
+    expect(read('logs.json').records[0]).toHaveProperty('template_id');
+    expect(read('traces.json')).toHaveProperty('span_ids');
+    expect(read('baseline.json').min_count).toBe(3);
+  });
+});
+
 describe('faults and cases', () => {
   it('has the 28 labelled faults, each with cases or a stated reason', () => {
     expect(ds.faults).toHaveLength(28);
     const types: Record<string, number> = {};
     for (const f of ds.faults) types[f.type] = (types[f.type] ?? 0) + 1;
     expect(types).toEqual({ exception: 13, return: 11, cpu_contention: 4 });
-    expect(Object.fromEntries(ds.faults.map((f) => [f.id, f.caseCount]))).toEqual(EXPECTED_CASES);
+    expect(Object.fromEntries(ds.faults.map((f) => [f.id, f.case_count]))).toEqual(EXPECTED_CASES);
     for (const f of ds.faults) {
-      expect(ds.cases.filter((c) => c.faultId === f.id)).toHaveLength(f.caseCount);
-      if (f.caseCount === 0)
-        expect(f.noCaseReason).toMatch(/requests in the window reach ts-verification-code-service.* none of them is anomalous/);
-      else expect(f.noCaseReason).toBeUndefined();
+      expect(ds.cases.filter((c) => c.fault_id === f.id)).toHaveLength(f.case_count);
+      if (f.case_count === 0)
+        expect(f.no_case_reason).toMatch(/requests in the window reach ts-verification-code-service.* none of them is anomalous/);
+      else expect(f.no_case_reason).toBeUndefined();
     }
   });
 
@@ -95,21 +149,21 @@ describe('faults and cases', () => {
     const faults = new Map(ds.faults.map((f) => [f.id, f]));
     expect(new Set(ds.cases.map((c) => c.id)).size).toBe(ds.cases.length);
     for (const c of ds.cases) {
-      const f = faults.get(c.faultId)!;
-      expect(c.id).toBe(`${f.id}/${c.traceId}`);
-      const entry = ds.traces.entry(c.traceId)!;
-      expect(entry.spanId).toBe(c.entrySpanId);
-      expect(entry.parentId).toBeNull();
-      expect(c.timestampUs).toBe(entry.startUs);
-      expect(c.timestampUs >= f.startUs && c.timestampUs <= f.endUs).toBe(true);
-      expect(ds.traces.trace(c.traceId).some((s) => s.pod === f.truth.pod)).toBe(true);
+      const f = faults.get(c.fault_id)!;
+      expect(c.id).toBe(`${f.id}/${c.trace_id}`);
+      const entry = ds.traces.entry(c.trace_id)!;
+      expect(entry.span_id).toBe(c.entry_span_id);
+      expect(entry.parent_id).toBeNull();
+      expect(c.timestamp_us).toBe(entry.start_us);
+      expect(c.timestamp_us >= f.start_us && c.timestamp_us <= f.end_us).toBe(true);
+      expect(ds.traces.trace(c.trace_id).some((s) => s.pod === f.truth.pod)).toBe(true);
       expect(c.anomaly.rule).toBe('baseline');
       expect(c.truth).toEqual(f.truth);
     }
   });
 
   it('derives the same case ids again, and more cases when requests may miss the faulty pod', () => {
-    const drafts = ds.faults.map(({ caseCount: _c, noCaseReason: _r, ...d }) => d);
+    const drafts = ds.faults.map(({ case_count: _c, no_case_reason: _r, ...d }) => d);
     const again = deriveCases(drafts, ds.traces, ds.baseline, nezhaTestSettings().cases);
     expect(again.cases.map((c) => c.id)).toEqual(ds.cases.map((c) => c.id));
     const loose = deriveCases(
@@ -120,13 +174,13 @@ describe('faults and cases', () => {
     );
     const kept = new Set(loose.cases.map((c) => c.id));
     for (const c of ds.cases) expect(kept.has(c.id)).toBe(true);
-    for (let i = 0; i < ds.faults.length; i++) expect(loose.faults[i].caseCount).toBeGreaterThanOrEqual(ds.faults[i].caseCount);
+    for (let i = 0; i < ds.faults.length; i++) expect(loose.faults[i].case_count).toBeGreaterThanOrEqual(ds.faults[i].case_count);
     expect(loose.cases.length).toBeGreaterThan(ds.cases.length);
-    expect(loose.faults.every((f) => f.caseCount > 0)).toBe(true);
+    expect(loose.faults.every((f) => f.case_count > 0)).toBe(true);
   });
 
   it("finds no request 100x slower than its endpoint under ThinkFL's rule (Nezha has no status codes)", () => {
-    const drafts = ds.faults.map(({ caseCount: _c, noCaseReason: _r, ...d }) => d);
+    const drafts = ds.faults.map(({ case_count: _c, no_case_reason: _r, ...d }) => d);
     const thinkfl = (factor: number) =>
       deriveCases(
         drafts,
@@ -136,12 +190,12 @@ describe('faults and cases', () => {
       );
     const strict = thinkfl(100);
     expect(strict.cases).toEqual([]);
-    for (const f of strict.faults) expect(f.noCaseReason).toContain("rule 'thinkfl'");
+    for (const f of strict.faults) expect(f.no_case_reason).toContain("rule 'thinkfl'");
     const loose = thinkfl(3);
     expect(loose.cases.length).toBeGreaterThan(0);
     for (const c of loose.cases) {
       const endpoint = c.anomaly.reason.split(' of ')[1];
-      expect(c.entryDurationUs / ds.baseline.endpoint(endpoint)!.meanUs).toBeGreaterThan(3);
+      expect(c.entry_duration_us / ds.baseline.endpoint(endpoint)!.meanUs).toBeGreaterThan(3);
     }
   });
 });
@@ -162,10 +216,10 @@ describe('extracted source tree', () => {
     });
     expect(part.faults).toHaveLength(28);
     const first = ds.faults[0].id;
-    expect(part.cases.map((c) => c.id)).toEqual(ds.cases.filter((c) => c.faultId === first).map((c) => c.id));
-    expect(part.faults.filter((f) => f.caseCount === 0).every((f) => f.noCaseReason === 'no request starts inside the fault window')).toBe(
-      true,
-    );
+    expect(part.cases.map((c) => c.id)).toEqual(ds.cases.filter((c) => c.fault_id === first).map((c) => c.id));
+    expect(
+      part.faults.filter((f) => f.case_count === 0).every((f) => f.no_case_reason === 'no request starts inside the fault window'),
+    ).toBe(true);
     expect(part.topology.pods.find((p) => p.pod === ORDER_POD)?.node).toBeUndefined();
     expect(part.logs.query('ts-order-service', 0, Number.MAX_SAFE_INTEGER)).toEqual([]);
   });
@@ -179,8 +233,8 @@ describe('quirks of the real data', () => {
       const s = ds.traces.span(r.SpanID)!;
       const start = BigInt(r.StartTimeUnixNano);
       const end = BigInt(r.EndTimeUnixNano);
-      expect(s.startUs).toBe(Number(start / 1000n));
-      expect(s.durationUs).toBe(Number(r.Duration));
+      expect(s.start_us).toBe(Number(start / 1000n));
+      expect(s.duration_us).toBe(Number(r.Duration));
       const diffUs = (end - start) / 1000n - BigInt(r.Duration);
       expect(diffUs >= -1n && diffUs <= 1n).toBe(true);
     }
@@ -196,8 +250,8 @@ describe('quirks of the real data', () => {
     flat.forEach((r, i) => {
       const f = ds.faults[i];
       const at = Date.parse(`${r.inject_time.replace(' ', 'T')}Z`) / 1000;
-      expect(f.startUs).toBe(at * 1e6);
-      expect(f.endUs).toBe((at + 180) * 1e6);
+      expect(f.start_us).toBe(at * 1e6);
+      expect(f.end_us).toBe((at + 180) * 1e6);
       expect(f.truth.pod).toBe(r.inject_pod);
       const off = Math.abs(at - Number(r.inject_timestamp)) > 60;
       if (off) disagree++;
@@ -236,7 +290,7 @@ describe('quirks of the real data', () => {
       expect(ds.topology.pods.find((p) => p.pod === pod)?.node).toBe(node);
       expect(ds.topology.resolve(pod)?.node).toBe(node);
     }
-    const order = ds.traces.trace(ds.cases[0].traceId).find((s) => pairs.has(s.pod))!;
+    const order = ds.traces.trace(ds.cases[0].trace_id).find((s) => pairs.has(s.pod))!;
     expect(order.node).toBe(pairs.get(order.pod));
     expect(ds.topology.nodes).toContain('33.33.33.76');
   });
@@ -290,7 +344,7 @@ describe('quirks of the real data', () => {
     expect(negative.length).toBeGreaterThan(0);
     for (const f of negative) {
       const ts = isoToUs(f[0])!;
-      expect(ds.logs.query(f[3], ts, ts).some((r) => r.spanId === f[6])).toBe(true);
+      expect(ds.logs.query(f[3], ts, ts).some((r) => r.span_id === f[6])).toBe(true);
     }
     const one = extractNezhaRaw([`${R}/log/10_06_log.csv`]);
     const parsed = await readNezhaLogs([join(one, R, 'log', '10_06_log.csv')]);
@@ -302,15 +356,15 @@ describe('stores against raw rows', () => {
   it('looks spans up by id, parent and trace as the CSV says', () => {
     for (const r of rows(join(raw, R, 'trace', '08_43_trace.csv'))) {
       const s = ds.traces.span(r.SpanID)!;
-      expect(s).toMatchObject({ traceId: r.TraceID, pod: r.PodName, operation: r.OperationName, status: 'unset' });
-      expect(s.parentId).toBe(r.ParentID === 'root' ? null : r.ParentID);
+      expect(s).toMatchObject({ trace_id: r.TraceID, pod: r.PodName, operation: r.OperationName, status: 'unset' });
+      expect(s.parent_id).toBe(r.ParentID === 'root' ? null : r.ParentID);
       expect(ds.traces.trace(r.TraceID)).toContain(s);
       if (r.ParentID === 'root') expect(ds.traces.entry(r.TraceID)).toBe(s);
       else if (ds.traces.span(r.ParentID)) expect(ds.traces.children(r.ParentID)).toContain(s);
     }
-    const kids = ds.traces.children(ds.cases[0].entrySpanId);
+    const kids = ds.traces.children(ds.cases[0].entry_span_id);
     expect(kids.length).toBeGreaterThan(0);
-    for (let i = 1; i < kids.length; i++) expect(kids[i].startUs).toBeGreaterThanOrEqual(kids[i - 1].startUs);
+    for (let i = 1; i < kids.length; i++) expect(kids[i].start_us).toBeGreaterThanOrEqual(kids[i - 1].start_us);
     expect(ds.traces.children('no-such-span')).toEqual([]);
     expect(ds.traces.trace('no-such-trace')).toEqual([]);
   });
@@ -324,9 +378,9 @@ describe('stores against raw rows', () => {
     expect(errors.length).toBeGreaterThan(0);
     for (const f of errors) {
       const ts = Number(BigInt(f[1]) / 1000n);
-      const hit = ds.logs.query(f[3], ts, ts).find((r) => r.spanId === f[6])!;
-      expect(hit).toMatchObject({ pod: f[3], node: f[2], traceId: f[5] });
-      const t = ds.logs.template(hit.templateId)!;
+      const hit = ds.logs.query(f[3], ts, ts).find((r) => r.span_id === f[6])!;
+      expect(hit).toMatchObject({ pod: f[3], node: f[2], trace_id: f[5] });
+      const t = ds.logs.template(hit.template_id)!;
       expect(t.template).not.toContain(f[5]);
       expect(t.template).toMatch(/<HEX>|<TIME>/);
     }
@@ -341,18 +395,18 @@ describe('stores against raw rows', () => {
     const healthy = ds.faults.filter((f) => f.truth.service !== 'ts-food-service');
     let n = 0;
     for (const f of healthy)
-      n += ds.logs.query('ts-food-service', f.startUs, f.endUs).filter((r) => r.templateId === rec.templateId).length;
-    const minutes = healthy.reduce((m, f) => m + (f.endUs - f.startUs) / 60e6, 0);
+      n += ds.logs.query('ts-food-service', f.start_us, f.end_us).filter((r) => r.template_id === rec.template_id).length;
+    const minutes = healthy.reduce((m, f) => m + (f.end_us - f.start_us) / 60e6, 0);
     expect(n).toBeGreaterThan(0);
-    expect(ds.logs.baselineRate('ts-food-service', rec.templateId)).toBeCloseTo(n / minutes, 9);
-    expect(ds.logs.baselineRate('no-such-service', rec.templateId)).toBeUndefined();
+    expect(ds.logs.baselineRate('ts-food-service', rec.template_id)).toBeCloseTo(n / minutes, 9);
+    expect(ds.logs.baselineRate('no-such-service', rec.template_id)).toBeUndefined();
   });
 
   it('gives fault-free durations and child patterns from construct_data', () => {
     const base = rows(join(raw, 'construct_data/2023-01-29/trace/08_50_trace.csv'));
     const roots = base.filter((r) => r.ParentID === 'root').map((r) => Number(r.Duration));
     const mean = roots.reduce((a, b) => a + b, 0) / roots.length;
-    const entry = ds.traces.entry(ds.cases[0].traceId)!;
+    const entry = ds.traces.entry(ds.cases[0].trace_id)!;
     const usual = ds.baseline.duration(entry)!;
     expect(usual.count).toBe(roots.length);
     expect(usual.meanUs).toBeCloseTo(mean, 6);

@@ -65,9 +65,9 @@ describe('otlp importer', () => {
     writeSource(src);
     const ds = await importDataset({ format: 'otlp', src, out: mkdtempSync(join(tmpdir(), 'otlp-out-')) });
     const child = ds.traces.span('t10b')!;
-    expect(child).toMatchObject({ service: 'orders', pod: 'orders-5c8b-xyz12', node: 'worker-2', parentId: 't10a', durationUs: 90_000 });
-    expect(child.startUs).toBe(Number((T0_NS + 605n * SEC) / 1000n) + 1);
-    expect(ds.traces.span('t10a')!.parentId).toBeNull();
+    expect(child).toMatchObject({ service: 'orders', pod: 'orders-5c8b-xyz12', node: 'worker-2', parent_id: 't10a', duration_us: 90_000 });
+    expect(child.start_us).toBe(Number((T0_NS + 605n * SEC) / 1000n) + 1);
+    expect(ds.traces.span('t10a')!.parent_id).toBeNull();
     expect(ds.traces.span('t11b')!.status).toBe('error');
     expect(ds.traces.span('t12b')!.status).toBe('ok');
     expect(ds.traces.span('t0b')!.status).toBe('unset');
@@ -77,10 +77,10 @@ describe('otlp importer', () => {
     ]);
     const [pod, svc] = ds.faults;
     expect(pod.truth).toEqual({ level: 'pod', pod: 'orders-5c8b-xyz12', service: 'orders', node: 'worker-2' });
-    expect(pod.endUs - pod.startUs).toBe(300 * 1e6);
-    expect(ds.cases.map((c) => c.traceId)).toEqual(['t10', 't11']);
-    expect(svc.endUs - svc.startUs).toBe(60 * 1e6);
-    expect(svc.noCaseReason).toBe('no request starts inside the fault window');
+    expect(pod.end_us - pod.start_us).toBe(300 * 1e6);
+    expect(ds.cases.map((c) => c.trace_id)).toEqual(['t10', 't11']);
+    expect(svc.end_us - svc.start_us).toBe(60 * 1e6);
+    expect(svc.no_case_reason).toBe('no request starts inside the fault window');
   });
 
   it('names file and line of a bad span and of a bad label', async () => {

@@ -133,7 +133,7 @@ describe('settings and registries', () => {
 
 describe('a dataset imported before the snake_case rename', () => {
   // meta.json as the format-2 importer wrote it for .cache/datasets/nezha-2023-01-29 (camelCase keys).
-  const OLD_META = {
+  const FORMAT_2 = {
     name: 'nezha-2023-01-29',
     format: 'nezha',
     formatVersion: 2,
@@ -146,12 +146,35 @@ describe('a dataset imported before the snake_case rename', () => {
     gaps: { traces: [], logs: [], parts: [], faults: [] },
     frontend: { service: 'ts-gateway-service', chosenBy: 'detected: the service of 4590 of the 4590 entry spans' },
   };
+  // The format-3 importer: meta.json in snake_case, the other parts (cases.json here) still camelCase.
+  const FORMAT_3 = {
+    name: 'nezha-2023-01-29',
+    format: 'nezha',
+    format_version: 3,
+    source: '/work/shared/datasets/nezha-trainticket',
+    created_at: '2026-11-27T15:04:12.635Z',
+    settings: { importer: { date: '2023-01-29', fault_window_sec: 180, inject_tolerance_sec: 60, logs: true } },
+    gaps: { traces: [], logs: [], parts: [], faults: [] },
+    frontend: { service: 'ts-gateway-service', chosen_by: 'detected: the service of 4590 of the 4590 entry spans' },
+  };
+  const FORMAT_3_CASE = {
+    id: 'nezha-20230129-084304/5d0bbaa5c74d96842aabc39c7b39d067',
+    faultId: 'nezha-20230129-084304',
+    traceId: '5d0bbaa5c74d96842aabc39c7b39d067',
+    entrySpanId: '8313054b15fce5f8',
+    timestampUs: 1674981788304000,
+    entryDurationUs: 271292,
+  };
 
-  it('is refused with its format and the command that imports it again from its source', async () => {
+  it.each([
+    [2, FORMAT_2],
+    [3, FORMAT_3],
+  ])('of format %i is refused with its format and the command that imports it again from its source', async (version, meta) => {
     const dir = mkdtempSync(join(tmpdir(), 'old-dataset-'));
-    writeFileSync(join(dir, 'meta.json'), JSON.stringify(OLD_META));
+    writeFileSync(join(dir, 'meta.json'), JSON.stringify(meta));
+    writeFileSync(join(dir, 'cases.json'), JSON.stringify([FORMAT_3_CASE]));
     await expect(loadDataset(dir)).rejects.toThrow(
-      `${dir}: dataset format 2, this code reads ${FORMAT_VERSION}; import it again from its source ` +
+      `${dir}: dataset format ${version}, this code reads ${FORMAT_VERSION}; import it again from its source ` +
         `(trainer-ctl import --format nezha --src /work/shared/datasets/nezha-trainticket --out ${dir}, ` +
         'or trainer-ctl train with dataset.import in the run config)',
     );

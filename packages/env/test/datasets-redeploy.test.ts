@@ -45,8 +45,8 @@ describe('a simulated redeploy (every pod re-hashed consistently)', () => {
     }
     // Spans, metrics and logs carry the new names.
     const c = ds.cases[0];
-    const before = ds.traces.trace(c.traceId);
-    const after = re.traces.trace(c.traceId);
+    const before = ds.traces.trace(c.trace_id);
+    const after = re.traces.trace(c.trace_id);
     expect(after.map((s) => s.pod)).toEqual(before.map((s) => re.podNames.get(s.pod) ?? s.pod));
     const pod = ds.topology.pods.find((p) => ds.metrics.series(p.pod).length > 0)!.pod;
     expect(re.metrics.series(re.podNames.get(pod)!).map((s) => s.values)).toEqual(ds.metrics.series(pod).map((s) => s.values));
@@ -66,7 +66,7 @@ describe('pod aliases', () => {
   it("show a pod as its service and place among that service's pods, and the tools take the alias", () => {
     const c = ds.cases[0];
     const tb = new Toolbox(ds, { span_aliases: true, pod_aliases: true });
-    const o = tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) });
+    const o = tb.call('search_traces', { parent_span_id: tb.spanRef(c.entry_span_id) });
     const d = o.data as SearchTracesData;
     const pods = [...new Set(d.children.map((k) => k.pod))];
     expect(pods.length).toBeGreaterThan(0);
@@ -75,7 +75,7 @@ describe('pod aliases', () => {
     const alias = `${first.service}-1`;
     expect(o.text).toContain(`pod=${alias}`);
     // The alias reaches the same data as the pod's own name.
-    const ts = Math.round(c.timestampUs / 1e6);
+    const ts = Math.round(c.timestamp_us / 1e6);
     const viaAlias = tb.call('search_fluctuating_metrics', { service_name: alias, timestamp: ts });
     const viaName = new Toolbox(ds).call('search_fluctuating_metrics', { service_name: first.pod, timestamp: ts });
     expect(viaAlias.data).toEqual(viaName.data);
@@ -85,7 +85,7 @@ describe('pod aliases', () => {
     expect(answer.text).not.toContain(first.pod);
     // Off by default: the pod's own name, as before.
     const plain = new Toolbox(ds, { span_aliases: true });
-    expect(plain.call('search_traces', { parent_span_id: plain.spanRef(c.entrySpanId) }).text).toContain(`pod=${first.pod}`);
+    expect(plain.call('search_traces', { parent_span_id: plain.spanRef(c.entry_span_id) }).text).toContain(`pod=${first.pod}`);
   });
 
   it('make a redeployed dataset read the same as the original: same messages, the same answer under the new names', async () => {

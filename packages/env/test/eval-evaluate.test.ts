@@ -12,10 +12,10 @@ beforeAll(async () => {
 
 describe('spreadCases', () => {
   it('covers as many faults as the limit allows, in dataset order within a fault', () => {
-    const faults = new Set(ds.cases.map((c) => c.faultId));
+    const faults = new Set(ds.cases.map((c) => c.fault_id));
     const picked = spreadCases(ds.cases, faults.size);
-    expect(new Set(picked.map((c) => c.faultId)).size).toBe(faults.size);
-    for (const c of picked) expect(c).toBe(ds.cases.find((x) => x.faultId === c.faultId));
+    expect(new Set(picked.map((c) => c.fault_id)).size).toBe(faults.size);
+    for (const c of picked) expect(c).toBe(ds.cases.find((x) => x.fault_id === c.fault_id));
     expect(spreadCases(ds.cases, faults.size + 3).length).toBe(faults.size + 3);
     expect(spreadCases(ds.cases)).toBe(ds.cases);
   });
@@ -48,7 +48,7 @@ describe('evaluate on hand-labelled answers', () => {
   ];
 
   it('ranks requests, faults by their best request and by vote, and sums them up as counted by hand', async () => {
-    const picked = [...ds.cases.filter((c) => c.faultId === A).slice(0, 3), ...ds.cases.filter((c) => c.faultId === B).slice(0, 2)];
+    const picked = [...ds.cases.filter((c) => c.fault_id === A).slice(0, 3), ...ds.cases.filter((c) => c.fault_id === B).slice(0, 2)];
     expect(picked.map((c) => c.truth.service)).toEqual([
       'ts-contacts-service',
       'ts-contacts-service',
@@ -130,7 +130,7 @@ describe('evaluate on the real dataset', () => {
       const hits = r.requests.filter((q) => q.ranks.service !== null && q.ranks.service! < k).length;
       expect(r.per_request.service!.recall[k] * cases.length).toBeCloseTo(hits, 9);
     }
-    expect(r.per_fault.service!.n).toBe(new Set(cases.map((c) => c.faultId)).size);
+    expect(r.per_fault.service!.n).toBe(new Set(cases.map((c) => c.fault_id)).size);
     // A fault counts as found at k when any of its requests is.
     for (const k of [1, 3, 5]) {
       const found = r.faults.filter((f) =>
@@ -138,7 +138,7 @@ describe('evaluate on the real dataset', () => {
       );
       expect(r.per_fault.service!.recall[k] * r.per_fault.service!.n).toBeCloseTo(found.length, 9);
     }
-    expect(r.faults_without_cases).toEqual(ds.faults.filter((f) => f.caseCount === 0).map((f) => f.id));
+    expect(r.faults_without_cases).toEqual(ds.faults.filter((f) => f.case_count === 0).map((f) => f.id));
     expect(formatSummary(r, r.levels)).toMatch(/per fault, service\s+\d+/);
   });
 

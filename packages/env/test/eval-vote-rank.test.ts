@@ -15,8 +15,8 @@ describe('vote rank in evaluate', () => {
   });
 
   it('a fault with one correct request of three is found by best rank, not by vote', async () => {
-    const faultId = ds.faults.find((f) => ds.cases.filter((c) => c.faultId === f.id).length >= 3)!.id;
-    const cases = ds.cases.filter((c) => c.faultId === faultId).slice(0, 3);
+    const faultId = ds.faults.find((f) => ds.cases.filter((c) => c.fault_id === f.id).length >= 3)!.id;
+    const cases = ds.cases.filter((c) => c.fault_id === faultId).slice(0, 3);
     const wrong = ds.topology.services.find((s) => s !== cases[0].truth.service)!;
     const r = await evaluate(ds, cases, async (c) => ({
       answer: c === cases[1] ? [{ service: c.truth.service }] : [{ service: wrong }, { service: c.truth.service }],

@@ -37,48 +37,48 @@ function expectWellFormed(answer: RootCause[], max: number): void {
 
 describe('span arithmetic on real traces', () => {
   it('self time is the duration less the union of the children, within [0, duration]', () => {
-    const spans = ds.traces.trace(cases[0].traceId);
+    const spans = ds.traces.trace(cases[0].trace_id);
     expect(spans.length).toBeGreaterThan(5);
     for (const s of spans) {
-      const kids = ds.traces.children(s.spanId);
+      const kids = ds.traces.children(s.span_id);
       const self = selfTimeUs(s, kids);
       expect(self).toBeGreaterThanOrEqual(0);
-      expect(self).toBeLessThanOrEqual(s.durationUs);
-      if (kids.length === 0) expect(self).toBe(s.durationUs);
+      expect(self).toBeLessThanOrEqual(s.duration_us);
+      if (kids.length === 0) expect(self).toBe(s.duration_us);
       // Counting each child alone can only subtract more than the union does.
       const sum = kids.reduce(
-        (a, k) => a + Math.max(0, Math.min(k.startUs + k.durationUs, s.startUs + s.durationUs) - Math.max(k.startUs, s.startUs)),
+        (a, k) => a + Math.max(0, Math.min(k.start_us + k.duration_us, s.start_us + s.duration_us) - Math.max(k.start_us, s.start_us)),
         0,
       );
-      expect(self).toBeGreaterThanOrEqual(s.durationUs - sum - 1e-6);
+      expect(self).toBeGreaterThanOrEqual(s.duration_us - sum - 1e-6);
     }
   });
 
   it('a span run twice in parallel with itself is not subtracted twice', () => {
-    const parent = ds.traces.trace(cases[0].traceId).find((s) => ds.traces.children(s.spanId).length === 1)!;
-    const [kid] = ds.traces.children(parent.spanId);
+    const parent = ds.traces.trace(cases[0].trace_id).find((s) => ds.traces.children(s.span_id).length === 1)!;
+    const [kid] = ds.traces.children(parent.span_id);
     expect(selfTimeUs(parent, [kid, kid])).toBe(selfTimeUs(parent, [kid]));
   });
 
   it('the time index returns exactly the traces whose entry starts in the window', () => {
     const index = new TraceTimeIndex(ds.traces);
-    const t = cases[0].timestampUs;
+    const t = cases[0].timestamp_us;
     const got = new Set(index.between(t - 5e6, t + 5e6));
     let expected = 0;
     for (const id of ds.traces.traceIds()) {
       const e = ds.traces.entry(id)!;
-      const inside = e.startUs >= t - 5e6 && e.startUs <= t + 5e6;
+      const inside = e.start_us >= t - 5e6 && e.start_us <= t + 5e6;
       expect(got.has(id)).toBe(inside);
       if (inside) expected++;
     }
     expect(got.size).toBe(expected);
-    expect(got.has(cases[0].traceId)).toBe(true);
+    expect(got.has(cases[0].trace_id)).toBe(true);
   });
 
   it('the endpoint span is the first call out of the gateway', () => {
-    const e = endpointSpan(ds.traces, cases[0].traceId)!;
+    const e = endpointSpan(ds.traces, cases[0].trace_id)!;
     expect(e.service).not.toBe('ts-gateway-service');
-    expect(ds.traces.span(e.parentId!)!.service).toBe('ts-gateway-service');
+    expect(ds.traces.span(e.parent_id!)!.service).toBe('ts-gateway-service');
   });
 });
 
@@ -98,7 +98,7 @@ describe('selftime baseline', () => {
     for (const c of cases) {
       const answer = ranker.rank(c);
       expectWellFormed(answer, 10);
-      const pods = new Set(ds.traces.trace(c.traceId).map((s) => s.pod));
+      const pods = new Set(ds.traces.trace(c.trace_id).map((s) => s.pod));
       for (const a of answer) expect(pods.has(a.pod!)).toBe(true);
     }
   });
@@ -107,7 +107,7 @@ describe('selftime baseline', () => {
     const ranker = createSelfTimeRanker(ds, SelfTimeSettingsSchema.parse({ relative_to_baseline: false }));
     for (const c of cases.slice(0, 4)) {
       const total = new Map<string, number>();
-      for (const s of ds.traces.trace(c.traceId)) total.set(s.pod, (total.get(s.pod) ?? 0) + selfTimeUs(s, ds.traces.children(s.spanId)));
+      for (const s of ds.traces.trace(c.trace_id)) total.set(s.pod, (total.get(s.pod) ?? 0) + selfTimeUs(s, ds.traces.children(s.span_id)));
       const best = Math.max(...total.values());
       expect(total.get(ranker.rank(c)[0].pod!)).toBe(best);
     }
@@ -133,7 +133,7 @@ describe('microrank baseline', () => {
   it('only ranks pods covered by the case trace or an anomalous neighbour', () => {
     const ranker = createMicroRankRanker(ds, MicroRankSettingsSchema.parse({ window_s: 0.000001 }));
     const c = cases[0];
-    const pods = new Set(ds.traces.trace(c.traceId).map((s) => s.pod));
+    const pods = new Set(ds.traces.trace(c.trace_id).map((s) => s.pod));
     for (const a of ranker.rank(c)) expect(pods.has(a.pod!)).toBe(true);
   });
 });

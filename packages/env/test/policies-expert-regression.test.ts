@@ -44,7 +44,7 @@ beforeAll(async () => {
 
 describe("the expert's regression table on Nezha 2023-01-29", () => {
   it('pins every fault of the day that has cases', () => {
-    expect(TABLE.map((r) => r.faultId).sort()).toEqual([...new Set(ds.cases.map((c) => c.faultId))].sort());
+    expect(TABLE.map((r) => r.faultId).sort()).toEqual([...new Set(ds.cases.map((c) => c.fault_id))].sort());
     expect(TABLE.reduce((a, r) => a + r.requests, 0)).toBe(ds.cases.length);
   });
 

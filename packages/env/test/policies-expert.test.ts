@@ -45,8 +45,8 @@ describe('scripted expert on real cases', () => {
     const ep = await play(cases[0]);
     const first = ep.tool_calls[0];
     expect(first.name).toBe('search_traces');
-    expect(first.arguments).toEqual({ parent_span_id: cases[0].entrySpanId });
-    const seen = new Set<string>([cases[0].entrySpanId]);
+    expect(first.arguments).toEqual({ parent_span_id: cases[0].entry_span_id });
+    const seen = new Set<string>([cases[0].entry_span_id]);
     for (const call of ep.tool_calls.filter((t) => t.name === 'search_traces')) {
       expect(seen.has((call.arguments as { parent_span_id: string }).parent_span_id)).toBe(true);
       expect(call.observation.ok).toBe(true);
@@ -127,7 +127,7 @@ describe('scripted expert on real cases', () => {
 
   it('keeps no turn for checks while a slow lead carries the request, so a deep callee is reached', async () => {
     // Route exception fault (10:56:45): this request's delay runs 8 spans down to route (x18 there).
-    const c = ds.cases.find((x) => x.entrySpanId === '7c96495c053bce87')!;
+    const c = ds.cases.find((x) => x.entry_span_id === '7c96495c053bce87')!;
     const descent = await play(c);
     expect(descent.tool_calls.filter((t) => t.name === 'search_traces').length).toBe(9);
     expect(descent.answer![0].pod).toBe('ts-route-service-b6c59fb57-zv8dt');

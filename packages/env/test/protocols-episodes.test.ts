@@ -33,18 +33,18 @@ class Recording implements Policy {
 describe('rot', () => {
   it('plays a search then an answer, recording calls, turns, path and messages', async () => {
     const pod = kase.truth.pod as string;
-    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId), answer(pod)]) });
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entry_span_id), answer(pod)]) });
     expect(ep).toMatchObject({ case_id: kase.id, protocol: 'rot', stop_reason: 'answered', answer: [{ pod }], parse_errors: [] });
     expect(ep.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(ep.messages[0].content).toMatch(/search_traces:.*\n- search_fluctuating_metrics:/s);
-    expect(ep.messages[1].content).toContain(`Entry span: ${kase.entrySpanId}`);
+    expect(ep.messages[1].content).toContain(`Entry span: ${kase.entry_span_id}`);
     expect(ep.turns).toEqual([0, 1].map((turn) => expect.objectContaining({ turn, parsed: true, offered_tool: true, args_valid: true })));
     expect(ep.tool_calls.map((c) => c.name)).toEqual(['search_traces', 'print_results']);
-    const entry = ds.traces.span(kase.entrySpanId)!;
+    const entry = ds.traces.span(kase.entry_span_id)!;
     expect(ep.path).toEqual([
       {
         tool: 'search_traces',
-        args: JSON.stringify({ parent_span_id: kase.entrySpanId }),
+        args: JSON.stringify({ parent_span_id: kase.entry_span_id }),
         components: expect.arrayContaining([entry.service, entry.pod]),
       },
     ]);
@@ -52,7 +52,7 @@ describe('rot', () => {
   });
 
   it("ends each exploration turn's result or error with the tool turns left when turns_left_note is on, and only then", async () => {
-    const msgs = [traces(kase.entrySpanId), 'no call here', traces(kase.entrySpanId), answer('ts-order-service')];
+    const msgs = [traces(kase.entry_span_id), 'no call here', traces(kase.entry_span_id), answer('ts-order-service')];
     const noted = await runEpisode({
       dataset: ds,
       case: kase,
@@ -90,7 +90,7 @@ describe('rot', () => {
     const ep = await runEpisode({
       dataset: ds,
       case: kase,
-      policy: new ReplayPolicy(['x', traces(kase.entrySpanId)]),
+      policy: new ReplayPolicy(['x', traces(kase.entry_span_id)]),
       settings: { d_max: 1 },
     });
     expect(ep).toMatchObject({ stop_reason: 'no_answer', answer: null });
@@ -127,7 +127,7 @@ describe('rot', () => {
   });
 
   it('stops with policy_error when the policy throws, keeping what happened so far', async () => {
-    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entrySpanId)]) });
+    const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([traces(kase.entry_span_id)]) });
     expect(ep).toMatchObject({ stop_reason: 'policy_error', answer: null });
     expect(ep.tool_calls).toHaveLength(1);
     const broken: Policy = {
@@ -151,7 +151,7 @@ describe('rot', () => {
     });
     const msg: AssistantMessage = {
       content: '',
-      tool_calls: [tc('call_a', 'search_traces', { parent_span_id: kase.entrySpanId }), tc('call_b', 'search_logs', {})],
+      tool_calls: [tc('call_a', 'search_traces', { parent_span_id: kase.entry_span_id }), tc('call_b', 'search_logs', {})],
     };
     const ep = await runEpisode({ dataset: ds, case: kase, policy: new ReplayPolicy([msg, answer('p')]) });
     const tools = ep.messages.filter((m) => m.role === 'tool');
@@ -185,10 +185,10 @@ describe('rot', () => {
     });
     expect(ep.messages[1].content).toContain('Entry span: s1');
     expect(ep.tool_calls[0].observation.ok).toBe(true);
-    expect(ep.messages[3].content).not.toContain(kase.entrySpanId);
+    expect(ep.messages[3].content).not.toContain(kase.entry_span_id);
     // The call is recorded as written; the path holds real span ids (aliases differ between episodes).
     expect(ep.tool_calls[0].arguments).toEqual({ parent_span_id: 's1' });
-    expect(ep.path[0].args).toBe(JSON.stringify({ parent_span_id: kase.entrySpanId }));
+    expect(ep.path[0].args).toBe(JSON.stringify({ parent_span_id: kase.entry_span_id }));
   });
 
   it('caps D_max at 20 and names the bad setting', async () => {
@@ -209,16 +209,16 @@ describe('rot', () => {
 
 describe('rclagent', () => {
   const metrics = (name: string) =>
-    toolCallText('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestampUs / 1e6) });
+    toolCallText('search_fluctuating_metrics', { service_name: name, timestamp: Math.floor(kase.timestamp_us / 1e6) });
   const answerAll = (pods: string[]) => toolCallText('print_results', { root_causes: pods.map((pod) => ({ pod })) });
 
   it('runs initial reasoning with trace and format only, reflection that must go below R0, and a final review given R0 and R1', async () => {
     const pod = kase.truth.pod as string;
     const other = ds.topology.pods.find((p) => p.service !== kase.truth.service)!.pod;
     const p = new Recording([
-      traces(kase.entrySpanId), // phase 1
+      traces(kase.entry_span_id), // phase 1
       answer(pod), // phase 1: R0
-      traces(kase.entrySpanId), // phase 2: repeats a call, not deeper
+      traces(kase.entry_span_id), // phase 2: repeats a call, not deeper
       metrics(other), // phase 2: new, but not on R0's components
       metrics(pod), // phase 2: metrics of R0: deeper
       answer('second-guess'), // phase 2 answer R1, now offered
@@ -251,9 +251,9 @@ describe('rclagent', () => {
   });
 
   it('counts search_traces below an R0 span as deeper', async () => {
-    const entryPod = ds.traces.span(kase.entrySpanId)!.pod;
-    const child = ds.traces.children(kase.entrySpanId)[0];
-    const p = new Recording([answer(entryPod), traces(child.spanId), answer('x'), answer(entryPod)]);
+    const entryPod = ds.traces.span(kase.entry_span_id)!.pod;
+    const child = ds.traces.children(kase.entry_span_id)[0];
+    const p = new Recording([answer(entryPod), traces(child.span_id), answer('x'), answer(entryPod)]);
     const ep = await runEpisode({ dataset: ds, case: kase, policy: p, protocol: 'rclagent' });
     expect(p.seen[2].tools).toContain('print_results');
     expect(ep.stop_reason).toBe('answered');

@@ -30,12 +30,12 @@ describe('oracl sketch and <root> parsing', () => {
   it("describes every pod of the case's trace once, with the calls between pods", () => {
     const settings = parseEpisodeSettings({});
     const sk = buildSketch(ds, kase, settings.tool_settings, settings.oracl);
-    const spans = ds.traces.trace(kase.traceId);
+    const spans = ds.traces.trace(kase.trace_id);
     const pods = new Set(spans.map((s) => s.pod));
     expect(sk.pods.length + sk.omitted).toBe(pods.size);
     expect(sk.pods.reduce((n, p) => n + p.spans, 0)).toBe(spans.filter((s) => sk.pods.some((p) => p.pod === s.pod)).length);
     // Calls counted by hand: spans whose parent runs on another pod.
-    const cross = spans.filter((s) => s.parentId !== null && ds.traces.span(s.parentId)!.pod !== s.pod).length;
+    const cross = spans.filter((s) => s.parent_id !== null && ds.traces.span(s.parent_id)!.pod !== s.pod).length;
     expect(sk.edges.reduce((n, e) => n + e.calls, 0)).toBe(cross);
   });
 

@@ -141,17 +141,17 @@ describe('rcaflow protocol with a replayed policy', () => {
 
   it('offers one tool per step, re-plans at confidence 0.9, and takes an OpenRCA-style answer', async () => {
     const kase = ds.cases[0];
-    const ts = Math.floor(kase.timestampUs / 1e6);
+    const ts = Math.floor(kase.timestamp_us / 1e6);
     const pod = kase.truth.pod!;
     const offered: string[][] = [];
     const replay = new ReplayPolicy([
-      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }), // anomaly detection
-      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }), // selector: trace first
+      toolCallText('search_traces', { parent_span_id: kase.entry_span_id }), // anomaly detection
+      toolCallText('search_traces', { parent_span_id: kase.entry_span_id }), // selector: trace first
       toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: ts }), // selector: metrics (if the first failed)
       toolCallText('report_confidence', { confidence: 0.9 }), // after the selector: re-plan
       toolCallText('search_logs', { service_name: kase.truth.service, timestamp: ts }), // the inserted step
       toolCallText('search_logs', { service_name: kase.truth.service, timestamp: ts }), // branch: logs
-      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }), // branch: trace
+      toolCallText('search_traces', { parent_span_id: kase.entry_span_id }), // branch: trace
       toolCallText('report_confidence', { confidence: 0.95 }), // after the branch: go on
       toolCallText('print_results', { root_causes: [{ pod, type: 'exception', time: '2023-01-29 08:43:00' }] }),
     ]);

@@ -44,10 +44,10 @@ describe('search_traces', () => {
     const byParent = new Map<string, string[]>();
     for (const tid of ds.traces.traceIds()) {
       for (const s of ds.traces.trace(tid)) {
-        if (s.parentId === null) continue;
-        const list = byParent.get(s.parentId) ?? [];
-        list.push(s.spanId);
-        byParent.set(s.parentId, list);
+        if (s.parent_id === null) continue;
+        const list = byParent.get(s.parent_id) ?? [];
+        list.push(s.span_id);
+        byParent.set(s.parent_id, list);
       }
     }
     const inFile = new Map<string, string[]>();
@@ -72,13 +72,13 @@ describe('search_traces', () => {
   it('distils each child against its usual duration and child count', () => {
     const c = ds.cases[0];
     const tb = new Toolbox(ds);
-    const d = traces(tb.call('search_traces', { parent_span_id: c.entrySpanId }));
+    const d = traces(tb.call('search_traces', { parent_span_id: c.entry_span_id }));
     expect(d.children.length).toBeGreaterThan(0);
     for (const child of d.children) {
       const span = ds.traces.span(child.span_id) as Span;
       const usual = ds.baseline.duration(span);
       expect(child.usual_mean_us).toBe(usual?.meanUs);
-      if (usual) expect(child.ratio).toBeCloseTo(span.durationUs / usual.meanUs, 9);
+      if (usual) expect(child.ratio).toBeCloseTo(span.duration_us / usual.meanUs, 9);
       expect(child.slow).toBe((child.ratio ?? 0) >= 2);
       expect(child.child_count).toBe(ds.traces.children(child.span_id).length);
       expect(child.service).toBe(span.service);
@@ -88,12 +88,12 @@ describe('search_traces', () => {
   it('reports calls added or missing against the usual child pattern', () => {
     let found: { span: Span; added: string } | undefined;
     for (const c of ds.cases) {
-      for (const span of ds.traces.trace(c.traceId)) {
+      for (const span of ds.traces.trace(c.trace_id)) {
         const usual = ds.baseline.childPattern(span);
         const added =
           usual &&
           ds.traces
-            .children(span.spanId)
+            .children(span.span_id)
             .map(signature)
             .find((s) => !usual.has(s));
         if (added) found = { span, added };
@@ -102,7 +102,7 @@ describe('search_traces', () => {
       if (found) break;
     }
     expect(found).toBeDefined();
-    const o = new Toolbox(ds).call('search_traces', { parent_span_id: found!.span.spanId });
+    const o = new Toolbox(ds).call('search_traces', { parent_span_id: found!.span.span_id });
     expect(traces(o).parent.calls.added).toContain(found!.added);
     expect(o.text).toContain(`added calls=[`);
   });
@@ -119,10 +119,10 @@ describe('search_traces', () => {
   it('shows short span aliases and accepts them when aliases are on', () => {
     const c = ds.cases[0];
     const tb = new Toolbox(ds, { span_aliases: true });
-    expect(tb.spanRef(c.entrySpanId)).toBe('s1');
+    expect(tb.spanRef(c.entry_span_id)).toBe('s1');
     const o = tb.call('search_traces', { parent_span_id: 's1' });
     const d = traces(o);
-    expect(d.parent.span_id).toBe(c.entrySpanId);
+    expect(d.parent.span_id).toBe(c.entry_span_id);
     expect(d.children.map((x) => x.ref)).toEqual(d.children.map((_, i) => `s${i + 2}`));
     expect(o.text).not.toContain(d.children[0].span_id);
     const viaAlias = traces(tb.call('search_traces', { parent_span_id: d.children[0].ref }));
@@ -135,7 +135,7 @@ describe('search_traces', () => {
     for (const c of spreadCases(ds.cases, 40)) {
       const plain = new Toolbox(ds, { span_aliases: true });
       const told = new Toolbox(ds, { span_aliases: true, verdicts: true });
-      const queue = [c.entrySpanId];
+      const queue = [c.entry_span_id];
       for (let n = 0; queue.length && n < 6; n++) {
         const id = queue.shift()!;
         const before = plain.call('search_traces', { parent_span_id: id });
@@ -157,7 +157,7 @@ describe('search_traces', () => {
           // The verdict from the raw span and the baseline, not from the tool's own summary.
           const span = ds.traces.span(k.span_id)!;
           const usual = ds.baseline.duration(span);
-          const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
+          const ratio = usual && usual.meanUs > 0 ? span.duration_us / usual.meanUs : undefined;
           const ownHandler = k.calls.added.some((a) => a === `${span.service} BasicErrorController.error`);
           const want =
             span.status === 'error' || ownHandler
@@ -166,7 +166,7 @@ describe('search_traces', () => {
                 ? 'missing'
                 : ratio !== undefined && ratio >= 2
                   ? 'slow'
-                  : ratio !== undefined && ratio <= 0.5 && usual!.meanUs - span.durationUs > 1000
+                  : ratio !== undefined && ratio <= 0.5 && usual!.meanUs - span.duration_us > 1000
                     ? 'short'
                     : 'usual';
           expect(m![2], l).toBe(want);
@@ -183,14 +183,14 @@ describe('search_traces', () => {
   });
 
   it('bounds the observation and says what was cut', () => {
-    const parent = ds.cases.map((c) => ds.traces.span(c.entrySpanId) as Span).find((s) => ds.traces.children(s.spanId).length >= 2)!;
-    const n = ds.traces.children(parent.spanId).length;
-    const o = new Toolbox(ds, { max_items: 1 }).call('search_traces', { parent_span_id: parent.spanId });
+    const parent = ds.cases.map((c) => ds.traces.span(c.entry_span_id) as Span).find((s) => ds.traces.children(s.span_id).length >= 2)!;
+    const n = ds.traces.children(parent.span_id).length;
+    const o = new Toolbox(ds, { max_items: 1 }).call('search_traces', { parent_span_id: parent.span_id });
     expect(traces(o).children).toHaveLength(1);
     expect(traces(o).omitted).toBe(n - 1);
     expect(o.truncated).toBe(true);
     expect(o.text).toContain(`[${n - 1} more child spans not shown (limit 1)]`);
-    const small = new Toolbox(ds, { max_observation_chars: 200 }).call('search_traces', { parent_span_id: parent.spanId });
+    const small = new Toolbox(ds, { max_observation_chars: 200 }).call('search_traces', { parent_span_id: parent.span_id });
     expect(small.text.length).toBeLessThanOrEqual(200);
     expect(small.truncated).toBe(true);
     expect(small.text).toMatch(/\[cut: /);
@@ -217,17 +217,17 @@ function oracleBreaks(series: { component: string; name: string; ts: Float64Arra
 }
 
 describe('search_fluctuating_metrics', () => {
-  const cpuCase = () => ds.cases.find((c) => ds.faults.find((f) => f.id === c.faultId)?.type === 'cpu_contention') as Case;
+  const cpuCase = () => ds.cases.find((c) => ds.faults.find((f) => f.id === c.fault_id)?.type === 'cpu_contention') as Case;
 
   it('returns exactly the series that break the n-sigma band, the CPU of a cpu_contention pod among them', () => {
     const c = cpuCase();
     const pod = c.truth.pod as string;
-    const o = new Toolbox(ds, unbounded).call('search_fluctuating_metrics', { service_name: pod, timestamp: c.timestampUs });
+    const o = new Toolbox(ds, unbounded).call('search_fluctuating_metrics', { service_name: pod, timestamp: c.timestamp_us });
     const d = o.data as SearchMetricsData;
     const node = ds.topology.pods.find((p) => p.pod === pod)?.node;
     const series = [...ds.metrics.series(pod), ...(node ? ds.metrics.series(node) : [])];
     const got = d.fluctuating.map((f) => `${f.component}|${f.metric}`).sort();
-    expect(got).toEqual(oracleBreaks(series, c.timestampUs / 1e6));
+    expect(got).toEqual(oracleBreaks(series, c.timestamp_us / 1e6));
     expect(got).toContain(`${pod}|CpuUsage(m)`);
     for (const f of d.fluctuating) expect(Math.abs(f.max_deviation_sigma)).toBeGreaterThan(3);
     expect(o.components).toContain(pod);
@@ -236,7 +236,7 @@ describe('search_fluctuating_metrics', () => {
   it('covers a service with its pods and node, each series once', () => {
     const c = cpuCase();
     const service = c.truth.service as string;
-    const d = new Toolbox(ds, unbounded).call('search_fluctuating_metrics', { service_name: service, timestamp: c.timestampUs })
+    const d = new Toolbox(ds, unbounded).call('search_fluctuating_metrics', { service_name: service, timestamp: c.timestamp_us })
       .data as SearchMetricsData;
     const keys = d.fluctuating.map((f) => `${f.component}|${f.metric}`);
     expect(new Set(keys).size).toBe(keys.length);
@@ -246,7 +246,7 @@ describe('search_fluctuating_metrics', () => {
   it('reads the same instant in any accepted timestamp form', () => {
     const c = cpuCase();
     const tb = new Toolbox(ds);
-    const sec = Math.floor(c.timestampUs / 1e6);
+    const sec = Math.floor(c.timestamp_us / 1e6);
     const forms = [sec, sec * 1000, String(sec), new Date(sec * 1000).toISOString()];
     const texts = forms.map((t) => tb.call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: t }).text);
     for (const t of texts) expect(t).toBe(texts[0]);
@@ -254,11 +254,14 @@ describe('search_fluctuating_metrics', () => {
 
   it('flags nothing with a huge n, and errors readably on bad names and times', () => {
     const c = cpuCase();
-    const o = new Toolbox(ds, { n_sigma: 1e9 }).call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: c.timestampUs });
+    const o = new Toolbox(ds, { n_sigma: 1e9 }).call('search_fluctuating_metrics', {
+      service_name: c.truth.pod,
+      timestamp: c.timestamp_us,
+    });
     expect((o.data as SearchMetricsData).fluctuating).toEqual([]);
     expect(o.text).toMatch(/None of \d+ metric series broke the band/);
     const tb = new Toolbox(ds);
-    const unknown = tb.call('search_fluctuating_metrics', { service_name: 'ts-nonexistent-service', timestamp: c.timestampUs });
+    const unknown = tb.call('search_fluctuating_metrics', { service_name: 'ts-nonexistent-service', timestamp: c.timestamp_us });
     expect(unknown.ok).toBe(false);
     expect(unknown.text).toMatch(/unknown service, pod or node "ts-nonexistent-service"; known services: .*ts-/);
     const badTime = tb.call('search_fluctuating_metrics', { service_name: c.truth.pod, timestamp: 'last tuesday' });
@@ -270,12 +273,12 @@ describe('search_fluctuating_metrics', () => {
 describe('search_logs', () => {
   it('groups error and warning lines into templates whose counts add up, with their usual rate', () => {
     const c = ds.cases.find(
-      (x) => ds.logs.query(x.truth.service as string, x.timestampUs - 3e8, x.timestampUs + 3e8, ['error', 'warn']).length > 0,
+      (x) => ds.logs.query(x.truth.service as string, x.timestamp_us - 3e8, x.timestamp_us + 3e8, ['error', 'warn']).length > 0,
     )!;
     const service = c.truth.service as string;
-    const o = new Toolbox(ds, unbounded).call('search_logs', { service_name: service, timestamp: c.timestampUs });
+    const o = new Toolbox(ds, unbounded).call('search_logs', { service_name: service, timestamp: c.timestamp_us });
     const d = o.data as SearchLogsData;
-    const lines = ds.logs.query(service, c.timestampUs - 3e8, c.timestampUs + 3e8, ['error', 'warn']);
+    const lines = ds.logs.query(service, c.timestamp_us - 3e8, c.timestamp_us + 3e8, ['error', 'warn']);
     expect(d.templates.reduce((a, t) => a + t.count, 0)).toBe(lines.length);
     for (const t of d.templates) {
       expect(t.baseline_rate_per_min).toBe(ds.logs.baselineRate(service, t.template_id));
@@ -289,9 +292,9 @@ describe('search_logs', () => {
     const c = ds.cases[0];
     const node = c.truth.node as string;
     const onNode = new Set(ds.topology.pods.filter((p) => p.node === node).map((p) => p.pod));
-    const d = new Toolbox(ds, unbounded).call('search_logs', { service_name: node, timestamp: c.timestampUs }).data as SearchLogsData;
+    const d = new Toolbox(ds, unbounded).call('search_logs', { service_name: node, timestamp: c.timestamp_us }).data as SearchLogsData;
     expect(d.level).toBe('node');
-    const expected = [...onNode].flatMap((p) => ds.logs.query(p, c.timestampUs - 3e8, c.timestampUs + 3e8, ['error', 'warn'])).length;
+    const expected = [...onNode].flatMap((p) => ds.logs.query(p, c.timestamp_us - 3e8, c.timestamp_us + 3e8, ['error', 'warn'])).length;
     expect(d.templates.reduce((a, t) => a + t.count, 0)).toBe(expected);
     for (const t of d.templates) for (const p of t.pods) expect(onNode.has(p)).toBe(true);
   });
@@ -329,8 +332,8 @@ describe('search_logs silent statements', () => {
     // The usual count by hand: the raw lines in the windows of other services' faults, per minute, over the ±60 s window.
     const all = rawLines([], pod, marker);
     const healthy = ds.faults.filter((f) => f.truth.service !== 'ts-route-service');
-    const n = all.filter((t) => healthy.some((f) => t >= f.startUs && t <= f.endUs)).length;
-    const minutes = healthy.reduce((m, f) => m + (f.endUs - f.startUs) / 60e6, 0);
+    const n = all.filter((t) => healthy.some((f) => t >= f.start_us && t <= f.end_us)).length;
+    const minutes = healthy.reduce((m, f) => m + (f.end_us - f.start_us) / 60e6, 0);
     // Within one raw line over the whole day: the hand count does not repeat the importer's row checks.
     expect(Math.abs((hit.expected / 2) * minutes - n)).toBeLessThanOrEqual(1);
   });
@@ -358,7 +361,7 @@ describe('print_results', () => {
   it('takes a span shown earlier for its service and pod, and refuses one never shown', () => {
     const c = ds.cases[0];
     const tb = new Toolbox(ds, { span_aliases: true });
-    const child = traces(tb.call('search_traces', { parent_span_id: tb.spanRef(c.entrySpanId) })).children[0];
+    const child = traces(tb.call('search_traces', { parent_span_id: tb.spanRef(c.entry_span_id) })).children[0];
     const span = ds.traces.span(child.span_id)!;
     const o = tb.call('print_results', { root_causes: [{ span: child.ref }, { service: 'ts-order-service' }] });
     expect(o.ok).toBe(true);

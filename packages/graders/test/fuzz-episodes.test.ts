@@ -29,11 +29,11 @@ beforeAll(async () => {
 
 function world(c: Case): FuzzWorld {
   return {
-    spanIds: ds.traces.trace(c.traceId).map((s) => s.spanId),
+    spanIds: ds.traces.trace(c.trace_id).map((s) => s.span_id),
     services: ds.topology.services,
     pods: ds.topology.pods.map((p) => p.pod),
     nodes: ds.topology.nodes,
-    timestampUs: c.timestampUs,
+    timestampUs: c.timestamp_us,
   };
 }
 

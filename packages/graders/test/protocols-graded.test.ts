@@ -15,7 +15,7 @@ let faultType: string;
 beforeAll(async () => {
   ds = await loadDataset(await ensureNezhaDataset());
   kase = ds.cases[0];
-  faultType = ds.faults.find((f) => f.id === kase.faultId)!.type;
+  faultType = ds.faults.find((f) => f.id === kase.fault_id)!.type;
 });
 
 const TAGGED = (root: string) =>
@@ -81,9 +81,9 @@ describe('rclagent', () => {
   it('grades a replayed three-phase episode with the stage-3 reward', async () => {
     const pod = kase.truth.pod!;
     const ep = await replayed('rclagent', [
-      toolCallText('search_traces', { parent_span_id: kase.entrySpanId }),
+      toolCallText('search_traces', { parent_span_id: kase.entry_span_id }),
       toolCallText('print_results', { root_causes: [{ pod }] }),
-      toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestampUs / 1e6) }),
+      toolCallText('search_fluctuating_metrics', { service_name: pod, timestamp: Math.floor(kase.timestamp_us / 1e6) }),
       toolCallText('print_results', { root_causes: [{ pod }] }),
       'I forgot the format',
     ]);
@@ -138,17 +138,17 @@ describe('openrca graders on an rcaflow episode', () => {
   it("turns the answer into OpenRCA's JSON and scores it with the reference rules", async () => {
     const { openRcaAnswer, scoringPointsOf, parseGraderSettings } = await import('../src/index');
     const pod = kase.truth.pod!;
-    const fault = ds.faults.find((f) => f.id === kase.faultId)!;
+    const fault = ds.faults.find((f) => f.id === kase.fault_id)!;
     const ctx = {
       truth: kase.truth,
       d_max: 10,
       questionId: 'q',
       podToService: (p: string) => ds.topology.serviceOfPod(p),
       faultType,
-      faultStartUs: fault.startUs,
+      faultStartUs: fault.start_us,
       settings: parseGraderSettings({}),
     };
-    const t = new Date(Math.floor(fault.startUs / 1000) + 45_000).toISOString().slice(0, 19).replace('T', ' ');
+    const t = new Date(Math.floor(fault.start_us / 1000) + 45_000).toISOString().slice(0, 19).replace('T', ' ');
     const sp = scoringPointsOf(ctx);
     expect(sp.failures).toBe(1);
     expect(sp.points.split('\n')).toHaveLength(3);
@@ -217,14 +217,14 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
 
   it('rcaflow: the workflow steps, then the answer graded by OpenRCA rules', async () => {
     const pod = kase.truth.pod!;
-    const ts = Math.floor(kase.timestampUs / 1e6);
-    const fault = ds.faults.find((f) => f.id === kase.faultId)!;
-    const t = new Date(Math.floor(fault.startUs / 1000)).toISOString().slice(0, 19).replace('T', ' ');
+    const ts = Math.floor(kase.timestamp_us / 1e6);
+    const fault = ds.faults.find((f) => f.id === kase.fault_id)!;
+    const t = new Date(Math.floor(fault.start_us / 1000)).toISOString().slice(0, 19).replace('T', ' ');
     // Confidence 1 everywhere, so no re-plan: one reply fits every offered step of the default workflow.
     class Stepper extends ReplayPolicy {
       override async next(ctx: Parameters<ReplayPolicy['next']>[0]) {
         const tool = ctx.tools[0].name;
-        if (tool === 'search_traces') return { content: toolCallText(tool, { parent_span_id: kase.entrySpanId }) };
+        if (tool === 'search_traces') return { content: toolCallText(tool, { parent_span_id: kase.entry_span_id }) };
         if (tool === 'search_fluctuating_metrics' || tool === 'search_logs')
           return { content: toolCallText(tool, { service_name: pod, timestamp: ts }) };
         if (tool === 'report_confidence') return { content: toolCallText(tool, { confidence: 1 }) };
@@ -236,7 +236,7 @@ describe('knowledgemind and rcaflow played by a replayed policy, then graded', (
     expect(ep.parse_errors).toEqual([]);
     const g = await gradeGroup(
       [ep],
-      { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.startUs },
+      { truth: kase.truth, d_max: 10, podToService: (p) => ds.topology.serviceOfPod(p), faultType, faultStartUs: fault.start_us },
       { terms: [{ grader: 'openrca_correct', weight: 1 }] },
     );
     expect(g.totals[0]).toBe(1);

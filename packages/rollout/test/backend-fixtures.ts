@@ -53,19 +53,23 @@ export async function toolCallerModel(base: string, outDir: string): Promise<Too
   const tools = ['search_traces', 'print_results'].map((n) => toolSpec(getTool(n)!));
   const messages: ChatMessage[] = [
     { role: 'system', content: 'Localize the root cause of the anomalous request.' },
-    { role: 'user', content: `The request's entry span is ${c.entrySpanId} (trace ${c.traceId}).` },
+    { role: 'user', content: `The request's entry span is ${c.entry_span_id} (trace ${c.trace_id}).` },
   ];
   const answer: ChatMessage = {
     role: 'assistant',
     content: '',
     tool_calls: [
-      { id: 'call_1', type: 'function', function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: c.entrySpanId }) } },
+      {
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'search_traces', arguments: JSON.stringify({ parent_span_id: c.entry_span_id }) },
+      },
     ],
   };
   const chat = loadChatModel(base);
   const episode = tokenizeEpisode([...messages, answer], chat.template, chat.tokenizer, { tools });
   const loss = await memorize(base, episode.ids, episode.mask, outDir);
-  return { dir: outDir, loss, tools, messages, entrySpanId: c.entrySpanId };
+  return { dir: outDir, loss, tools, messages, entrySpanId: c.entry_span_id };
 }
 
 /** POSTs `body` as JSON to `url`; the reply's status and text. */

@@ -70,30 +70,38 @@ describe('prepareInputs', () => {
 });
 
 describe('prepareInputs on a dataset imported before the snake_case rename', () => {
+  // The head of meta.json as the format-2 importer (camelCase) and the format-3 one (meta.json in snake_case) wrote it.
+  const heads = (cut: string): [number, Record<string, unknown>][] => [
+    [2, { name: 'old', format: 'nezha', formatVersion: 2, source: cut, createdAt: '2026-11-27T12:21:40.529Z' }],
+    [3, { name: 'old', format: 'nezha', format_version: 3, source: cut, created_at: '2026-11-27T15:04:12.635Z' }],
+  ];
+
   it('imports it again from dataset.import, into snake_case', async () => {
     const cut = nezhaCut(['08_58', '08_59']);
-    const ds = mkdtempSync(join(tmpdir(), 'prepare-old-dataset-'));
-    // The head of meta.json as the format-2 importer wrote it.
-    writeFileSync(
-      join(ds, 'meta.json'),
-      JSON.stringify({ name: 'old', format: 'nezha', formatVersion: 2, source: cut, createdAt: '2026-11-27T12:21:40.529Z' }),
-    );
-    const c = structuredClone(base);
-    c.dataset.path = ds;
-    const settings = importSettings(NezhaSettings).parse({ importer: { date: '2023-01-29', logs: false } });
-    c.dataset.import = { format: 'nezha', src: cut, settings };
-    c.model.dir = dir;
-    c.model.create_tiny = undefined;
-    const logs: string[] = [];
-    await prepareInputs(c, (l) => logs.push(l));
-    expect(logs.slice(0, 2)).toEqual([
-      `prepare: ${ds} has dataset format 2, this code reads ${FORMAT_VERSION}: importing it again`,
-      `prepare: importing nezha from ${cut} into ${ds}`,
-    ]);
-    const meta = JSON.parse(readFileSync(join(ds, 'meta.json'), 'utf8'));
-    expect(meta.format_version).toBe(FORMAT_VERSION);
-    expect(meta.settings.importer).toMatchObject({ date: '2023-01-29', fault_window_sec: 180, logs: false });
-    expect(camelCaseKeys(meta, 'meta.json')).toEqual([]);
-    for (const d of [cut, ds]) rmSync(d, { recursive: true, force: true });
+    for (const [version, head] of heads(cut)) {
+      const ds = mkdtempSync(join(tmpdir(), 'prepare-old-dataset-'));
+      writeFileSync(join(ds, 'meta.json'), JSON.stringify(head));
+      const c = structuredClone(base);
+      c.dataset.path = ds;
+      const settings = importSettings(NezhaSettings).parse({ importer: { date: '2023-01-29', logs: false } });
+      c.dataset.import = { format: 'nezha', src: cut, settings };
+      c.model.dir = dir;
+      c.model.create_tiny = undefined;
+      const logs: string[] = [];
+      await prepareInputs(c, (l) => logs.push(l));
+      expect(logs.slice(0, 2)).toEqual([
+        `prepare: ${ds} has dataset format ${version}, this code reads ${FORMAT_VERSION}: importing it again`,
+        `prepare: importing nezha from ${cut} into ${ds}`,
+      ]);
+      const meta = JSON.parse(readFileSync(join(ds, 'meta.json'), 'utf8'));
+      expect(meta.format_version).toBe(FORMAT_VERSION);
+      expect(meta.settings.importer).toMatchObject({ date: '2023-01-29', fault_window_sec: 180, logs: false });
+      expect(camelCaseKeys(meta, 'meta.json')).toEqual([]);
+      for (const part of ['cases.json', 'faults.json', 'traces.json']) {
+        expect(camelCaseKeys(JSON.parse(readFileSync(join(ds, part), 'utf8')), part)).toEqual([]);
+      }
+      rmSync(ds, { recursive: true, force: true });
+    }
+    rmSync(cut, { recursive: true, force: true });
   });
 });

@@ -33,14 +33,14 @@ describe('runCases', () => {
       c.dataset.max_eval_cases = undefined;
     });
     const { train, eval: held } = runCases(dataset, config);
-    const trainFaults = new Set(train.map((c) => c.faultId));
+    const trainFaults = new Set(train.map((c) => c.fault_id));
     expect(held.length).toBeGreaterThan(0);
-    for (const c of held) expect(trainFaults.has(c.faultId)).toBe(false);
+    for (const c of held) expect(trainFaults.has(c.fault_id)).toBe(false);
     const perFault = new Map<string, number>();
-    for (const c of [...train, ...held]) perFault.set(c.faultId, (perFault.get(c.faultId) ?? 0) + 1);
+    for (const c of [...train, ...held]) perFault.set(c.fault_id, (perFault.get(c.fault_id) ?? 0) + 1);
     expect(Math.max(...perFault.values())).toBe(3);
 
-    const heldFaults = new Set(held.map((c) => c.faultId));
+    const heldFaults = new Set(held.map((c) => c.fault_id));
     const limited = runCases(
       dataset,
       withConfig((c) => {
@@ -49,7 +49,7 @@ describe('runCases', () => {
       }),
     );
     expect(limited.train).toEqual(train);
-    expect(new Set(limited.eval.map((c) => c.faultId))).toEqual(heldFaults);
+    expect(new Set(limited.eval.map((c) => c.fault_id))).toEqual(heldFaults);
     expect(limited.eval).toHaveLength(heldFaults.size);
   });
 
@@ -159,11 +159,11 @@ describe('teacherCases', () => {
       c.stages.priming.sft.cases = 'train_faults';
     });
     const cases = teacherCases(all, dataset, train);
-    const trainFaults = new Set(train.map((c) => c.faultId));
-    expect(cases).toEqual(dataset.cases.filter((c) => trainFaults.has(c.faultId)));
+    const trainFaults = new Set(train.map((c) => c.fault_id));
+    expect(cases).toEqual(dataset.cases.filter((c) => trainFaults.has(c.fault_id)));
     expect(cases.length).toBeGreaterThan(train.length);
     for (const c of train) expect(cases).toContain(c);
-    const heldFaults = new Set(held.map((c) => c.faultId));
-    expect(cases.some((c) => heldFaults.has(c.faultId))).toBe(false);
+    const heldFaults = new Set(held.map((c) => c.fault_id));
+    expect(cases.some((c) => heldFaults.has(c.fault_id))).toBe(false);
   });
 });

@@ -33,7 +33,7 @@ describe('create-tiny-model script', () => {
       dataset: ds,
       case: kase,
       policy: new ReplayPolicy([
-        hermes('search_traces', { parent_span_id: kase.entrySpanId }),
+        hermes('search_traces', { parent_span_id: kase.entry_span_id }),
         hermes('print_results', { root_causes: [{ pod: kase.truth.pod }] }),
       ]),
     });

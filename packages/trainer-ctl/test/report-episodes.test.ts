@@ -31,7 +31,7 @@ describe('trainer-ctl report: episodes.jsonl', () => {
     const data = await gatherReport(runDir, { baselines: false });
     expect(episode.tool_calls.length).toBeGreaterThan(0);
     expect(data.episodes).toEqual([
-      expect.objectContaining({ tag: 'priming:0', reward: 0.5, toolCalls: episode.tool_calls.length, stopReason: 'answered' }),
+      expect.objectContaining({ tag: 'priming:0', reward: 0.5, tool_calls: episode.tool_calls.length, stop_reason: 'answered' }),
     ]);
     expect(data.episodes[0].truth?.pod).toBeDefined();
   });

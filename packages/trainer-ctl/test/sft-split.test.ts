@@ -5,7 +5,7 @@ import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { splitCases } from '../src/sft/index';
 
 let cases: Case[];
-const faultsOf = (cs: Case[]) => new Set(cs.map((c) => c.faultId));
+const faultsOf = (cs: Case[]) => new Set(cs.map((c) => c.fault_id));
 
 beforeAll(async () => {
   cases = (await loadDataset(await ensureNezhaDataset())).cases;
@@ -47,7 +47,7 @@ describe('splitCases', () => {
   });
 
   it('keeps a fault on each side when there are only two', () => {
-    const two = cases.filter((c) => [...faultsOf(cases)].slice(0, 2).includes(c.faultId));
+    const two = cases.filter((c) => [...faultsOf(cases)].slice(0, 2).includes(c.fault_id));
     const s = splitCases(two, { by: 'fault', eval_fraction: 0.9 }, 0);
     expect(faultsOf(s.train).size).toBe(1);
     expect(faultsOf(s.eval).size).toBe(1);

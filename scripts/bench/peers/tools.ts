@@ -38,16 +38,16 @@ export async function compareTools(s: ToolSettings): Promise<string> {
   for (const id of dataset.traces.traceIds()) spans.push(...dataset.traces.trace(id));
   const dir = mkdtempSync(join(tmpdir(), 'peers-tools-'));
   const csv = join(dir, 'spans.csv');
-  writeFileSync(csv, `span_id,parent_id,start_us\n${spans.map((x) => `${x.spanId},${x.parentId ?? ''},${x.startUs}`).join('\n')}\n`);
+  writeFileSync(csv, `span_id,parent_id,start_us\n${spans.map((x) => `${x.span_id},${x.parent_id ?? ''},${x.start_us}`).join('\n')}\n`);
   const pandas = new LineChild('pandas', s.peersPython, [join(import.meta.dirname, 'pandas_traces.py'), csv]);
   const toolbox = new Toolbox(dataset);
-  const scan = (id: string): Span[] => spans.filter((x) => x.parentId === id).sort((a, b) => a.startUs - b.startUs);
+  const scan = (id: string): Span[] => spans.filter((x) => x.parent_id === id).sort((a, b) => a.start_us - b.start_us);
   try {
     await pandas.next();
-    for (const x of every(spans, 200, 0)) toolbox.call('search_traces', { parent_span_id: x.spanId });
+    for (const x of every(spans, 200, 0)) toolbox.call('search_traces', { parent_span_id: x.span_id });
     const rounds = s.rounds ?? 3;
     const samples = await alternate(['search_traces', 'pandas', 'scan'], rounds, async (name, rep) => {
-      const ids = every(spans, name === 'search_traces' ? s.sample : s.pandasSample, rep + 1).map((x) => x.spanId);
+      const ids = every(spans, name === 'search_traces' ? s.sample : s.pandasSample, rep + 1).map((x) => x.span_id);
       if (name === 'pandas') {
         const r = await pandas.ask<{ us: number[]; found: number[] }>(ids);
         r.found.forEach((n, i) => {

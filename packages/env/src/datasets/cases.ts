@@ -8,7 +8,7 @@ import { anomalyRule } from './anomaly/index';
 import type { CaseSettings } from './settings';
 import type { ContextBaseline } from './stores/baseline';
 
-export type FaultDraft = Omit<Fault, 'caseCount' | 'noCaseReason'>;
+export type FaultDraft = Omit<Fault, 'case_count' | 'no_case_reason'>;
 
 export function truthName(t: GroundTruth): string {
   return (t.level === 'node' ? t.node : t.level === 'pod' ? t.pod : t.service) ?? '?';
@@ -35,19 +35,19 @@ export function deriveCases(
     const e = traces.entry(t);
     if (e) entries.push(e);
   }
-  entries.sort((a, b) => a.startUs - b.startUs || (a.traceId < b.traceId ? -1 : 1));
+  entries.sort((a, b) => a.start_us - b.start_us || (a.trace_id < b.trace_id ? -1 : 1));
   const ctx = { traces, baseline, settings: settings.anomaly };
   const faults: Fault[] = [];
   const cases: Case[] = [];
   const flaggedPerFault: number[] = [];
   for (const d of drafts) {
-    const inWindow = entries.filter((e) => e.startUs >= d.startUs && e.startUs <= d.endUs);
+    const inWindow = entries.filter((e) => e.start_us >= d.start_us && e.start_us <= d.end_us);
     const flagged: Case[] = [];
     let total = 0;
     let reaching = 0;
     let reachingAll = 0;
     for (const e of inWindow) {
-      const reaches = traces.trace(e.traceId).some((s) => touchesTruth(s, d.truth));
+      const reaches = traces.trace(e.trace_id).some((s) => touchesTruth(s, d.truth));
       if (reaches) reachingAll++;
       const verdict = rule.judge(e, ctx);
       if (!verdict) continue;
@@ -55,30 +55,30 @@ export function deriveCases(
       if (reaches) reaching++;
       if (settings.require_truth_in_trace && !reaches) continue;
       flagged.push({
-        id: `${d.id}/${e.traceId}`,
-        faultId: d.id,
-        traceId: e.traceId,
-        entrySpanId: e.spanId,
-        timestampUs: e.startUs,
-        entryDurationUs: e.durationUs,
+        id: `${d.id}/${e.trace_id}`,
+        fault_id: d.id,
+        trace_id: e.trace_id,
+        entry_span_id: e.span_id,
+        timestamp_us: e.start_us,
+        entry_duration_us: e.duration_us,
         anomaly: { rule: rule.name, reason: verdict.reason, score: verdict.score },
         truth: d.truth,
       });
     }
     const chosen = flagged
-      .map((c) => ({ c, r: rank(c.traceId) }))
+      .map((c) => ({ c, r: rank(c.trace_id) }))
       .sort((a, b) => (a.r < b.r ? -1 : 1))
       .slice(0, settings.max_cases_per_fault)
       .map((x) => x.c)
-      .sort((a, b) => a.timestampUs - b.timestampUs || (a.traceId < b.traceId ? -1 : 1));
+      .sort((a, b) => a.timestamp_us - b.timestamp_us || (a.trace_id < b.trace_id ? -1 : 1));
     const who = truthName(d.truth);
     const notes = [
       ...d.notes,
       `rule '${rule.name}': ${total} of ${inWindow.length} requests in the window anomalous; ${reachingAll} reach ${who}, ${reaching} of them anomalous; ${chosen.length} kept as cases`,
     ];
-    const fault: Fault = { ...d, notes, caseCount: chosen.length };
+    const fault: Fault = { ...d, notes, case_count: chosen.length };
     if (chosen.length === 0) {
-      fault.noCaseReason =
+      fault.no_case_reason =
         inWindow.length === 0
           ? 'no request starts inside the fault window'
           : total === 0

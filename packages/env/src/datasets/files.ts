@@ -12,8 +12,11 @@ import type { MetricSeriesData } from './stores/metric-store';
 import type { TopologyData } from './stores/topology';
 import type { TraceColumns } from './stores/trace-store';
 
-/** Bump when the layout or the meaning of a stored field changes. 3: meta.json in snake_case (issue 28). */
-export const FORMAT_VERSION = 3;
+/**
+ * Bump when the layout or the meaning of a stored field changes. 3: meta.json in snake_case (issue 28);
+ * 4: every other part too (cases, faults, traces, baseline, logs).
+ */
+export const FORMAT_VERSION = 4;
 
 export interface DatasetFiles {
   meta: DatasetMeta;

@@ -30,7 +30,7 @@ export interface SourceGaps {
 
 /** Stretches longer than `maxSilenceUs` between consecutive span starts are missing; the rest is recorded. */
 export function silences(spans: Span[], maxSilenceUs: number): TraceCoverage {
-  const starts = Float64Array.from(spans, (s) => s.startUs).sort();
+  const starts = Float64Array.from(spans, (s) => s.start_us).sort();
   const recorded: Interval[] = [];
   const missing: TimeGap[] = [];
   if (!starts.length) return { recorded, missing };
@@ -72,7 +72,7 @@ export function faultGaps(faults: Fault[], flagged: number[], maxCases: number, 
   const recorded = merged(traces.recorded);
   const out: FaultGap[] = [];
   faults.forEach((f, i) => {
-    const w = { from_us: f.startUs, to_us: f.endUs };
+    const w = { from_us: f.start_us, to_us: f.end_us };
     const missingUs = overlapUs(w, missing);
     if (missingUs === 0) return;
     const recordedUs = overlapUs(w, recorded);
@@ -81,8 +81,8 @@ export function faultGaps(faults: Fault[], flagged: number[], maxCases: number, 
       fault_id: f.id,
       missing_sec: Math.round(missingUs / 1e6),
       recorded_sec: Math.round(recordedUs / 1e6),
-      cases: f.caseCount,
-      cases_lost: expected === null ? null : Math.max(0, expected - f.caseCount),
+      cases: f.case_count,
+      cases_lost: expected === null ? null : Math.max(0, expected - f.case_count),
     });
   });
   return out;

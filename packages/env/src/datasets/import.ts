@@ -32,10 +32,10 @@ export interface ImportOptions {
 /** Spans of requests that start outside every fault window: the baseline when no fault-free data exists. */
 function outsideFaults(t: Telemetry): Span[] {
   const entryStart = new Map<string, number>();
-  for (const s of t.spans) if (s.parentId === null) entryStart.set(s.traceId, s.startUs);
+  for (const s of t.spans) if (s.parent_id === null) entryStart.set(s.trace_id, s.start_us);
   return t.spans.filter((s) => {
-    const at = entryStart.get(s.traceId);
-    return at !== undefined && !t.faults.some((f) => at >= f.startUs && at <= f.endUs);
+    const at = entryStart.get(s.trace_id);
+    return at !== undefined && !t.faults.some((f) => at >= f.start_us && at <= f.end_us);
   });
 }
 
@@ -80,7 +80,7 @@ export async function importDataset(opts: ImportOptions): Promise<LoadedDataset>
     parts: t.gaps?.parts ?? [],
     faults: [],
   };
-  const windows = t.faults.map((f) => ({ startUs: f.startUs, endUs: f.endUs, service: f.truth.service }));
+  const windows = t.faults.map((f) => ({ startUs: f.start_us, endUs: f.end_us, service: f.truth.service }));
   const files: DatasetFiles = {
     meta: {
       name: basename(resolve(opts.out)),

@@ -5,13 +5,13 @@ import { isoUs } from './time';
 
 export function formatImportSummary(d: Dataset): string {
   const rows = d.faults.map((f) => {
-    const remarks = f.caseCount === 0 ? `no cases: ${f.noCaseReason ?? '?'}` : f.notes.filter((n) => n.startsWith('inject_')).join('; ');
-    return [f.id, isoUs(f.startUs).slice(11, 19), f.type, truthName(f.truth), String(f.caseCount), remarks];
+    const remarks = f.case_count === 0 ? `no cases: ${f.no_case_reason ?? '?'}` : f.notes.filter((n) => n.startsWith('inject_')).join('; ');
+    return [f.id, isoUs(f.start_us).slice(11, 19), f.type, truthName(f.truth), String(f.case_count), remarks];
   });
   const head = ['fault', 'start', 'type', 'truth', 'cases', 'remarks'];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (i < 5 ? r[i].length : 0))));
   const line = (r: string[]) => r.map((c, i) => (i < 5 ? c.padEnd(width[i]) : c)).join('  ');
-  const withCases = d.faults.filter((f) => f.caseCount > 0).length;
+  const withCases = d.faults.filter((f) => f.case_count > 0).length;
   return [
     line(head),
     ...rows.map(line),

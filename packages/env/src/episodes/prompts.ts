@@ -19,17 +19,17 @@ export function systemPrompt(tools: ToolSpec[], budget: string): string {
 
 /** The user message: the anomalous request's entry span. */
 export function casePrompt(dataset: Dataset, c: Case, toolbox: Toolbox): string {
-  const entry = dataset.traces.span(c.entrySpanId);
+  const entry = dataset.traces.span(c.entry_span_id);
   const service = entry?.service ?? c.truth.service ?? 'unknown';
   const usual = entry ? dataset.baseline.duration(entry) : undefined;
   const usualText = usual ? ` (usual ${(usual.meanUs / 1000).toFixed(1)} ms)` : '';
   return [
-    `An anomalous request was observed (trace ${c.traceId}).`,
-    `Entry span: ${toolbox.spanRef(c.entrySpanId)}`,
+    `An anomalous request was observed (trace ${c.trace_id}).`,
+    `Entry span: ${toolbox.spanRef(c.entry_span_id)}`,
     `Service: ${service}${entry ? `, pod ${entry.pod}` : ''}`,
     `Operation: ${entry?.operation ?? 'unknown'}`,
-    `Start time: ${isoOfUs(c.timestampUs)} (Unix ${Math.floor(c.timestampUs / 1e6)} s)`,
-    `Duration: ${(c.entryDurationUs / 1000).toFixed(1)} ms${usualText}`,
+    `Start time: ${isoOfUs(c.timestamp_us)} (Unix ${Math.floor(c.timestamp_us / 1e6)} s)`,
+    `Duration: ${(c.entry_duration_us / 1000).toFixed(1)} ms${usualText}`,
     'Find the root cause.',
   ].join('\n');
 }

@@ -40,7 +40,7 @@ export function goesDeeper(toolbox: Toolbox, call: ToolCallRecord, r0: RootCause
   const named = componentsOf(dataset, r0);
   if (call.name === TRACES_TOOL) {
     const id = (toolbox.canonical(call.name, call.arguments) as { parent_span_id: string }).parent_span_id;
-    for (let s = dataset.traces.span(id); s; s = s.parentId === null ? undefined : dataset.traces.span(s.parentId)) {
+    for (let s = dataset.traces.span(id); s; s = s.parent_id === null ? undefined : dataset.traces.span(s.parent_id)) {
       if (named.has(s.pod) || named.has(s.service)) return true;
     }
     return false;

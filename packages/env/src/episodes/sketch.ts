@@ -85,7 +85,7 @@ export const sketchId = (id: number): string => CIRCLED[id - 1] ?? `(${id})`;
 
 function excess(dataset: Dataset, span: Span): number {
   const usual = dataset.baseline.duration(span);
-  return usual ? span.durationUs - usual.meanUs : 0;
+  return usual ? span.duration_us - usual.meanUs : 0;
 }
 
 /** Its spans against their usual duration and calls: slow ones, the slowest ratio, its own delay, calls missing and added. */
@@ -98,11 +98,11 @@ function spanFacts(dataset: Dataset, own: Span[], tools: ToolSettings) {
   for (const sp of own) {
     const usual = dataset.baseline.duration(sp);
     if (usual && usual.meanUs > 0) {
-      const r = sp.durationUs / usual.meanUs;
+      const r = sp.duration_us / usual.meanUs;
       maxRatio = Math.max(maxRatio ?? 0, r);
       if (r >= tools.slow_ratio) slowSpans++;
     }
-    const kids = dataset.traces.children(sp.spanId);
+    const kids = dataset.traces.children(sp.span_id);
     ownExcessUs += excess(dataset, sp) - kids.reduce((a, k) => a + Math.max(0, excess(dataset, k)), 0);
     const d = diffCalls(dataset.baseline, sp, kids, tools.missing_call_min_rate);
     d.missing.forEach((m) => missing.add(m));
@@ -116,7 +116,7 @@ function binnedMetrics(dataset: Dataset, pod: string, c: Case, tools: ToolSettin
   const metrics: SketchMetric[] = [];
   let lowMetrics = 0;
   for (const series of dataset.metrics.series(pod)) {
-    const f = measureFluctuation(series, fluctuationWindow(tools, c.timestampUs / 1e6));
+    const f = measureFluctuation(series, fluctuationWindow(tools, c.timestamp_us / 1e6));
     if (!f) continue;
     const bin = binOf(f.max_deviation_sigma, s);
     if (bin === 'Low') lowMetrics++;
@@ -129,11 +129,11 @@ function binnedMetrics(dataset: Dataset, pod: string, c: Case, tools: ToolSettin
 /** The pod's error and warning log templates around the case with their counts against the service's usual rate: unseen ones first, then by ratio and count. */
 function podLogs(dataset: Dataset, pod: string, service: string, c: Case, tools: ToolSettings, s: SketchSettings): SketchLog[] {
   const halfUs = tools.log_delta_s * 1e6;
-  const records = dataset.logs.query(pod, c.timestampUs - halfUs, c.timestampUs + halfUs, ['error', 'warn']);
+  const records = dataset.logs.query(pod, c.timestamp_us - halfUs, c.timestamp_us + halfUs, ['error', 'warn']);
   const groups = new Map<string, { templateId: number; level: LogLevel; count: number }>();
   for (const r of records) {
-    const k = `${r.templateId}|${r.level}`;
-    const g = groups.get(k) ?? { templateId: r.templateId, level: r.level, count: 0 };
+    const k = `${r.template_id}|${r.level}`;
+    const g = groups.get(k) ?? { templateId: r.template_id, level: r.level, count: 0 };
     g.count++;
     groups.set(k, g);
   }
@@ -180,7 +180,7 @@ function sketchPod(dataset: Dataset, c: Case, id: number, pod: string, own: Span
 function podEdges(dataset: Dataset, spans: Span[], ids: Map<string, number>): OraclSketch['edges'] {
   const edges = new Map<string, { from: number; to: number; calls: number }>();
   for (const sp of spans) {
-    const parent = sp.parentId === null ? undefined : dataset.traces.span(sp.parentId);
+    const parent = sp.parent_id === null ? undefined : dataset.traces.span(sp.parent_id);
     if (!parent || parent.pod === sp.pod) continue;
     const from = ids.get(parent.pod);
     const to = ids.get(sp.pod);
@@ -194,18 +194,18 @@ function podEdges(dataset: Dataset, spans: Span[], ids: Map<string, number>): Or
 }
 
 export function buildSketch(dataset: Dataset, c: Case, tools: ToolSettings, s: SketchSettings): OraclSketch {
-  const spans = dataset.traces.trace(c.traceId);
+  const spans = dataset.traces.trace(c.trace_id);
   const byPod = new Map<string, Span[]>();
   for (const sp of spans) {
     const list = byPod.get(sp.pod);
     if (list) list.push(sp);
     else byPod.set(sp.pod, [sp]);
   }
-  const order = [...byPod.keys()].sort((a, b) => byPod.get(a)![0].startUs - byPod.get(b)![0].startUs);
+  const order = [...byPod.keys()].sort((a, b) => byPod.get(a)![0].start_us - byPod.get(b)![0].start_us);
   const kept = order.slice(0, s.max_pods);
   const ids = new Map(kept.map((p, i) => [p, i + 1]));
   const pods = kept.map((pod) => sketchPod(dataset, c, ids.get(pod)!, pod, byPod.get(pod)!, tools, s));
-  return { caseId: c.id, timestampUs: c.timestampUs, pods, edges: podEdges(dataset, spans, ids), omitted: order.length - kept.length };
+  return { caseId: c.id, timestampUs: c.timestamp_us, pods, edges: podEdges(dataset, spans, ids), omitted: order.length - kept.length };
 }
 
 const ms = (us: number): string => `${(us / 1000).toFixed(1)}ms`;

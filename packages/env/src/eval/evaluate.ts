@@ -108,12 +108,12 @@ function topsOf(dataset: Dataset, c: Case, answer: RootCause[] | null, levels: L
 }
 
 function typeRankOf(dataset: Dataset, c: Case, answer: RootCause[] | null): number | null {
-  const type = dataset.faults.find((f) => f.id === c.faultId)?.type;
+  const type = dataset.faults.find((f) => f.id === c.fault_id)?.type;
   return type ? faultTypeRank(answer, c.truth, type, c.truth.service ? 'service' : c.truth.level, dataset.topology) : null;
 }
 
 async function solveOne(dataset: Dataset, c: Case, solve: Solve, levels: Level[]): Promise<RequestResult> {
-  const base = { case_id: c.id, fault_id: c.faultId };
+  const base = { case_id: c.id, fault_id: c.fault_id };
   try {
     const { answer, episode } = await solve(c);
     return {
@@ -150,7 +150,7 @@ export function summarize(dataset: Dataset, levels: Level[], requests: RequestRe
     perBatchVote[l] = summarizeRanks(scored.flatMap((f) => f.batch_vote_ranks[l] ?? []));
   }
   const faultIds = new Set(faults.map((f) => f.fault_id));
-  const faultsWithoutCases = dataset.faults.filter((f) => f.caseCount === 0 && !faultIds.has(f.id)).map((f) => f.id);
+  const faultsWithoutCases = dataset.faults.filter((f) => f.case_count === 0 && !faultIds.has(f.id)).map((f) => f.id);
   const perRequestType = summarizeRanks(requests.map((r) => r.type_rank ?? null));
   return {
     per_request: perRequest,
@@ -189,7 +189,7 @@ export async function evaluate(dataset: Dataset, cases: Case[], solve: Solve, op
     const ranks: FaultResult['ranks'] = {};
     const voteRanks: FaultResult['vote_ranks'] = {};
     const batches: FaultResult['batch_vote_ranks'] = {};
-    const truth = f?.truth ?? cases.find((c) => c.faultId === faultId)!.truth;
+    const truth = f?.truth ?? cases.find((c) => c.fault_id === faultId)!.truth;
     for (const l of levels) {
       const applicable = rs.filter((r) => l in r.ranks);
       if (!applicable.length) continue;

@@ -9,9 +9,9 @@ export function spreadCases(cases: Case[], limit?: number): Case[] {
   if (limit === undefined || limit >= cases.length) return cases;
   const byFault = new Map<string, Case[]>();
   for (const c of cases) {
-    const list = byFault.get(c.faultId);
+    const list = byFault.get(c.fault_id);
     if (list) list.push(c);
-    else byFault.set(c.faultId, [c]);
+    else byFault.set(c.fault_id, [c]);
   }
   const queues = [...byFault.values()];
   const out: Case[] = [];

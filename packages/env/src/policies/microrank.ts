@@ -48,7 +48,7 @@ function graphOf(dataset: Dataset, traceIds: string[], opIndex: Map<string, numb
     for (const s of spans) {
       const o = idx(s);
       ops.add(o);
-      const parent = s.parentId ? dataset.traces.span(s.parentId) : undefined;
+      const parent = s.parent_id ? dataset.traces.span(s.parent_id) : undefined;
       if (parent) calls.add(`${idx(parent)},${o}`);
     }
     coverage.push([...ops]);
@@ -62,18 +62,18 @@ export function createMicroRankRanker(dataset: Dataset, settings: MicroRankSetti
   const isAnomalous = (traceId: string): boolean => {
     const e = endpointSpan(dataset.traces, traceId);
     const usual = e && dataset.baseline.duration(e);
-    return !!e && !!usual && e.durationUs > usual.meanUs + settings.anomaly_sigma * usual.stdUs;
+    return !!e && !!usual && e.duration_us > usual.meanUs + settings.anomaly_sigma * usual.stdUs;
   };
   return {
     rank(c: Case): RootCause[] {
       index ??= new TraceTimeIndex(dataset.traces);
       const w = settings.window_s * 1e6;
       const near = index
-        .between(c.timestampUs - w, c.timestampUs + w)
-        .filter((id) => id !== c.traceId)
-        .map((id) => ({ id, dt: Math.abs((dataset.traces.entry(id)?.startUs ?? 0) - c.timestampUs) }))
+        .between(c.timestamp_us - w, c.timestamp_us + w)
+        .filter((id) => id !== c.trace_id)
+        .map((id) => ({ id, dt: Math.abs((dataset.traces.entry(id)?.start_us ?? 0) - c.timestamp_us) }))
         .sort((a, b) => a.dt - b.dt);
-      const anomalous = [c.traceId];
+      const anomalous = [c.trace_id];
       const normal: string[] = [];
       for (const { id } of near) {
         const set = isAnomalous(id) ? anomalous : normal;

@@ -85,10 +85,11 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
       if (!req || typeof req !== 'object' || !('kind' in req)) throw new Error('rcaflow-script plays the rcaflow protocol only');
       const ev = gatherEvidence(ctx.toolCalls.filter((c) => c.name.startsWith('search_')));
       const suspects = rankSuspects(ev, sus);
-      const ts = Math.round(ctx.case.timestampUs / 1e6);
+      const caseUs = ctx.case.timestamp_us;
+      const ts = Math.round(caseUs / 1e6);
       const entry =
         ctx.messages.map((m) => (m.role === 'user' ? /Entry span: (\S+)/.exec(m.content)?.[1] : undefined)).find(Boolean) ??
-        ctx.case.entrySpanId;
+        ctx.case.entry_span_id;
       const openTrace = (why: string): AssistantMessage => {
         const k = ev.calls.get('search_traces') ? nextSpan(ev, sus) : undefined;
         return hermes(why, 'search_traces', { parent_span_id: k?.summary.ref ?? entry });
@@ -128,7 +129,7 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
           pod: x.pod,
           type,
           reason: type,
-          time: openRcaTime(peaks.length ? Math.min(...peaks) : ctx.case.timestampUs),
+          time: openRcaTime(peaks.length ? Math.min(...peaks) : caseUs),
         };
       });
       // Then the other pods on the opened path, deepest first: the fault is rarely above the evidence.
@@ -136,10 +137,10 @@ export function createRcaFlowScript(settings: RcaFlowScriptSettings): Policy {
         if (root_causes.length >= settings.max_answers) break;
         if (!root_causes.some((r) => r.pod === k.summary.pod)) {
           const type = typeOf(ev, k.summary.pod, k.summary.service, settings);
-          root_causes.push({ service: k.summary.service, pod: k.summary.pod, type, reason: type, time: openRcaTime(ctx.case.timestampUs) });
+          root_causes.push({ service: k.summary.service, pod: k.summary.pod, type, reason: type, time: openRcaTime(caseUs) });
         }
       }
-      if (!root_causes.length) root_causes.push({ pod: fallbackPod, time: openRcaTime(ctx.case.timestampUs) });
+      if (!root_causes.length) root_causes.push({ pod: fallbackPod, time: openRcaTime(caseUs) });
       return hermes('The workflow is done; I list the suspects with their reason and time.', 'print_results', { root_causes });
     },
   };

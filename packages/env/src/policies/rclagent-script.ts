@@ -138,7 +138,7 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
       const offered = new Set(ctx.tools.map((t) => t.name));
       const root = [...ev.spans.values()].find((k) => k.depth === 0 && k.parentId === undefined);
       const r0 = lastAnswer(ctx, 0);
-      const ts = Math.round(ctx.case.timestampUs / 1e6);
+      const ts = Math.round(ctx.case.timestamp_us / 1e6);
       const print = (answer: RootCause[], why: string): AssistantMessage =>
         hermes(why, 'print_results', {
           root_causes: answer.length ? answer.slice(0, s.max_answers) : [{ pod: root?.summary.pod ?? 'unknown' }],
@@ -152,7 +152,7 @@ export function createRclAgentScript(settings: RclAgentScriptSettings): Policy {
       }
       if (!ev.calls.get('search_traces')) {
         const entry = ctx.messages.map((m) => (m.role === 'user' ? /Entry span: (\S+)/.exec(m.content)?.[1] : undefined)).find(Boolean);
-        return hermes('I start from the entry span of the request.', 'search_traces', { parent_span_id: entry ?? ctx.case.entrySpanId });
+        return hermes('I start from the entry span of the request.', 'search_traces', { parent_span_id: entry ?? ctx.case.entry_span_id });
       }
       const phase1 = !offered.has('search_fluctuating_metrics');
       if (phase1) {

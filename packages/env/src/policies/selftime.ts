@@ -35,8 +35,8 @@ export function createSelfTimeRanker(dataset: Dataset, settings: SelfTimeSetting
   return {
     rank(c: Case): RootCause[] {
       const score = new Map<string, number>();
-      for (const span of traces.trace(c.traceId)) {
-        const children = traces.children(span.spanId);
+      for (const span of traces.trace(c.trace_id)) {
+        const children = traces.children(span.span_id);
         const self = selfTimeUs(span, children);
         const excess = settings.relative_to_baseline ? self - usualSelfUs(baseline, span, children) : self;
         score.set(span.pod, (score.get(span.pod) ?? 0) + excess);

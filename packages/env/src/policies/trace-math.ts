@@ -6,9 +6,9 @@ import type { Span, TraceStore } from '../types';
  * their intervals clipped to the span, so parallel children are not subtracted twice).
  */
 export function selfTimeUs(span: Span, children: Span[]): number {
-  const end = span.startUs + span.durationUs;
+  const end = span.start_us + span.duration_us;
   const iv = children
-    .map((c) => [Math.max(c.startUs, span.startUs), Math.min(c.startUs + c.durationUs, end)] as const)
+    .map((c) => [Math.max(c.start_us, span.start_us), Math.min(c.start_us + c.duration_us, end)] as const)
     .filter(([a, b]) => b > a)
     .sort((x, y) => x[0] - y[0]);
   let covered = 0;
@@ -22,7 +22,7 @@ export function selfTimeUs(span: Span, children: Span[]): number {
     } else if (b > curB) curB = b;
   }
   if (curB > curA) covered += curB - curA;
-  return Math.max(0, span.durationUs - covered);
+  return Math.max(0, span.duration_us - covered);
 }
 
 /** Trace ids sorted by entry start, for window queries in O(log n + result). */
@@ -34,7 +34,7 @@ export class TraceTimeIndex {
     const rows: [number, string][] = [];
     for (const id of store.traceIds()) {
       const e = store.entry(id);
-      if (e) rows.push([e.startUs, id]);
+      if (e) rows.push([e.start_us, id]);
     }
     rows.sort((a, b) => a[0] - b[0]);
     this.starts = Float64Array.from(rows, (r) => r[0]);
@@ -68,8 +68,8 @@ export function endpointSpan(store: TraceStore, traceId: string): Span | undefin
   const entry = store.entry(traceId);
   if (!entry) return undefined;
   for (const s of store.trace(traceId)) {
-    if (s.parentId === null || s.service === entry.service) continue;
-    if (store.span(s.parentId)?.service === entry.service) return s;
+    if (s.parent_id === null || s.service === entry.service) continue;
+    if (store.span(s.parent_id)?.service === entry.service) return s;
   }
   return entry;
 }

@@ -60,7 +60,7 @@ function sources(ctx: ToolContext, target: { level: string; name: string }): str
 function group(ctx: ToolContext, records: LogRecord[], minutes: number): LogTemplateCount[] {
   const byKey = new Map<string, LogRecord[]>();
   for (const r of records) {
-    const k = `${r.templateId}|${r.level}`;
+    const k = `${r.template_id}|${r.level}`;
     const list = byKey.get(k);
     if (list) list.push(r);
     else byKey.set(k, [r]);
@@ -69,12 +69,12 @@ function group(ctx: ToolContext, records: LogRecord[], minutes: number): LogTemp
     const first = rs[0];
     const services = [...new Set(rs.map((r) => r.service))].sort();
     const ratePerMin = rs.length / minutes;
-    const base = services.map((s) => ctx.dataset.logs.baselineRate(s, first.templateId)).filter((v): v is number => v !== undefined);
+    const base = services.map((s) => ctx.dataset.logs.baselineRate(s, first.template_id)).filter((v): v is number => v !== undefined);
     const baselineRatePerMin = base.length ? base.reduce((a, b) => a + b, 0) : undefined;
     const ratio = baselineRatePerMin ? ratePerMin / baselineRatePerMin : undefined;
     return {
-      template_id: first.templateId,
-      template: ctx.dataset.logs.template(first.templateId)?.template ?? `template ${first.templateId}`,
+      template_id: first.template_id,
+      template: ctx.dataset.logs.template(first.template_id)?.template ?? `template ${first.template_id}`,
       level: first.level,
       count: rs.length,
       rate_per_min: ratePerMin,
@@ -120,7 +120,7 @@ function silentStatements(ctx: ToolContext, target: { level: string; name: strin
     const seen = new Map<string, number>();
     for (const pod of pods) {
       for (const r of dataset.logs.query(pod, tUs - halfUs, tUs + halfUs)) {
-        const key = statementOf(dataset.logs.template(r.templateId)?.template ?? '');
+        const key = statementOf(dataset.logs.template(r.template_id)?.template ?? '');
         seen.set(key, (seen.get(key) ?? 0) + 1);
         const e = usual.get(key);
         if (e) e.level = r.level;

@@ -42,17 +42,17 @@ const args = z.object({
 function summarize(ctx: ToolContext, span: Span): SpanSummary {
   const { dataset, settings } = ctx;
   const usual = dataset.baseline.duration(span);
-  const kids = dataset.traces.children(span.spanId);
-  const ratio = usual && usual.meanUs > 0 ? span.durationUs / usual.meanUs : undefined;
+  const kids = dataset.traces.children(span.span_id);
+  const ratio = usual && usual.meanUs > 0 ? span.duration_us / usual.meanUs : undefined;
   return {
-    span_id: span.spanId,
-    ref: ctx.aliases.ref(span.spanId),
+    span_id: span.span_id,
+    ref: ctx.aliases.ref(span.span_id),
     service: span.service,
     pod: span.pod,
     node: span.node,
     operation: span.operation,
-    start_us: span.startUs,
-    duration_us: span.durationUs,
+    start_us: span.start_us,
+    duration_us: span.duration_us,
     status: span.status,
     usual_mean_us: usual?.meanUs,
     usual_std_us: usual?.stdUs,

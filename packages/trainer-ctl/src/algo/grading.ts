@@ -44,7 +44,7 @@ export async function gradeTrajectories(
       truth: c.truth,
       questionId: c.id,
       podToService: (pod) => ctx.dataset.topology.serviceOfPod(pod),
-      faultType: ctx.dataset.faults.find((f) => f.id === c.faultId)?.type,
+      faultType: ctx.dataset.faults.find((f) => f.id === c.fault_id)?.type,
       d_max: ctx.config.episode.d_max,
       settings: graders,
       diversity: ctx.diversity,

@@ -157,7 +157,7 @@ function writeResults(
 
 /** The table on stdout: one policy's summary, or several side by side, and the requests that failed. */
 function printResults(args: EvalArgs, dataset: Dataset, cases: Case[], results: PolicyResult[], out: string): void {
-  const faults = new Set(cases.map((c) => c.faultId)).size;
+  const faults = new Set(cases.map((c) => c.fault_id)).size;
   const names = results.map((r) => `${r.policy}${r.protocol ? ` (protocol ${r.protocol})` : ''}`).join(', ');
   console.log(
     `dataset ${dataset.meta.name}${args.split === 'all' ? '' : ` (split ${args.split})`}: ${results.length === 1 ? 'policy' : 'policies'} ${names}, ${cases.length} requests of ${faults} faults`,

@@ -11,8 +11,8 @@ function capPerFault(cases: Case[], max: number | undefined): Case[] {
   if (max === undefined) return cases;
   const seen = new Map<string, number>();
   return cases.filter((c) => {
-    const n = seen.get(c.faultId) ?? 0;
-    seen.set(c.faultId, n + 1);
+    const n = seen.get(c.fault_id) ?? 0;
+    seen.set(c.fault_id, n + 1);
     return n < max;
   });
 }

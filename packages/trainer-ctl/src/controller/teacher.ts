@@ -27,8 +27,8 @@ function spread(episodes: TeacherEpisode[], n: number): TeacherEpisode[] {
 /** The cases stages.priming.sft.cases names: the run's training cases, or every case of their faults. */
 export function teacherCases(config: RunConfig, dataset: Dataset, train: Case[]): Case[] {
   if (config.stages.priming.sft.cases === 'run') return train;
-  const faults = new Set(train.map((c) => c.faultId));
-  return dataset.cases.filter((c) => faults.has(c.faultId));
+  const faults = new Set(train.map((c) => c.fault_id));
+  return dataset.cases.filter((c) => faults.has(c.fault_id));
 }
 
 /** The teacher conversations SFT trains on, before tokenization (scripts/sft-plan.ts counts them). */

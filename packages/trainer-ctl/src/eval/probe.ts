@@ -111,7 +111,7 @@ export async function probeCase(
   const greedyRR = rr(greedyRank);
   return {
     case_id: c.id,
-    fault_id: c.faultId,
+    fault_id: c.fault_id,
     answer_turn: answerTurn,
     branch_turn: branchTurn,
     greedy: { answer: greedy.answer, rank: greedyRank, stop_reason: greedy.stop_reason },

@@ -90,7 +90,7 @@
         ['total', stageLine('total_tokens')],
       ],
     },
-    { title: 'Tool calls per episode', lines: [['tool calls', stageLine('toolCalls')]] },
+    { title: 'Tool calls per episode', lines: [['tool calls', stageLine('tool_calls')]] },
     {
       title: 'Training cases played greedily (logging.track)',
       lines: [
@@ -183,7 +183,7 @@
       ),
     );
     evals.append(
-      el('h3', {}, `after ${e.name}: policy v${e.policyVersion}, ${e.cases} held-out cases, ${level} level`),
+      el('h3', {}, `after ${e.name}: policy v${e.policy_version}, ${e.cases} held-out cases, ${level} level`),
       el('p', {}, `format validity ${fmt(e.format_valid, 2)}, answered ${fmt(e.answered, 2)}`),
       el('table', { class: 'eval' }, el('thead', {}, head), el('tbody', {}, ...rows)),
     );
@@ -204,8 +204,8 @@
   // Transcript browser: pick a case, then an episode.
   const byCase = new Map();
   for (const [i, ep] of data.episodes.entries()) {
-    if (!byCase.has(ep.caseId)) byCase.set(ep.caseId, []);
-    byCase.get(ep.caseId).push(i);
+    if (!byCase.has(ep.case_id)) byCase.set(ep.case_id, []);
+    byCase.get(ep.case_id).push(i);
   }
   const caseSelect = document.getElementById('case');
   const list = document.getElementById('episode-list');
@@ -214,7 +214,7 @@
   function showEpisode(i) {
     const ep = data.episodes[i];
     view.replaceChildren(
-      el('p', {}, `${ep.tag}, reward ${fmt(ep.reward)}, ${ep.toolCalls} tool calls, ${ep.stopReason}`),
+      el('p', {}, `${ep.tag}, reward ${fmt(ep.reward)}, ${ep.tool_calls} tool calls, ${ep.stop_reason}`),
       el('p', {}, 'answer: ', el('b', {}, rc(ep.answer)), ' truth: ', el('b', {}, rc(ep.truth ? [ep.truth] : null))),
       ...ep.messages.map((m) =>
         el(
@@ -233,7 +233,7 @@
         return el(
           'li',
           { onclick: () => showEpisode(i) },
-          `${ep.tag}: reward ${fmt(ep.reward)}, ${ep.toolCalls} calls, answer ${rc(ep.answer)} (truth ${rc(ep.truth ? [ep.truth] : null)})`,
+          `${ep.tag}: reward ${fmt(ep.reward)}, ${ep.tool_calls} calls, answer ${rc(ep.answer)} (truth ${rc(ep.truth ? [ep.truth] : null)})`,
         );
       }),
     );

@@ -32,9 +32,9 @@ export interface EvalRow {
 
 export interface StageEval {
   name: string;
-  policyVersion: number;
+  policy_version: number;
   cases: number;
-  formatValid: number;
+  format_valid: number;
   answered: number;
   levels: Level[];
   /** The trained policy first, then each scripted baseline on the same cases. */
@@ -44,10 +44,10 @@ export interface StageEval {
 export interface ReportEpisode {
   /** stage:step of a training step, or eval:<name>. */
   tag: string;
-  caseId: string;
+  case_id: string;
   reward?: number;
-  toolCalls: number;
-  stopReason: EpisodeRecord['stop_reason'];
+  tool_calls: number;
+  stop_reason: EpisodeRecord['stop_reason'];
   answer: EpisodeRecord['answer'];
   truth?: GroundTruth;
   messages: EpisodeRecord['messages'];
@@ -55,8 +55,8 @@ export interface ReportEpisode {
 
 export interface ReportData {
   run: string;
-  runDir: string;
-  createdAt: string;
+  run_dir: string;
+  created_at: string;
   done: boolean;
   updates: number;
   series: Record<string, Point[]>;
@@ -94,10 +94,10 @@ function readEpisodes(runDir: string, truthOf: (caseId: string) => GroundTruth |
     }
     return {
       tag: e.eval !== undefined ? `eval:${e.eval}` : `${e.stage}:${e.step}`,
-      caseId: e.episode.case_id,
+      case_id: e.episode.case_id,
       reward: e.reward,
-      toolCalls: e.episode.tool_calls.length,
-      stopReason: e.episode.stop_reason,
+      tool_calls: e.episode.tool_calls.length,
+      stop_reason: e.episode.stop_reason,
       answer: e.episode.answer,
       truth: truthOf(e.episode.case_id),
       messages: e.episode.messages,
@@ -124,9 +124,9 @@ export async function gatherReport(runDir: string, opts: { baselines?: boolean }
     }
     evals.push({
       name: e.name,
-      policyVersion: e.policy_version,
+      policy_version: e.policy_version,
       cases: e.cases,
-      formatValid: e.format_valid,
+      format_valid: e.format_valid,
       answered: e.answered,
       levels: e.summary.levels,
       rows,
@@ -134,8 +134,8 @@ export async function gatherReport(runDir: string, opts: { baselines?: boolean }
   }
   return {
     run: state.run_name,
-    runDir,
-    createdAt: new Date().toISOString(),
+    run_dir: runDir,
+    created_at: new Date().toISOString(),
     done: state.done,
     updates: state.updates,
     series: Object.fromEntries(runSeries(runDir)),

@@ -38,7 +38,7 @@ export function reportHtml(data: ReportData): string {
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
-<p>${escapeHtml(data.runDir)}: ${data.updates} updates, ${data.done ? 'complete' : 'in progress'}; report written ${escapeHtml(data.createdAt)}</p>
+<p>${escapeHtml(data.run_dir)}: ${data.updates} updates, ${data.done ? 'complete' : 'in progress'}; report written ${escapeHtml(data.created_at)}</p>
 <h2>Per-step curves</h2>
 <div id="curves" class="charts"></div>
 <h2>Held-out evaluation per stage, against the scripted baselines on the same cases</h2>

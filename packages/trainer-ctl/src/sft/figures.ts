@@ -45,8 +45,8 @@ export function policyFigures(dataset: Dataset, played: readonly PlayedEpisode[]
     f.validTurns += record.turns.filter((t) => t.parsed && t.offered_tool && t.args_valid).length;
     if (record.answer !== null) f.validFinals++;
     if (formatValid(record)) f.formatValid++;
-    const r = f.recallAt1.get(c.faultId) ?? [0, 0];
-    f.recallAt1.set(c.faultId, [r[0] + (answeredCorrectly(dataset, c, record) ? 1 : 0), r[1] + 1]);
+    const r = f.recallAt1.get(c.fault_id) ?? [0, 0];
+    f.recallAt1.set(c.fault_id, [r[0] + (answeredCorrectly(dataset, c, record) ? 1 : 0), r[1] + 1]);
   }
   return f;
 }

@@ -31,7 +31,7 @@ function shuffle<T>(items: T[], seed: number): T[] {
  * are two or more. Both sides keep the cases' input order.
  */
 export function splitCases(cases: readonly Case[], split: CaseSplitSettings, seed: number): CaseSplit {
-  const unitOf = (c: Case): string => (split.by === 'fault' ? c.faultId : c.id);
+  const unitOf = (c: Case): string => (split.by === 'fault' ? c.fault_id : c.id);
   const units = [...new Set(cases.map(unitOf))].sort();
   let held = Math.round(split.eval_fraction * units.length);
   if (split.eval_fraction > 0 && units.length >= 2) held = Math.min(Math.max(held, 1), units.length - 1);

@@ -11,41 +11,41 @@ import { endpointOf, signature } from '../stores/baseline';
 import { errorSpan, ms, type AnomalyContext, type AnomalyRule, type AnomalyVerdict } from './rule';
 
 function slowEntry(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
-  const ep = endpointOf(traces, entry.traceId);
+  const ep = endpointOf(traces, entry.trace_id);
   const usual = ep === undefined ? undefined : baseline.endpoint(ep);
   if (!usual || usual.count < settings.min_baseline_count || usual.meanUs <= 0) return undefined;
   const limit = Math.max(settings.latency_factor * usual.meanUs, usual.meanUs + settings.latency_sigma * usual.stdUs);
-  if (entry.durationUs <= limit) return undefined;
-  const ratio = entry.durationUs / usual.meanUs;
-  return { reason: `entry ${ms(entry.durationUs)} vs usual ${ms(usual.meanUs)} of ${ep} (${ratio.toFixed(1)}x)`, score: ratio };
+  if (entry.duration_us <= limit) return undefined;
+  const ratio = entry.duration_us / usual.meanUs;
+  return { reason: `entry ${ms(entry.duration_us)} vs usual ${ms(usual.meanUs)} of ${ep} (${ratio.toFixed(1)}x)`, score: ratio };
 }
 
 function slowSpan(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
   if (settings.span_slowdown_ms <= 0) return undefined;
   let worst: { span: Span; meanUs: number } | undefined;
-  for (const span of traces.trace(entry.traceId)) {
+  for (const span of traces.trace(entry.trace_id)) {
     if (span === entry) continue;
     const usual = baseline.duration(span);
     if (!usual || usual.count < settings.min_baseline_count) continue;
     const limit = Math.max(settings.latency_factor * usual.meanUs, usual.meanUs + settings.latency_sigma * usual.stdUs);
-    const excess = span.durationUs - usual.meanUs;
-    if (span.durationUs <= limit || excess < settings.span_slowdown_ms * 1000) continue;
-    if (!worst || excess > worst.span.durationUs - worst.meanUs) worst = { span, meanUs: usual.meanUs };
+    const excess = span.duration_us - usual.meanUs;
+    if (span.duration_us <= limit || excess < settings.span_slowdown_ms * 1000) continue;
+    if (!worst || excess > worst.span.duration_us - worst.meanUs) worst = { span, meanUs: usual.meanUs };
   }
   if (!worst) return undefined;
-  const ratio = worst.span.durationUs / worst.meanUs;
+  const ratio = worst.span.duration_us / worst.meanUs;
   return {
-    reason: `span ${signature(worst.span)} took ${ms(worst.span.durationUs)} vs usual ${ms(worst.meanUs)} (${ratio.toFixed(1)}x)`,
+    reason: `span ${signature(worst.span)} took ${ms(worst.span.duration_us)} vs usual ${ms(worst.meanUs)} (${ratio.toFixed(1)}x)`,
     score: ratio,
   };
 }
 
 function changedCalls(entry: Span, { traces, baseline, settings }: AnomalyContext): AnomalyVerdict | undefined {
   const changes: string[] = [];
-  for (const span of traces.trace(entry.traceId)) {
+  for (const span of traces.trace(entry.trace_id)) {
     const usual = baseline.childPresence(span);
     if (!usual || usual.occurrences < settings.min_baseline_count) continue;
-    const actual = new Set(traces.children(span.spanId).map(signature));
+    const actual = new Set(traces.children(span.span_id).map(signature));
     for (const [sig, c] of usual.children) {
       if (c.presence === 1 && !actual.has(sig)) changes.push(`missing ${sig} under ${signature(span)}`);
     }
@@ -62,7 +62,7 @@ export const baselineRule: AnomalyRule = {
   name: 'baseline',
   judge(entry, ctx) {
     const failed = errorSpan(entry, ctx.traces);
-    if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: 1 };
+    if (failed) return { reason: `span ${signature(failed)} has status ${failed.status_code ?? 'error'}`, score: 1 };
     return slowEntry(entry, ctx) ?? slowSpan(entry, ctx) ?? (ctx.settings.call_pattern ? changedCalls(entry, ctx) : undefined);
   },
 };

@@ -25,5 +25,5 @@ export const ms = (us: number) => `${(us / 1000).toFixed(1)} ms`;
 /** The first span of the trace with an error status, entry first. */
 export function errorSpan(entry: Span, traces: TraceStore): Span | undefined {
   if (entry.status === 'error') return entry;
-  return traces.trace(entry.traceId).find((s) => s.status === 'error');
+  return traces.trace(entry.trace_id).find((s) => s.status === 'error');
 }

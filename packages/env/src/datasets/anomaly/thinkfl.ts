@@ -10,12 +10,12 @@ export const thinkfl: AnomalyRule = {
   name: 'thinkfl',
   judge(entry, { traces, baseline, settings }) {
     const failed = errorSpan(entry, traces);
-    if (failed) return { reason: `span ${signature(failed)} has status ${failed.statusCode ?? 'error'}`, score: settings.thinkfl_factor };
-    const ep = endpointOf(traces, entry.traceId);
+    if (failed) return { reason: `span ${signature(failed)} has status ${failed.status_code ?? 'error'}`, score: settings.thinkfl_factor };
+    const ep = endpointOf(traces, entry.trace_id);
     const usual = ep === undefined ? undefined : baseline.endpoint(ep);
     if (!usual || usual.count < settings.min_baseline_count || usual.meanUs <= 0) return undefined;
-    const ratio = entry.durationUs / usual.meanUs;
+    const ratio = entry.duration_us / usual.meanUs;
     if (ratio <= settings.thinkfl_factor) return undefined;
-    return { reason: `entry ${ms(entry.durationUs)} is ${ratio.toFixed(0)}x the normal ${ms(usual.meanUs)} of ${ep}`, score: ratio };
+    return { reason: `entry ${ms(entry.duration_us)} is ${ratio.toFixed(0)}x the normal ${ms(usual.meanUs)} of ${ep}`, score: ratio };
   },
 };

@@ -132,16 +132,16 @@ function spanOf(file: string, rec: CsvRecord, c: Record<Column<typeof SPAN>, num
   const parent = rec.fields[c.parent_span] ?? '';
   const code = rec.fields[c.status_code] ?? '';
   return {
-    traceId: textField(file, rec, c.trace_id, 'trace_id'),
-    spanId: textField(file, rec, c.span_id, 'span_id'),
-    parentId: parent === '' || parent === 'root' ? null : parent,
+    trace_id: textField(file, rec, c.trace_id, 'trace_id'),
+    span_id: textField(file, rec, c.span_id, 'span_id'),
+    parent_id: parent === '' || parent === 'root' ? null : parent,
     service: serviceOfOrdinalPod(pod),
     pod,
     operation: rec.fields[c.operation_name] ?? '',
-    startUs: timeUs(file, rec, c.timestamp),
-    durationUs: Math.round(numberField(file, rec, c.duration, 'duration') * 1000),
+    start_us: timeUs(file, rec, c.timestamp),
+    duration_us: Math.round(numberField(file, rec, c.duration, 'duration') * 1000),
     status: statusOf(code),
-    ...(code ? { statusCode: code } : {}),
+    ...(code ? { status_code: code } : {}),
   };
 }
 
@@ -192,8 +192,8 @@ function faultOf(
       ...(node ? { node } : {}),
     },
     type: textField(file, rec, c.failure_type, 'failure_type'),
-    startUs,
-    endUs: startUs + faultWindowSec * 1e6,
+    start_us: startUs,
+    end_us: startUs + faultWindowSec * 1e6,
     notes: [],
   };
 }

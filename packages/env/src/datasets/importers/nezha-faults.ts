@@ -63,8 +63,8 @@ export function readNezhaFaults(
       id,
       truth: { level: 'pod', pod, service: serviceOfDeploymentPod(pod), ...(node ? { node } : {}) },
       type: f.inject_type,
-      startUs: at * 1e6,
-      endUs: (at + windowSec) * 1e6,
+      start_us: at * 1e6,
+      end_us: (at + windowSec) * 1e6,
       notes,
     };
   });

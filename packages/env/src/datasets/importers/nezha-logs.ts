@@ -67,10 +67,10 @@ export async function readNezhaLogs(files: string[], onFile?: (file: string) => 
         throw new DataError(file, rec.line, `neither TimeUnixNano nor Timestamp is a time: '${f[c.TimeUnixNano]}', '${f[c.Timestamp]}'`);
       if (nsStringToUs(f[c.TimeUnixNano]) === undefined) badTimes++;
       const pod = f[c.PodName];
-      const rec2: LogRecord = { tsUs, service: serviceOfDeploymentPod(pod), pod, level, templateId: templates.idOf(message) };
+      const rec2: LogRecord = { ts_us: tsUs, service: serviceOfDeploymentPod(pod), pod, level, template_id: templates.idOf(message) };
       if (f[c.Node]) rec2.node = f[c.Node];
-      if (f[c.TraceID]) rec2.traceId = f[c.TraceID];
-      if (f[c.SpanID]) rec2.spanId = f[c.SpanID];
+      if (f[c.TraceID]) rec2.trace_id = f[c.TraceID];
+      if (f[c.SpanID]) rec2.span_id = f[c.SpanID];
       records.push(rec2);
     }
   }

@@ -22,14 +22,14 @@ export async function readNezhaSpans(file: string, out: Span[]): Promise<void> {
     const pod = textField(file, rec, c.PodName, 'PodName');
     const parent = textField(file, rec, c.ParentID, 'ParentID');
     out.push({
-      traceId: textField(file, rec, c.TraceID, 'TraceID'),
-      spanId: textField(file, rec, c.SpanID, 'SpanID'),
-      parentId: parent === 'root' ? null : parent,
+      trace_id: textField(file, rec, c.TraceID, 'TraceID'),
+      span_id: textField(file, rec, c.SpanID, 'SpanID'),
+      parent_id: parent === 'root' ? null : parent,
       service: serviceOfDeploymentPod(pod),
       pod,
       operation: f[c.OperationName],
-      startUs,
-      durationUs,
+      start_us: startUs,
+      duration_us: durationUs,
       status: 'unset',
     });
   }

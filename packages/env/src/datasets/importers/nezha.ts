@@ -63,7 +63,7 @@ function frontendOf(setting: string | undefined, spans: Span[]): { service: stri
   const count = new Map<string, number>();
   let total = 0;
   for (const s of spans) {
-    if (s.parentId !== null) continue;
+    if (s.parent_id !== null) continue;
     count.set(s.service, (count.get(s.service) ?? 0) + 1);
     total++;
   }

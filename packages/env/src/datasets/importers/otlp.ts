@@ -93,17 +93,17 @@ function spansOf(doc: unknown, bad: (path: JsonPath, message: string) => Error, 
         if (!status) throw bad(path, `unknown status.code '${code}'`);
         const parent = sp.parentSpanId ? String(sp.parentSpanId) : '';
         out.push({
-          traceId: String(sp.traceId),
-          spanId: String(sp.spanId),
-          parentId: parent === '' ? null : parent,
+          trace_id: String(sp.traceId),
+          span_id: String(sp.spanId),
+          parent_id: parent === '' ? null : parent,
           service,
           pod,
           ...(node ? { node } : {}),
           operation: String(sp.name ?? ''),
-          startUs,
-          durationUs: endUs - startUs,
+          start_us: startUs,
+          duration_us: endUs - startUs,
           status,
-          statusCode: code,
+          status_code: code,
         });
       });
     });
@@ -133,8 +133,8 @@ function readLabels(file: string, windowSec: number, nodeOfPod: Map<string, stri
       id: `otlp-${isoUs(startUs).replace(/[-:]/g, '').slice(0, 15)}-${component}`,
       truth: { level, ...(level === 'pod' ? { pod: component } : {}), ...(service ? { service } : {}), ...(node ? { node } : {}) },
       type: typeof l.type === 'string' ? l.type : 'unknown',
-      startUs,
-      endUs: startUs + dur * 1e6,
+      start_us: startUs,
+      end_us: startUs + dur * 1e6,
       notes: [],
     };
   });

@@ -11,7 +11,7 @@ export type Stat = [number, number, number];
 
 export interface BaselineData {
   /** Occurrences a context needs before it is preferred over a less specific one. */
-  minCount: number;
+  min_count: number;
   spans: Record<string, Stat>;
   /** context -> [occurrences, child signature -> [total calls, occurrences with the child]] */
   children: Record<string, [number, Record<string, [number, number]>]>;
@@ -23,10 +23,10 @@ export const signature = (s: Span) => `${s.service} ${s.operation}`;
 
 /** Context keys of a span, most specific first. */
 export function contextKeys(span: Span, traces: TraceStore): string[] {
-  const parent = span.parentId === null ? undefined : traces.span(span.parentId);
+  const parent = span.parent_id === null ? undefined : traces.span(span.parent_id);
   const own = signature(span);
   const withParent = `${parent ? signature(parent) : '^'} > ${own}`;
-  const kids = traces.children(span.spanId);
+  const kids = traces.children(span.span_id);
   const callees = new Set(kids.map(signature));
   const keys = [withParent, own];
   if (kids.length > 0 && callees.size === 1 && kids.every((k) => k.service !== span.service)) {
@@ -44,8 +44,8 @@ export function endpointOf(traces: TraceStore, traceId: string): string | undefi
   const entry = traces.entry(traceId);
   if (!entry) return undefined;
   for (const s of traces.trace(traceId)) {
-    if (s.parentId === null || s.service === entry.service) continue;
-    if (traces.span(s.parentId)?.service === entry.service) return signature(s);
+    if (s.parent_id === null || s.service === entry.service) continue;
+    if (traces.span(s.parent_id)?.service === entry.service) return signature(s);
   }
   return signature(entry);
 }
@@ -74,12 +74,12 @@ export function computeBaseline(traces: TraceStore, minCount: number): BaselineD
   for (const traceId of traces.traceIds()) {
     const entry = traces.entry(traceId);
     const ep = endpointOf(traces, traceId);
-    if (entry && ep) acc(endpoints, ep).add(entry.durationUs);
+    if (entry && ep) acc(endpoints, ep).add(entry.duration_us);
     for (const s of traces.trace(traceId)) {
       const keys = contextKeys(s, traces);
-      for (const k of keys) acc(spans, k).add(s.durationUs);
+      for (const k of keys) acc(spans, k).add(s.duration_us);
       const counts = new Map<string, number>();
-      for (const c of traces.children(s.spanId)) counts.set(signature(c), (counts.get(signature(c)) ?? 0) + 1);
+      for (const c of traces.children(s.span_id)) counts.set(signature(c), (counts.get(signature(c)) ?? 0) + 1);
       for (const k of keys.slice(-2)) {
         const e = (children[k] ??= [0, {}]);
         e[0]++;
@@ -92,7 +92,7 @@ export function computeBaseline(traces: TraceStore, minCount: number): BaselineD
     }
   }
   const stats = (m: Map<string, Acc>) => Object.fromEntries([...m].map(([k, a]) => [k, a.stat()]));
-  return { minCount, spans: stats(spans), children, endpoints: stats(endpoints) };
+  return { min_count: minCount, spans: stats(spans), children, endpoints: stats(endpoints) };
 }
 
 export class ContextBaseline implements Baseline {
@@ -104,7 +104,7 @@ export class ContextBaseline implements Baseline {
   /** The most specific key with enough occurrences, else the most specific known one. */
   private pick<T>(keys: string[], table: Record<string, T>, count: (t: T) => number): T | undefined {
     const known = keys.filter((k) => table[k] !== undefined);
-    return known.map((k) => table[k]).find((t) => count(t) >= this.data.minCount) ?? (known.length ? table[known[0]] : undefined);
+    return known.map((k) => table[k]).find((t) => count(t) >= this.data.min_count) ?? (known.length ? table[known[0]] : undefined);
   }
 
   duration(span: Span): { meanUs: number; stdUs: number; count: number } | undefined {

@@ -7,7 +7,7 @@ import type { LogLevel, LogRecord, LogStore, LogTemplate } from '../../types';
 export interface LogData {
   templates: LogTemplate[];
   records: LogRecord[];
-  /** service -> templateId -> lines per minute where that service is not at fault. */
+  /** service -> template id -> lines per minute where that service is not at fault. */
   rates: Record<string, Record<string, number>>;
 }
 
@@ -16,7 +16,7 @@ function lowerBound(recs: LogRecord[], tsUs: number): number {
   let hi = recs.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (recs[mid].tsUs < tsUs) lo = mid + 1;
+    if (recs[mid].ts_us < tsUs) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -37,13 +37,13 @@ export class IndexedLogStore implements LogStore {
       add(r.service, r);
       if (r.pod !== r.service) add(r.pod, r);
     }
-    for (const l of this.byComponent.values()) l.sort((a, b) => a.tsUs - b.tsUs);
+    for (const l of this.byComponent.values()) l.sort((a, b) => a.ts_us - b.ts_us);
   }
 
   query(component: string, fromUs: number, toUs: number, levels?: LogLevel[]): LogRecord[] {
     const recs = this.byComponent.get(component) ?? [];
     const out: LogRecord[] = [];
-    for (let i = lowerBound(recs, fromUs); i < recs.length && recs[i].tsUs <= toUs; i++) {
+    for (let i = lowerBound(recs, fromUs); i < recs.length && recs[i].ts_us <= toUs; i++) {
       if (!levels || levels.includes(recs[i].level)) out.push(recs[i]);
     }
     return out;
@@ -82,7 +82,7 @@ export function healthyRates(
     const counts: Record<string, number> = {};
     for (const r of records) {
       if (r.service !== service) continue;
-      if (healthy.some((w) => r.tsUs >= w.startUs && r.tsUs <= w.endUs)) counts[r.templateId] = (counts[r.templateId] ?? 0) + 1;
+      if (healthy.some((w) => r.ts_us >= w.startUs && r.ts_us <= w.endUs)) counts[r.template_id] = (counts[r.template_id] ?? 0) + 1;
     }
     for (const k of Object.keys(counts)) counts[k] /= minutes;
     rates[service] = counts;

@@ -9,21 +9,21 @@ const STATUS: Span['status'][] = ['unset', 'ok', 'error'];
 
 export interface TraceColumns {
   strings: string[];
-  traceIds: string[];
-  spanIds: string[];
-  /** Index into traceIds. */
+  trace_ids: string[];
+  span_ids: string[];
+  /** Index into trace_ids. */
   trace: number[];
   /** Raw parent span id as a string-table index; -1 for an entry span. */
   parent: number[];
   service: number[];
   pod: number[];
   operation: number[];
-  startUs: number[];
-  durationUs: number[];
+  start_us: number[];
+  duration_us: number[];
   /** Index into STATUS. */
   status: number[];
   /** String-table index of the raw status code, -1 when none. */
-  statusCode: number[];
+  status_code: number[];
 }
 
 /** Spans -> columns; a span id seen twice keeps its first occurrence. */
@@ -33,31 +33,31 @@ export function toTraceColumns(spans: Iterable<Span>): TraceColumns {
   const seen = new Set<string>();
   const c: TraceColumns = {
     strings: strings.values,
-    traceIds: traces.values,
-    spanIds: [],
+    trace_ids: traces.values,
+    span_ids: [],
     trace: [],
     parent: [],
     service: [],
     pod: [],
     operation: [],
-    startUs: [],
-    durationUs: [],
+    start_us: [],
+    duration_us: [],
     status: [],
-    statusCode: [],
+    status_code: [],
   };
   for (const s of spans) {
-    if (seen.has(s.spanId)) continue;
-    seen.add(s.spanId);
-    c.spanIds.push(s.spanId);
-    c.trace.push(traces.id(s.traceId));
-    c.parent.push(s.parentId === null ? -1 : strings.id(s.parentId));
+    if (seen.has(s.span_id)) continue;
+    seen.add(s.span_id);
+    c.span_ids.push(s.span_id);
+    c.trace.push(traces.id(s.trace_id));
+    c.parent.push(s.parent_id === null ? -1 : strings.id(s.parent_id));
     c.service.push(strings.id(s.service));
     c.pod.push(strings.id(s.pod));
     c.operation.push(strings.id(s.operation));
-    c.startUs.push(s.startUs);
-    c.durationUs.push(s.durationUs);
+    c.start_us.push(s.start_us);
+    c.duration_us.push(s.duration_us);
     c.status.push(STATUS.indexOf(s.status));
-    c.statusCode.push(s.statusCode === undefined ? -1 : strings.id(s.statusCode));
+    c.status_code.push(s.status_code === undefined ? -1 : strings.id(s.status_code));
   }
   return c;
 }
@@ -92,36 +92,36 @@ export class ColumnarTraceStore implements TraceStore {
   private readonly traceIdList: string[];
 
   constructor(c: TraceColumns, nodeOfPod: (pod: string) => string | undefined = () => undefined) {
-    const n = c.spanIds.length;
+    const n = c.span_ids.length;
     this.size = n;
-    this.traceIdList = c.traceIds;
+    this.traceIdList = c.trace_ids;
     this.spans = new Array<Span>(n);
     for (let i = 0; i < n; i++) {
       const pod = c.strings[c.pod[i]];
       const span: Span = {
-        traceId: c.traceIds[c.trace[i]],
-        spanId: c.spanIds[i],
-        parentId: c.parent[i] < 0 ? null : c.strings[c.parent[i]],
+        trace_id: c.trace_ids[c.trace[i]],
+        span_id: c.span_ids[i],
+        parent_id: c.parent[i] < 0 ? null : c.strings[c.parent[i]],
         service: c.strings[c.service[i]],
         pod,
         operation: c.strings[c.operation[i]],
-        startUs: c.startUs[i],
-        durationUs: c.durationUs[i],
+        start_us: c.start_us[i],
+        duration_us: c.duration_us[i],
         status: STATUS[c.status[i]],
       };
       const node = nodeOfPod(pod);
       if (node !== undefined) span.node = node;
-      if (c.statusCode[i] >= 0) span.statusCode = c.strings[c.statusCode[i]];
+      if (c.status_code[i] >= 0) span.status_code = c.strings[c.status_code[i]];
       this.spans[i] = span;
-      this.bySpanId.set(span.spanId, i);
+      this.bySpanId.set(span.span_id, i);
     }
-    c.traceIds.forEach((t, i) => this.byTraceId.set(t, i));
+    c.trace_ids.forEach((t, i) => this.byTraceId.set(t, i));
     const parentIndex = (i: number) => {
-      const p = this.spans[i].parentId;
+      const p = this.spans[i].parent_id;
       return p === null ? -1 : (this.bySpanId.get(p) ?? -1);
     };
-    this.kids = groupBy(n, n, parentIndex, c.startUs);
-    this.members = groupBy(n, c.traceIds.length, (i) => c.trace[i], c.startUs);
+    this.kids = groupBy(n, n, parentIndex, c.start_us);
+    this.members = groupBy(n, c.trace_ids.length, (i) => c.trace[i], c.start_us);
   }
 
   span(spanId: string): Span | undefined {
@@ -147,7 +147,7 @@ export class ColumnarTraceStore implements TraceStore {
     const t = this.byTraceId.get(traceId);
     if (t === undefined) return undefined;
     const { start, list } = this.members;
-    for (let k = start[t]; k < start[t + 1]; k++) if (this.spans[list[k]].parentId === null) return this.spans[list[k]];
+    for (let k = start[t]; k < start[t + 1]; k++) if (this.spans[list[k]].parent_id === null) return this.spans[list[k]];
     return undefined;
   }
 

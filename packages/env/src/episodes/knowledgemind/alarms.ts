@@ -37,10 +37,10 @@ export const alarmCount = (a: ServiceAlarm): number => a.metrics.length + a.erro
 
 export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s: AlarmSettings): Map<string, ServiceAlarm> {
   const out = new Map<string, ServiceAlarm>();
-  const tS = c.timestampUs / 1e6;
+  const tS = c.timestamp_us / 1e6;
   const halfUs = tools.log_delta_s * 1e6;
   const minutes = (2 * tools.log_delta_s) / 60;
-  const spans = dataset.traces.trace(c.traceId);
+  const spans = dataset.traces.trace(c.trace_id);
   for (const service of dataset.topology.services) {
     const alarm: ServiceAlarm = { service, metrics: [], errorLogs: 0, warnLogs: 0, trace: 0, patternChanges: 0, pods: [] };
     for (const { pod } of dataset.topology.pods.filter((p) => p.service === service)) {
@@ -53,9 +53,9 @@ export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s:
         }
       }
       const counts = new Map<string, { level: string; templateId: number; n: number }>();
-      for (const r of dataset.logs.query(pod, c.timestampUs - halfUs, c.timestampUs + halfUs, ['error', 'warn'])) {
-        const k = `${r.templateId}|${r.level}`;
-        const e = counts.get(k) ?? { level: r.level, templateId: r.templateId, n: 0 };
+      for (const r of dataset.logs.query(pod, c.timestamp_us - halfUs, c.timestamp_us + halfUs, ['error', 'warn'])) {
+        const k = `${r.template_id}|${r.level}`;
+        const e = counts.get(k) ?? { level: r.level, templateId: r.template_id, n: 0 };
         e.n++;
         counts.set(k, e);
       }
@@ -69,8 +69,8 @@ export function serviceAlarms(dataset: Dataset, c: Case, tools: ToolSettings, s:
       }
       for (const sp of spans.filter((x) => x.pod === pod)) {
         const usual = dataset.baseline.duration(sp);
-        const slow = usual !== undefined && usual.meanUs > 0 && sp.durationUs / usual.meanUs >= tools.slow_ratio;
-        const d = diffCalls(dataset.baseline, sp, dataset.traces.children(sp.spanId), tools.missing_call_min_rate);
+        const slow = usual !== undefined && usual.meanUs > 0 && sp.duration_us / usual.meanUs >= tools.slow_ratio;
+        const d = diffCalls(dataset.baseline, sp, dataset.traces.children(sp.span_id), tools.missing_call_min_rate);
         const changed = d.missing.length + d.added.length > 0;
         if (changed) alarm.patternChanges++;
         if (slow || changed || sp.status === 'error') {
@@ -91,13 +91,13 @@ const depCache = new WeakMap<Dataset, Map<string, Set<string>>>();
 export function dependencyGraph(dataset: Dataset): Map<string, Set<string>> {
   const cached = depCache.get(dataset);
   if (cached) return cached;
-  const windows = dataset.faults.map((f) => [f.startUs, f.endUs] as const);
+  const windows = dataset.faults.map((f) => [f.start_us, f.end_us] as const);
   const g = new Map<string, Set<string>>();
   for (const id of dataset.traces.traceIds()) {
     const entry = dataset.traces.entry(id);
-    if (!entry || windows.some(([a, b]) => entry.startUs >= a && entry.startUs <= b)) continue;
+    if (!entry || windows.some(([a, b]) => entry.start_us >= a && entry.start_us <= b)) continue;
     for (const sp of dataset.traces.trace(id)) {
-      const parent = sp.parentId === null ? undefined : dataset.traces.span(sp.parentId);
+      const parent = sp.parent_id === null ? undefined : dataset.traces.span(sp.parent_id);
       if (!parent || parent.service === sp.service) continue;
       const set = g.get(parent.service) ?? new Set<string>();
       set.add(sp.service);

@@ -32,7 +32,7 @@ export function knowledgeBase(dataset: Dataset, tools: ToolSettings, s: Knowledg
     const key = `${id}|${s.log_ratio}|${s.metric_sigma}`;
     if (!byFault.has(key)) {
       const fault = dataset.faults.find((f) => f.id === id);
-      const first = dataset.cases.find((c) => c.faultId === id);
+      const first = dataset.cases.find((c) => c.fault_id === id);
       if (!fault) throw new Error(`episode.knowledgemind.kb_faults: unknown fault "${id}"`);
       const service = fault.truth.service;
       if (!first || !service) byFault.set(key, null);

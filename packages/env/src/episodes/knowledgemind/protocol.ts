@@ -122,11 +122,11 @@ registerProtocol({
     const km = settings.knowledgemind;
     const alarms = serviceAlarms(dataset, kase, toolbox.settings, km);
     const alarmed = new Set([...alarms.values()].filter((a) => alarmCount(a) > 0).map((a) => a.service));
-    const inTrace = new Set(dataset.traces.trace(kase.traceId).map((s) => s.service));
+    const inTrace = new Set(dataset.traces.trace(kase.trace_id).map((s) => s.service));
     const dep = dependencyGraph(dataset);
     const graph = alarmGraph(dep, alarmed, inTrace);
     const root = faultMiningTree(graph.services, graph.edges);
-    const kbHit = matchKnowledge(knowledgeBase(dataset, toolbox.settings, km, kase.faultId), alarmed, km);
+    const kbHit = matchKnowledge(knowledgeBase(dataset, toolbox.settings, km, kase.fault_id), alarmed, km);
 
     session.say('system', SYSTEM);
     session.say(
@@ -149,7 +149,7 @@ registerProtocol({
     }
 
     const path = mostVisitedPath(root).map((n) => n.service);
-    const endService = kbHit?.service ?? path.at(-1) ?? [...alarmed][0] ?? dataset.traces.span(kase.entrySpanId)?.service ?? '';
+    const endService = kbHit?.service ?? path.at(-1) ?? [...alarmed][0] ?? dataset.traces.span(kase.entry_span_id)?.service ?? '';
     const request = finalRequest(path, endService, alarms, kbHit);
     session.environment = request;
     const pods = request.end.pods.map((p) => `${p.pod} (${p.metrics} metric, ${p.logs} log, ${p.trace} span alarms)`).join('; ');

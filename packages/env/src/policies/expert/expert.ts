@@ -220,7 +220,7 @@ function entryRef(ctx: PolicyContext): string {
     const found = m.role === 'user' ? /Entry span: (\S+)/.exec(m.content) : null;
     if (found) return found[1];
   }
-  return ctx.case.entrySpanId;
+  return ctx.case.entry_span_id;
 }
 
 function answer(ev: Evidence, suspects: Suspect[], max: number): RootCause[] {
@@ -264,7 +264,7 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings, kinds:
     if (!ev.calls.get('search_traces')) {
       const c = ctx.case;
       return hermes(
-        `The request took ${(c.entryDurationUs / 1000).toFixed(1)} ms end to end; I start by listing the spans below its entry span.`,
+        `The request took ${(c.entry_duration_us / 1000).toFixed(1)} ms end to end; I start by listing the spans below its entry span.`,
         'search_traces',
         { parent_span_id: entryRef(ctx) },
       );
@@ -277,7 +277,7 @@ export function createExpert(_dataset: Dataset, settings: ExpertSettings, kinds:
     }
     const check = todo[0];
     if (check) {
-      const ts = Math.round(ctx.case.timestampUs / 1e6);
+      const ts = Math.round(ctx.case.timestamp_us / 1e6);
       const first = check.suspect !== undefined && check.suspect === suspects[0];
       return hermes(checkReason(check, first), check.tool, { service_name: check.target, timestamp: ts });
     }
