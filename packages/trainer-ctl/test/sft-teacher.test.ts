@@ -163,4 +163,24 @@ describe('teacher conversations', () => {
     expect(sideTrips).toBeGreaterThan(0);
     expect(unknown).toBeGreaterThan(0);
   });
+
+  it("words a trained side trip as the expert's turns are: calls only when the free text is dropped", async () => {
+    const detours = { rate: 0.5, max_per_episode: 3, kinds: ['side_span' as const] };
+    const opts = { dataset, cases, episode: { ...episode, d_max: 5 }, variants: 2, seed: 3, reasoning: false };
+    const context = await teacherEpisodes({ ...opts, detours });
+    const trained = await teacherEpisodes({ ...opts, detours: { ...detours, trained_kinds: ['side_span'] } });
+    const callOnly = /^<tool_call>\n\{"name":"search_traces","arguments":\{"parent_span_id":"s\d+"\}\}\n<\/tool_call>$/;
+    let sideTrips = 0;
+    for (const [i, ep] of trained.episodes.entries()) {
+      const before = context.episodes[i];
+      for (const t of before.untrainedTurns) {
+        sideTrips++;
+        // Untrained, the side trip keeps its sentence (the data existing presets were measured with); trained, it is the call alone.
+        expect(assistantTurns(before)[t].content).toMatch(/^I also look below s\d+\.\n<tool_call>/);
+        expect(assistantTurns(ep)[t].content).toMatch(callOnly);
+      }
+      for (const m of assistantTurns(ep)) expect(m.content.startsWith('<tool_call>')).toBe(true);
+    }
+    expect(sideTrips).toBeGreaterThan(0);
+  });
 });

@@ -121,7 +121,9 @@ export class DetourPolicy implements Policy {
     const unopened = seen.filter((a) => !opened.has(a));
     if (kind === 'side_span' && unopened.length > 0) {
       const ref = unopened[Math.floor(this.rng.next() * unopened.length)];
-      return { kind, message: call(`I also look below ${ref}.`, 'search_traces', { parent_span_id: ref }) };
+      // A trained side trip is worded as the expert's turns are: no free text where they have none.
+      const text = this.settings.trained_kinds.includes(kind) && !reasoning ? '' : `I also look below ${ref}.`;
+      return { kind, message: call(text, 'search_traces', { parent_span_id: ref }) };
     }
     const top = Math.max(0, ...seen.map((a) => Number(a.slice(1))));
     return {
