@@ -11,12 +11,11 @@ import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createExpert, evaluate, ExpertSettingsSchema, loadDataset, runEpisode, solverFor, type EpisodeRecord } from '@thinkfl/env';
-import type { EvalReport } from '../src/controller/evaluation';
+import { evalReport } from '../src/controller/evaluation';
 import { gatherReport } from '../src/report/data';
 import { reportHtml } from '../src/report/html';
 import { appendEpisodes, appendMetrics } from '../src/run-files/metrics-log';
 import { initialState, writeState } from '../src/run-files/state';
-import { formatValid } from '../src/sft/figures';
 import { camelCaseKeys } from '../../../testkit/camel-keys';
 import { ensureNezhaDataset, REPO_ROOT } from '../../../testkit/nezha';
 
@@ -46,22 +45,7 @@ beforeAll(async () => {
     if (r.episode) episodes.push(r.episode);
     return r;
   });
-  const report: EvalReport = {
-    name: 'exploration',
-    policy_version: 7,
-    cases: cases.length,
-    format_valid: episodes.filter(formatValid).length / episodes.length,
-    answered: episodes.filter((e) => e.stop_reason === 'answered').length / episodes.length,
-    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / episodes.length,
-    summary: {
-      levels: result.levels,
-      per_request: result.per_request,
-      per_fault: result.per_fault,
-      per_fault_vote: result.per_fault_vote,
-      faults_without_cases: result.faults_without_cases,
-    },
-    requests: result.requests,
-  };
+  const report = evalReport('exploration', 7, cases.length, episodes, result);
   writeFileSync(join(runDir, 'eval-exploration.json'), `${JSON.stringify(report, null, 1)}\n`);
   browser = await chromium.launch({
     executablePath: CHROMIUM,

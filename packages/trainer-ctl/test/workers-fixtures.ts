@@ -12,7 +12,7 @@ import { loadChatModel, tokenizeEpisode } from '@thinkfl/rollout';
 import { expect } from 'vitest';
 import type { Redis } from 'ioredis';
 import { loadRunConfig, type LoadedRunConfig } from '../src/config/index';
-import { connectRedis, type QueueSettings, type RolloutJob, type TrainSample, type Trajectory } from '../src/queue/index';
+import { connectRedis, type QueueSettings, type RolloutJob, type TrainJob, type TrainSample, type Trajectory } from '../src/queue/index';
 import { startTrainWorker, type TrainWorker, type TrainWorkerOptions } from '../src/workers/index';
 import { ensureNezhaDataset, NEZHA_DATASET, REPO_ROOT } from '../../../testkit/nezha';
 import { startRedis, type TestRedis } from '../../../testkit/redis';
@@ -64,6 +64,16 @@ export async function openTrainGround(prefix: string, run: string, seed: number,
 }
 
 /** The real train worker (id `trainer`) of a loaded run config; `more` adds options such as a log or hooks. */
+/** A stage-1 GRPO train job of `samples` for update `update` of run `run`. */
+export const grpoJob = (run: string, samples: TrainSample[], update: number, checkpoint = false): TrainJob => ({
+  run_id: run,
+  stage: 'priming',
+  update,
+  kind: 'grpo',
+  samples,
+  checkpoint,
+});
+
 export function startTrainer(
   conn: Redis,
   runId: string,

@@ -12,7 +12,7 @@ import type { LoadedRunConfig } from '../src/config/index';
 import { TrainEngine } from '../src/engine/driver';
 import { keys, parseQueueSettings, stepFilePath, TrainQueue, trainJobId, type TrainJob, type TrainSample } from '../src/queue/index';
 import { dataDir, engineOptimizer, engineStep } from '../src/workers/index';
-import { closeGround, openTrainGround, startTrainer, type TrainGround } from './workers-fixtures';
+import { closeGround, grpoJob, openTrainGround, startTrainer, type TrainGround } from './workers-fixtures';
 
 const RUN = 'train-files';
 let ground: TrainGround;
@@ -29,14 +29,7 @@ afterAll(() => closeGround(ground));
 
 describe('train worker with step files', () => {
   it('trains from the file as from the same samples inline, and deletes step files once checkpointed', async () => {
-    const job = (update: number, checkpoint: boolean): TrainJob => ({
-      run_id: RUN,
-      stage: 'priming',
-      update,
-      kind: 'grpo',
-      samples,
-      checkpoint,
-    });
+    const job = (update: number, checkpoint: boolean): TrainJob => grpoJob(RUN, samples, update, checkpoint);
     const data = dataDir(loaded.runDir);
     const queue = new TrainQueue(ground.conn, RUN, settings, data);
     const worker = await startTrainer(ground.conn, RUN, settings, loaded);

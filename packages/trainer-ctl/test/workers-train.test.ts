@@ -32,7 +32,7 @@ import {
 } from '../src/workers/index';
 import { REPO_ROOT } from '../../../testkit/nezha';
 import { readSafetensors, tensorValues } from '../../../testkit/safetensors';
-import { closeGround, openTrainGround, startTrainer, writeRunConfig, type TrainGround } from './workers-fixtures';
+import { closeGround, grpoJob, openTrainGround, startTrainer, writeRunConfig, type TrainGround } from './workers-fixtures';
 
 const RUN = 'train-test';
 let ground: TrainGround;
@@ -60,14 +60,7 @@ const rolloutJob = (groupId: string, sampleIndex: number, policyVersion: number,
   seed,
 });
 
-const job = (update: number, checkpoint = false): TrainJob => ({
-  run_id: RUN,
-  stage: 'priming',
-  update,
-  kind: 'grpo',
-  samples,
-  checkpoint,
-});
+const job = (update: number, checkpoint = false): TrainJob => grpoJob(RUN, samples, update, checkpoint);
 
 beforeAll(async () => {
   // Samples: two real expert episodes, tokenized with the tiny model's own chat template, as a group of 2.
@@ -286,7 +279,7 @@ describe.each(Object.entries(VARIANTS))('train worker resumed from a checkpoint 
     const logs: string[] = [];
     const start = () =>
       startTrainWorker({ connection: ground.conn, runId: run, workerId: 'trainer', settings, config, runDir, log: (l) => logs.push(l) });
-    const job = (update: number): TrainJob => ({ run_id: run, stage: 'priming', update, kind: 'grpo', samples, checkpoint: true });
+    const job = (update: number): TrainJob => grpoJob(run, samples, update, true);
     const queue = new TrainQueue(ground.conn, run, settings);
     try {
       let worker = await start();

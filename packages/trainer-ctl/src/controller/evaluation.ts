@@ -82,11 +82,18 @@ export async function playGreedy(
     return { answer: episode.answer, episode };
   });
   const episodes = [...byCase.values()].map((t) => t.episode);
-  const share = (f: (e: (typeof episodes)[number]) => boolean) => episodes.filter(f).length / Math.max(1, episodes.length);
-  const report: EvalReport = {
+  const report = evalReport(name, policyVersion, ctx.cases.length, episodes, result);
+  await transport.dropGroups(jobs.map((j) => j.group_id));
+  return { report, episodes };
+}
+
+/** The eval-<name>.json report of a policy's greedy episodes and the evaluator's result on them. */
+export function evalReport(name: string, policyVersion: number, cases: number, episodes: EpisodeRecord[], result: EvalResult): EvalReport {
+  const share = (f: (e: EpisodeRecord) => boolean) => episodes.filter(f).length / Math.max(1, episodes.length);
+  return {
     name,
     policy_version: policyVersion,
-    cases: ctx.cases.length,
+    cases,
     format_valid: share(formatValid),
     answered: share((e) => e.stop_reason === 'answered'),
     tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / Math.max(1, episodes.length),
@@ -99,8 +106,6 @@ export async function playGreedy(
     },
     requests: result.requests,
   };
-  await transport.dropGroups(jobs.map((j) => j.group_id));
-  return { report, episodes };
 }
 
 /** A held-out evaluation: playGreedy, written to RUN_DIR/eval-<name>.json with a few of its episodes. */
