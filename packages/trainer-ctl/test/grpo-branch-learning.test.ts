@@ -23,6 +23,7 @@ import { createEpisodePlayer, startRolloutWorker, startTrainWorker } from '../sr
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { closeGround, expectGainBeyondSeedSpread, openGround, writeRunConfig, type WorkerGround } from './workers-fixtures';
 import { createTinyModel } from '../../../testkit/tiny-model';
+import { camelCaseKeys } from '../../../testkit/camel-keys';
 
 const G = 16;
 const STEPS = 4;
@@ -123,7 +124,8 @@ async function run(seed: number): Promise<number[]> {
       // The samples branch at the anchor's answer turn, its last (turn 1 while it walks as taught).
       const turn = anchor.turns!.length - 1;
       const branch = anchor.turns![turn][0];
-      expect(out.record.branchTurn).toBe(turn);
+      expect(out.record.branch_turn).toBe(turn);
+      expect(camelCaseKeys(out.record, 'metrics line')).toEqual([]);
       if (step === 0) expect(turn).toBe(1);
       expect(out.groupIds).toEqual([groupIdOf('priming', step, 0), anchorGroupId(groupIdOf('priming', step, 0))]);
       for (const t of out.groups[0].trajectories) {

@@ -71,7 +71,7 @@ export function stepRecord(input: StepRecordInput) {
     format_valid: round(episodes.filter(formatValid).length / Math.max(1, episodes.length)),
     answered: round(episodes.filter((e) => e.stop_reason === 'answered').length / Math.max(1, episodes.length)),
     /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
-    ...(branched.length > 0 && { branchTurn: round(stat(branched).mean) }),
+    ...(branched.length > 0 && { branch_turn: round(stat(branched).mean) }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
     timing: {
       ...input.timings,
