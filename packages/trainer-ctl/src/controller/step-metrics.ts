@@ -1,7 +1,7 @@
 /**
  * The record of one GRPO step (a metrics.jsonl line): every grader's mean and std, reward,
  * advantages (their summary, and each sample's reward and advantage, so that two runs can be
- * compared step by step), share of zero-variance groups, the trainer's loss/KL/clip figures, lengths,
+ * compared step by step; in a control run with shuffled rewards, a marker), share of zero-variance groups, the trainer's loss/KL/clip figures, lengths,
  * tool calls, format validity, staleness and the timings of each phase.
  */
 import type { StageName } from '../config/index';
@@ -48,6 +48,7 @@ export function stepRecord(input: StepRecordInput) {
   const staleness = input.update === null ? [] : kept.map((s) => input.update! - s.t.policy_version);
   const worker = (k: 'generate_ms' | 'tools_ms' | 'wall_ms') => round(stat(samples.map((s) => s.t.timing[k])).mean);
   const branched = input.groups.flatMap((g) => (g.branchTurn === undefined ? [] : [g.branchTurn]));
+  const shuffledRewards = input.groups.some((g) => g.rewardOrder !== undefined);
   return {
     kind: 'grpo' as const,
     stage: input.stage,
@@ -72,6 +73,8 @@ export function stepRecord(input: StepRecordInput) {
     answered: round(episodes.filter((e) => e.stop_reason === 'answered').length / Math.max(1, episodes.length)),
     /** Branched groups (grpo.groups branch): the mean turn their samples branched at. */
     ...(branched.length > 0 && { branch_turn: round(stat(branched).mean) }),
+    /** grpo.advantage.shuffle_rewards (a control run): the advantages came from rewards permuted within each group; reward, graders and rewards above are the true ones. */
+    ...(shuffledRewards && { shuffled_rewards: true }),
     staleness: { mean: round(stat(staleness).mean), max: stat(staleness).max },
     timing: {
       ...input.timings,
@@ -89,7 +92,7 @@ export type StepRecord = ReturnType<typeof stepRecord>;
 export function stepNote(r: StepRecord): string {
   const loss = typeof r.train.loss === 'number' ? ` loss ${r.train.loss.toFixed(4)}` : '';
   return (
-    `reward ${r.reward.mean.toFixed(3)}±${r.reward.std.toFixed(3)} fmt ${r.format_valid.toFixed(2)} ` +
+    `reward ${r.reward.mean.toFixed(3)}±${r.reward.std.toFixed(3)}${r.shuffled_rewards ? ' (advantages shuffled)' : ''} fmt ${r.format_valid.toFixed(2)} ` +
     `zero-var ${r.zero_variance_share.toFixed(2)} calls ${r.tool_calls.toFixed(1)}${loss} ` +
     `gen ${(r.timing.rollout_ms / 1000).toFixed(1)}s upd ${(r.timing.update_ms / 1000).toFixed(1)}s`
   );

@@ -9,7 +9,7 @@ import type { StageName } from '../config/index';
 import { groupKind, type PlayGroup } from '../algo/groups/index';
 import type { RolloutJob, TrainJob, TrainResult, TrainSample } from '../queue/jobs';
 import { gradeTrajectories, type GradedGroup, type GradingContext } from '../algo/grading';
-import { hash32 } from './random';
+import { hash32, shuffled } from './random';
 import { stepCases } from './schedule';
 import { stepRecord, type StepRecord, type StepTimings } from './step-metrics';
 import type { ControlTransport } from './transport';
@@ -60,6 +60,16 @@ function rolloutJobs(ctx: StepContext, input: StepInput, slot: number, c: Case, 
   }));
 }
 
+/**
+ * grpo.advantage.shuffle_rewards: the seeded order in which a group's rewards reach the estimator
+ * (the group id names stage, step and slot, so a replayed step shuffles the same way).
+ */
+function rewardOrder(ctx: StepContext, groupId: string, size: number): number[] | undefined {
+  if (!ctx.config.grpo.advantage.shuffle_rewards) return undefined;
+  const samples = Array.from({ length: size }, (_, i) => i);
+  return shuffled(samples, `${ctx.config.run.seed}:shuffle-rewards:${groupId}`);
+}
+
 /** A kept group's samples as train rows, in sample order. */
 const trainRows = (g: GradedGroup): TrainSample[] =>
   g.trajectories.map((t, i) => ({
@@ -106,7 +116,14 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
         const tg = Date.now();
         groupIds.push(groupId, ...played.helperGroupIds);
         const group = {
-          ...(await gradeTrajectories(ctx, input.stage, groupId, c, played.trajectories)),
+          ...(await gradeTrajectories(
+            ctx,
+            input.stage,
+            groupId,
+            c,
+            played.trajectories,
+            rewardOrder(ctx, groupId, played.trajectories.length),
+          )),
           ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }),
         };
         if (group.kept) transport.stageTrainRows?.(input.update, trainRows(group), want + refill.length);

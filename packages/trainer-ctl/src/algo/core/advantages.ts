@@ -57,6 +57,17 @@ export const AdvantageSettingsSchema = z
       .min(0)
       .default(1e-9)
       .describe('Rewards closer than this count as equal for skip_equal_groups; unit of the reward. Default 1e-9.'),
+    shuffle_rewards: z
+      .boolean()
+      .default(false)
+      .describe(
+        "A control run, not a training method: each group's rewards are permuted before the estimator sees them " +
+          '(a seeded order from run.seed and the group, i.e. stage, step and slot), so the update gets advantages ' +
+          'with the same distribution but no link to what each sample did. A gain that the real reward gives and ' +
+          'this control does not comes from the reward, not from the update alone (issue 26, acceptance 2). The ' +
+          "metrics line keeps the true rewards and graders and says shuffled_rewards: true; skip_equal_groups acts " +
+          'on the true rewards, which a permutation leaves all-equal or not. Default false.',
+      ),
   })
   .describe('Group-relative advantage estimation (trainer-ctl algo/core/advantages.ts).');
 
