@@ -4,7 +4,6 @@
  * the episodes are tokenized by the tiny tokenizer. The train queue is served by a recording
  * BullMQ worker, since what is under test is the job the controller submits, not the engine.
  */
-import type { Case } from '@thinkfl/env';
 import { describe, expect, it } from 'vitest';
 import type { RunConfig } from '../src/config/index';
 import { groupIdOf, RedisTransport, runCases, runGrpoStep, stepCases, type StepContext } from '../src/controller/index';

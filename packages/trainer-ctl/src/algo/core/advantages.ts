@@ -65,7 +65,7 @@ export const AdvantageSettingsSchema = z
           '(a seeded order from run.seed and the group, i.e. stage, step and slot), so the update gets advantages ' +
           'with the same distribution but no link to what each sample did. A gain that the real reward gives and ' +
           'this control does not comes from the reward, not from the update alone (issue 26, acceptance 2). The ' +
-          "metrics line keeps the true rewards and graders and says shuffled_rewards: true; skip_equal_groups acts " +
+          'metrics line keeps the true rewards and graders and says shuffled_rewards: true; skip_equal_groups acts ' +
           'on the true rewards, which a permutation leaves all-equal or not. Default false.',
       ),
   })
