@@ -200,6 +200,13 @@ describe('trainer-ctl probe', () => {
     expect(sum.per_fault.greedy_mrr).toBeCloseTo((0.5 + 1 + 1 / 3) / 3, 12);
     expect(sum.per_fault.best_of_k_mrr).toBeCloseTo(2.5 / 3, 12);
     expect(sum.headroom_faults).toEqual(['a']);
+    // By hand: every sample at greedy's rank in the second case only (all absent, greedy absent).
+    expect(sum.per_request.greedy_rank_cases).toBe(1);
+    const same = summarizeProbe(
+      [probe('d', 1, [1, 1, 1, 1]), probe('d', null, [null, null]), probe('d', 1, [1, 1, 1, null]), probe('d', 0, [0, 0, 0, 0])],
+      { k: 4, temperature: 1, seed: 0 },
+    );
+    expect(same.per_request.greedy_rank_cases).toBe(3);
   });
 
   it('runs as a command on the training faults: the tables and the JSON agree with the library', async () => {

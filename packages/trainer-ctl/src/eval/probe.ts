@@ -61,8 +61,19 @@ export interface ProbeSummary {
   k: number;
   temperature: number;
   at: 'answer' | number;
-  /** Per request: mean greedy RR (MRR), mean best-of-k RR, mean share of samples ranked first, share of samples answered. */
-  per_request: { greedy_mrr: number; best_of_k_mrr: number; first_share: number; answered_share: number; headroom_cases: number };
+  /**
+   * Per request: mean greedy RR (MRR), mean best-of-k RR, mean share of samples ranked first, share of samples
+   * answered, cases with headroom, and cases whose every sample ranks the root cause as greedy does (a group
+   * branched there would have all-equal reciprocal-rank rewards: no signal for GRPO).
+   */
+  per_request: {
+    greedy_mrr: number;
+    best_of_k_mrr: number;
+    first_share: number;
+    answered_share: number;
+    headroom_cases: number;
+    greedy_rank_cases: number;
+  };
   /** Per fault (best request): MRR of the greedy answers and of the best samples. */
   per_fault: { faults: number; greedy_mrr: number; best_of_k_mrr: number };
   faults: FaultProbe[];
@@ -148,6 +159,7 @@ export function summarizeProbe(probes: CaseProbe[], s: ProbeSettings): ProbeSumm
       first_share: mean(probes.map((p) => p.first_share)),
       answered_share: samples ? probes.reduce((a, p) => a + p.sample_answered, 0) / samples : 0,
       headroom_cases: probes.filter(headroom).length,
+      greedy_rank_cases: probes.filter((p) => p.sample_ranks.every((r) => r === p.greedy.rank)).length,
     },
     per_fault: {
       faults: faults.length,
@@ -177,7 +189,8 @@ export function formatProbe(probes: CaseProbe[], sum: ProbeSummary): string {
   const r = sum.per_request;
   lines.push(
     `per request (${sum.cases}): greedy MRR ${f3(r.greedy_mrr)}, best-of-${sum.k} MRR ${f3(r.best_of_k_mrr)}, share of samples ranked first ${f3(r.first_share)}, ` +
-      `samples answered ${f3(r.answered_share)}, cases where a sample ranks it first and greedy does not: ${r.headroom_cases}`,
+      `samples answered ${f3(r.answered_share)}, cases where a sample ranks it first and greedy does not: ${r.headroom_cases}, ` +
+      `cases where every sample ranks it as greedy does: ${r.greedy_rank_cases}`,
     `per fault (${sum.per_fault.faults}, best request): greedy MRR ${f3(sum.per_fault.greedy_mrr)}, best-of-${sum.k} MRR ${f3(sum.per_fault.best_of_k_mrr)}`,
     `faults where a sample ranks the root cause first and greedy does not: ${sum.headroom_faults.length ? sum.headroom_faults.join(', ') : 'none'}`,
   );
