@@ -45,3 +45,18 @@ describe('trainer-ctl config', () => {
     expect(JSON.parse(r.stdout)).toEqual(JSON.parse(readFileSync(join(REPO_ROOT, 'configs', 'run.schema.json'), 'utf8')));
   });
 });
+
+describe('trainer-ctl worker flags', () => {
+  it('names the flag of a bad lock duration or stalled interval, before it reads the config or Redis', () => {
+    for (const [flag, value] of [
+      ['--lock-duration-ms', '50'],
+      ['--stalled-interval-ms', '2.5'],
+    ]) {
+      const r = cli('worker', 'rollout', '--config', join(tmp, 'never-read.yaml'), flag, value);
+      expect(r.status).toBe(2); // a usage error (cli.ts)
+      expect(r.stderr).toContain(`${flag} must be an integer >= 100 (ms), got ${value}`);
+      expect(r.stderr).not.toContain('lockDurationMs');
+      expect(r.stderr).not.toContain('never-read.yaml');
+    }
+  });
+});

@@ -58,6 +58,11 @@ export const command: CommandModule<object, WorkerArgs> = {
       .check((a) => {
         if (a['node-rank'] !== undefined && (!Number.isInteger(a['node-rank']) || a['node-rank'] < 0))
           throw new Error('--node-rank must be an integer >= 0');
+        // Checked here, so that the error names the flag and not the queue setting it fills.
+        for (const flag of ['lock-duration-ms', 'stalled-interval-ms'] as const) {
+          const v = a[flag];
+          if (v !== undefined && (!Number.isInteger(v) || v < 100)) throw new Error(`--${flag} must be an integer >= 100 (ms), got ${v}`);
+        }
         if (a['node-rank'] !== undefined && a.kind !== 'train') throw new Error('--node-rank is for `worker train`');
         if (a.concurrency !== undefined && (!Number.isInteger(a.concurrency) || a.concurrency < 1))
           throw new Error('--concurrency must be a positive integer');
