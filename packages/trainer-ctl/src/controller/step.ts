@@ -6,7 +6,7 @@
  */
 import type { Case } from '@thinkfl/env';
 import type { StageName } from '../config/index';
-import { groupKind, type PlayGroup } from '../algo/groups/index';
+import { groupKind, type PlayGroup, type PlayedGroup } from '../algo/groups/index';
 import type { RolloutJob, TrainJob, TrainResult, TrainSample } from '../queue/jobs';
 import { gradeTrajectories, type GradedGroup, type GradingContext } from '../algo/grading';
 import { hash32, shuffled } from './random';
@@ -85,6 +85,24 @@ function groupTimeoutMs(ctx: StepContext): number {
   return 3 * ctx.config.workers.rollout.job_timeout_s * 1000;
 }
 
+/** Grades one played group (with its branch turn) and, when it is kept, stages its rows for the step's update. */
+async function gradeGroup(
+  ctx: StepContext,
+  input: StepInput,
+  groupId: string,
+  c: Case,
+  played: PlayedGroup,
+  stagedRows: number,
+): Promise<GradedGroup> {
+  const order = rewardOrder(ctx, groupId, played.trajectories.length);
+  const group = {
+    ...(await gradeTrajectories(ctx, input.stage, groupId, c, played.trajectories, order)),
+    ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }),
+  };
+  if (group.kept) ctx.transport.stageTrainRows?.(input.update, trainRows(group), stagedRows);
+  return group;
+}
+
 export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<StepOutcome> {
   const t0 = Date.now();
   const { config, transport } = ctx;
@@ -115,18 +133,7 @@ export async function runGrpoStep(ctx: StepContext, input: StepInput): Promise<S
       const done = Promise.all([arrived, previous]).then(async ([played]) => {
         const tg = Date.now();
         groupIds.push(groupId, ...played.helperGroupIds);
-        const group = {
-          ...(await gradeTrajectories(
-            ctx,
-            input.stage,
-            groupId,
-            c,
-            played.trajectories,
-            rewardOrder(ctx, groupId, played.trajectories.length),
-          )),
-          ...(played.branchTurn !== undefined && { branchTurn: played.branchTurn }),
-        };
-        if (group.kept) transport.stageTrainRows?.(input.update, trainRows(group), want + refill.length);
+        const group = await gradeGroup(ctx, input, groupId, c, played, want + refill.length);
         grade_ms += Date.now() - tg;
         return group;
       });
