@@ -4,9 +4,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureNezhaDataset } from '../../../testkit/nezha';
 import { loadDataset, loadRedeployedDataset, redeployPodNames, type LoadedDataset, type RedeployedDataset } from '../src/datasets/index';
 import { spreadCases } from '../src/eval/index';
-import { runEpisode } from '../src/episodes/index';
+import { ReplayPolicy, runEpisode } from '../src/episodes/index';
 import { createExpert, ExpertSettingsSchema } from '../src/policies/index';
 import { Toolbox, type PrintResultsData, type SearchTracesData } from '../src/tools/index';
+import type { Case, Dataset } from '../src/types';
 
 let dir: string;
 let ds: LoadedDataset;
@@ -52,6 +53,20 @@ describe('a simulated redeploy (every pod re-hashed consistently)', () => {
     expect(re.metrics.series(re.podNames.get(pod)!).map((s) => s.values)).toEqual(ds.metrics.series(pod).map((s) => s.values));
     expect(re.metrics.series(pod)).toEqual([]);
   });
+
+  it('renames the pods of log records too, and no new name is a name the original system has', async () => {
+    const pod = ds.topology.pods.find((p) => ds.logs.query(p.pod, 0, Number.MAX_SAFE_INTEGER).length > 0)!.pod;
+    const before = ds.logs.query(pod, 0, Number.MAX_SAFE_INTEGER);
+    const after = re.logs.query(re.podNames.get(pod)!, 0, Number.MAX_SAFE_INTEGER);
+    expect(after.length).toBe(before.length);
+    expect(after.map((r) => r.pod)).toEqual(before.map(() => re.podNames.get(pod)));
+    expect(after.map((r) => [r.ts_us, r.template_id, r.level])).toEqual(before.map((r) => [r.ts_us, r.template_id, r.level]));
+    expect(re.logs.query(pod, 0, Number.MAX_SAFE_INTEGER)).toEqual([]);
+    const real = new Set([...ds.topology.pods.map((p) => p.pod), ...ds.topology.services, ...ds.topology.nodes]);
+    expect([...re.podNames.values()].filter((n) => real.has(n))).toEqual([]);
+    // Loading again with the same seed gives the same dataset names.
+    expect([...(await loadRedeployedDataset(dir, 7)).podNames]).toEqual([...re.podNames]);
+  }, 120_000);
 
   it('is deterministic in its seed, and another seed gives other names', () => {
     const taken = [...ds.topology.services, ...ds.topology.nodes];
@@ -114,4 +129,67 @@ describe('pod aliases', () => {
     // The expert's metric and log checks name pods: the aliases went through calls, not only observations.
     expect(podsCalled).toBeGreaterThan(0);
   }, 120_000);
+});
+
+/** Every observation of a walk with pod aliases on: search_traces down the trace, then metrics and logs of each component seen, by the name shown. */
+function walk(dataset: Dataset, c: Case): { texts: string[]; canonical: unknown[] } {
+  const tb = new Toolbox(dataset, { span_aliases: true, pod_aliases: true, verdicts: true });
+  const texts: string[] = [];
+  const canonical: unknown[] = [];
+  const queue = [c.entry_span_id];
+  const seen: string[] = [];
+  for (let n = 0; queue.length && n < 8; n++) {
+    const o = tb.call('search_traces', { parent_span_id: tb.spanRef(queue.shift()!) });
+    texts.push(o.text);
+    for (const k of (o.data as SearchTracesData | undefined)?.children ?? []) {
+      queue.push(k.span_id);
+      for (const name of [k.service, k.pod, k.node]) if (name && !seen.includes(name)) seen.push(name);
+    }
+  }
+  const ts = Math.round(c.timestamp_us / 1e6);
+  for (const name of seen) {
+    for (const tool of ['search_fluctuating_metrics', 'search_logs']) {
+      const args = { service_name: tb.shown(name), timestamp: ts };
+      texts.push(tb.call(tool, args).text);
+      canonical.push(tb.canonical(tool, args));
+    }
+  }
+  return { texts, canonical };
+}
+
+describe('every tool under pod aliases', () => {
+  it('reads the same on a case and on its re-hashed copy, with no hash suffix of either day, and the calls name the real pods', () => {
+    const suffixes = (pods: Iterable<string>) => [...pods].map((p) => p.slice(p.lastIndexOf('-', p.length - 7)));
+    const hashes = [...suffixes(re.podNames.keys()), ...suffixes(re.podNames.values())];
+    let logs = 0;
+    for (const c of spreadCases(ds.cases, 10)) {
+      const a = walk(ds, c);
+      const b = walk(re, re.cases.find((x) => x.id === c.id)!);
+      expect(b.texts).toEqual(a.texts);
+      const all = a.texts.join('\n');
+      expect(hashes.filter((h) => all.includes(h))).toEqual([]);
+      logs += a.texts.filter((t) => /template|silent/i.test(t)).length;
+      // The episode path (diversity's key) holds the pod the alias stood for, on each day its own.
+      const named = (x: unknown) => (x as { service_name: string }).service_name;
+      expect(a.canonical.map(named).filter((n) => re.podNames.has(n)).length).toBeGreaterThan(0);
+      expect(b.canonical.map(named)).toEqual(a.canonical.map((x) => re.podNames.get(named(x)) ?? named(x)));
+    }
+    expect(logs).toBeGreaterThan(0);
+  });
+
+  it('lets an ORACL answer name a pod by the alias its sketch showed', async () => {
+    const c = ds.cases.find((x) => x.truth.pod)!;
+    const service = ds.topology.pods.find((p) => p.pod === c.truth.pod)!.service;
+    const policy = new ReplayPolicy([`<think>-</think><Fault>-</Fault><Counterfactual>-</Counterfactual><root>${service}-1 | cpu</root>`]);
+    const rec = await runEpisode({ dataset: ds, case: c, policy, protocol: 'oracl', settings: { tool_settings: { pod_aliases: true } } });
+    expect(rec.answer).toEqual([{ service, pod: c.truth.pod, type: 'cpu' }]);
+    const plain = await runEpisode({
+      dataset: ds,
+      case: c,
+      policy: new ReplayPolicy([`<root>${service}-1 | cpu</root>`]),
+      protocol: 'oracl',
+    });
+    // Off, the same text names no pod: kept as a service name, which is no real service.
+    expect(plain.answer).toEqual([{ service: `${service}-1`, type: 'cpu' }]);
+  });
 });

@@ -78,6 +78,24 @@ describe('teacher answers by span', () => {
   });
 });
 
+describe('teacher answers by span under pod aliases', () => {
+  it('answers the same spans when the expert names pods by their aliases', async () => {
+    const aliased = await teacherEpisodes({
+      dataset,
+      cases,
+      episode: { ...episode, tool_settings: { ...episode.tool_settings, pod_aliases: true } },
+      expert,
+      reasoning: false,
+      answerSpans: 'teacher',
+    });
+    expect(aliased.correct).toBe(bySpan.correct);
+    expect(aliased.episodes.map((e) => e.record.answer)).toEqual(bySpan.episodes.map((e) => e.record.answer));
+    const answers = (d: TeacherData) =>
+      d.episodes.map((e) => lastCall(e.record.messages.filter((m) => m.role === 'assistant').at(-1)!.content));
+    expect(answers(aliased)).toEqual(answers(bySpan));
+  }, 120_000);
+});
+
 describe('teacher answers drawn at random (answer_choice: random)', () => {
   /** The span aliases the last search_traces result listed (its parent line and child lines). */
   const lastResultSpans = (ep: TeacherData['episodes'][number]) => {

@@ -30,7 +30,8 @@ registerProtocol({
     session.say('user', `${casePrompt(dataset, session.kase, toolbox)}\n\n${renderSketch(sketch)}\n\n${ORACL_FORMAT}`);
     const out = await session.text(true);
     if (out.kind === 'policy_error') return session.finish('oracl', 'policy_error', null);
-    const parsed = parseRootTag(out.content, dataset.topology);
+    // The sketch shows pods by their aliases when tool_settings.pod_aliases is on: an answer may name them so.
+    const parsed = parseRootTag(out.content, dataset.topology, (name) => toolbox.ctx.pods.resolve(name));
     session.recordText(parsed.ok ? undefined : parsed.error);
     return parsed.ok ? session.finish('oracl', 'answered', parsed.answer) : session.finish('oracl', 'no_answer', null);
   },

@@ -112,7 +112,8 @@ function spansShown(ctx: PolicyContext): { byPod: Map<string, SpanSummary>; bySe
     if (c.name !== 'search_traces' || !c.observation.ok) continue;
     const d = c.observation.data as SearchTracesData;
     for (const s of [d.parent, ...d.children]) {
-      keep(byPod, s.pod, s);
+      // Keyed as the expert's answer names the pod: its alias with pod aliases on (PolicyContext.show).
+      keep(byPod, ctx.show ? ctx.show(s.pod) : s.pod, s);
       keep(byService, s.service, s);
     }
   }

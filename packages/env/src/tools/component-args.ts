@@ -9,6 +9,14 @@ export const componentAtTimeArgs = z.object({
     .describe('Time to inspect: Unix seconds, milliseconds, microseconds or nanoseconds, or ISO-8601'),
 });
 
+/**
+ * Such a call's arguments in canonical form (the episode path, which the diversity grader keys on):
+ * a pod alias (tool_settings.pod_aliases) replaced by the pod it stands for, as span aliases are.
+ */
+export function componentAtTimeCanonical(ctx: ToolContext, a: z.output<typeof componentAtTimeArgs>): z.output<typeof componentAtTimeArgs> {
+  return ctx.pods.enabled ? { ...a, service_name: ctx.pods.resolve(a.service_name) } : a;
+}
+
 /** The component such a call names (a tool's argComponents): the resolved name, none when it is unknown. */
 export function componentAtTimeNames(ctx: ToolContext, a: z.output<typeof componentAtTimeArgs>): string[] {
   const r = resolveComponent(ctx, a.service_name);

@@ -24,7 +24,7 @@ export interface ToolDefinition<A = unknown> {
   offered?: z.ZodType;
   /** A successful call ends the episode (print_results). */
   terminal: boolean;
-  /** Arguments in the episode path: per-episode span aliases replaced by the span ids they stand for. */
+  /** Arguments in the episode path: per-episode span and pod aliases replaced by the span ids and pods they stand for. */
   canonical?(ctx: ToolContext, args: A): A;
   /** Components named by the arguments (for the episode path). */
   argComponents(ctx: ToolContext, args: A): string[];

@@ -7,7 +7,7 @@ import type { LogLevel, LogRecord } from '../types';
 import { boundItems, errorObservation, okObservation } from './bound';
 import { registerTool, resolveComponent, unknownComponentError, type ToolContext } from './registry';
 import { isoOfUs, parseTimestamp } from './timestamp';
-import { componentAtTimeArgs, componentAtTimeNames } from './component-args';
+import { componentAtTimeArgs, componentAtTimeCanonical, componentAtTimeNames } from './component-args';
 
 export interface LogTemplateCount {
   template_id: number;
@@ -161,6 +161,7 @@ registerTool({
     'Error and warning log lines of a service, pod or node around a time, grouped into templates with counts and their rate compared with the usual rate.',
   args,
   terminal: false,
+  canonical: componentAtTimeCanonical,
   argComponents: componentAtTimeNames,
   run(ctx, a) {
     const { settings } = ctx;

@@ -7,7 +7,7 @@ import { boundItems, errorObservation, okObservation, shown } from './bound';
 import { fluctuationWindow, measureFluctuation, type Fluctuation } from './fluctuation';
 import { registerTool, resolveComponent, unknownComponentError } from './registry';
 import { isoOfUs, parseTimestamp } from './timestamp';
-import { componentAtTimeArgs, componentAtTimeNames } from './component-args';
+import { componentAtTimeArgs, componentAtTimeCanonical, componentAtTimeNames } from './component-args';
 
 export type MetricFluctuation = Fluctuation;
 
@@ -41,6 +41,7 @@ registerTool({
     'Metrics of a service (with its pods and node), a pod or a node that broke the n-sigma band of their regular values around a time; each gives the regular mean and std, the peak deviation in sigmas and the values around the time.',
   args,
   terminal: false,
+  canonical: componentAtTimeCanonical,
   argComponents: componentAtTimeNames,
   run(ctx, a) {
     const { settings, dataset } = ctx;

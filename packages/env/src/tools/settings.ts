@@ -127,14 +127,15 @@ export const ToolSettingsSchema = z
     /**
      * When true, pod names in observations and prompts are replaced by per-episode aliases that
      * keep the service and drop the deployment's hash suffix (ts-contacts-service-1 for the first
-     * pod of ts-contacts-service seen), and the tools accept them: a redeploy renames every pod,
-     * and names that change between deployments are not vocabulary. Default false.
+     * pod of ts-contacts-service seen), and the tools accept them: a pod the model names by its
+     * alias (print_results, a component argument, ORACL's <root>) is its real pod for grading. A
+     * redeploy renames every pod, and names that change between deployments are not vocabulary. Default false.
      */
     pod_aliases: z
       .boolean()
       .default(false)
       .describe(
-        "When true, pod names in observations and prompts are replaced by per-episode aliases that keep the service and drop the deployment's hash suffix (ts-contacts-service-1 for the first pod of ts-contacts-service seen), and the tools accept them: a redeploy renames every pod, and names that change between deployments are not vocabulary. Default false.",
+        "When true, pod names in observations and prompts are replaced by per-episode aliases that keep the service and drop the deployment's hash suffix (ts-contacts-service-1 for the first pod of ts-contacts-service seen), and the tools accept them: a pod the model names by its alias (print_results, a component argument, ORACL's <root>) is its real pod for grading. A redeploy renames every pod, and names that change between deployments are not vocabulary. Default false.",
       ),
     /**
      * When true, search_traces states plainly what is abnormal about each child span, in one word

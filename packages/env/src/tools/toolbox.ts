@@ -67,7 +67,7 @@ export class Toolbox {
     return { ok: false, error: `invalid arguments for ${name}: ${formatZodIssues(r.error, '', { limit: 5, root: '(arguments)' })}` };
   }
 
-  /** Valid arguments in canonical form (span aliases resolved), for the episode path. */
+  /** Valid arguments in canonical form (span and pod aliases resolved), for the episode path. */
   canonical(name: string, validArgs: unknown): unknown {
     const def = getTool(name);
     return def?.canonical ? def.canonical(this.ctx, validArgs) : validArgs;

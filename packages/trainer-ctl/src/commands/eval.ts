@@ -261,6 +261,8 @@ export const command: CommandModule<object, EvalArgs> = {
     const header = {
       dataset: { dir, name: dataset.meta.name, gaps: gapLines(dataset.meta.gaps) },
       split: args.split,
+      // The new pod names are the seed's: the figures are reproducible only with it.
+      ...(args.split === 'redeploy' ? { redeploy_seed: args['redeploy-seed'] } : {}),
       created_at: new Date().toISOString(),
       cases: cases.length,
     };

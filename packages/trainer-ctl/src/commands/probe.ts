@@ -112,7 +112,7 @@ export const command: CommandModule<object, ProbeArgs> = {
       mkdirSync(dirname(out), { recursive: true });
       writeFileSync(
         out,
-        `${JSON.stringify({ model: modelDir, config: configFile, dataset: datasetDir, split: args.split, ...settings, summary, cases: probes }, null, 1)}\n`,
+        `${JSON.stringify({ model: modelDir, config: configFile, dataset: datasetDir, split: args.split, ...(args.split === 'redeploy' ? { redeploy_seed: args['redeploy-seed'] } : {}), ...settings, summary, cases: probes }, null, 1)}\n`,
       );
       console.log(`results: ${out}`);
     }
