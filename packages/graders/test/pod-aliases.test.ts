@@ -20,14 +20,14 @@ beforeAll(async () => {
   ds = await loadDataset(await ensureNezhaDataset());
   // A case with a span that calls the true root cause's pod, and one of another service whose
   // caller and siblings are not the true pod.
-  search: for (const c of ds.cases) {
+  for (const c of ds.cases) {
     const spans = ds.traces.trace(c.trace_id);
     const t = spans.find((s) => s.pod === c.truth.pod && s.parent_id);
     const nearTruth = (s: Span) => spans.some((x) => x.pod === c.truth.pod && (x.span_id === s.parent_id || x.parent_id === s.parent_id));
     const d = spans.find((s) => s.parent_id && s.service !== c.truth.service && !nearTruth(s));
     if (t && d) {
       [kase, truth, decoy] = [c, t, d];
-      break search;
+      break;
     }
   }
   expect(kase).toBeDefined();
