@@ -129,6 +129,13 @@ describe('trainer-ctl eval on models', () => {
     expect(said(lines[1].episode)).toEqual(said(expertRecord));
     expect(said(lines[2].episode)).toEqual(said(expertRecord));
     expect(lines[1].episode.stop_reason).toBe(expertRecord.stop_reason);
+    // The expert's episode ends with its own answer after well-formed calls; the replayer plays it back.
+    expect(expertRecord.stop_reason).toBe('answered');
+    for (const p of [exp, model, checkpoint])
+      expect(p.episodes).toEqual({ format_valid: 1, answered: 1, tool_calls: expertRecord.tool_calls.length });
+    expect(stdout).toContain(
+      `${modelDir}: format validity 1.00, answered 1.00, tool calls ${expertRecord.tool_calls.length.toFixed(1)} an episode`,
+    );
 
     for (const scope of ['per request, service', 'per fault, service', 'per fault by vote, service', 'per fault by vote, pod']) {
       for (const p of [modelDir, checkpointDir, 'expert'])

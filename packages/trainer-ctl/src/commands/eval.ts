@@ -26,6 +26,7 @@ import {
 import { createProgress } from '../progress';
 import { enclosingRunConfig, openSolver, playSettingsFromConfig, specLabel, type PlaySettings, type PolicySpec } from '../eval/solvers';
 import { CASE_SPLITS, loadSplit, type CaseSplitName } from '../eval/splits';
+import { formatValid } from '../sft/figures';
 
 interface EvalArgs {
   dataset: string;
@@ -81,7 +82,24 @@ function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
   };
 }
 
-type PolicyResult = { policy: string; protocol: string | null } & EvalResult;
+/** How a policy that plays episodes played them, as a run's evaluation counts it (format validity, answered, calls). */
+interface EpisodeFigures {
+  format_valid: number;
+  answered: number;
+  tool_calls: number;
+}
+
+type PolicyResult = { policy: string; protocol: string | null; episodes?: EpisodeFigures } & EvalResult;
+
+function episodeFigures(episodes: EpisodeRecord[]): EpisodeFigures | undefined {
+  if (!episodes.length) return undefined;
+  const share = (f: (e: EpisodeRecord) => boolean) => episodes.filter(f).length / episodes.length;
+  return {
+    format_valid: share(formatValid),
+    answered: share((e) => e.stop_reason === 'answered'),
+    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / episodes.length,
+  };
+}
 
 /** One policy on the cases, with a progress line: its results, and one JSONL line per request (transcript, answer, truth, ranks). */
 async function evaluatePolicy(
@@ -125,7 +143,8 @@ async function evaluatePolicy(
         episode: episodes.get(r.case_id),
       }),
     );
-    return { result: { policy: solver.label, protocol: solver.protocol, ...result }, lines };
+    const figures = episodeFigures([...episodes.values()]);
+    return { result: { policy: solver.label, protocol: solver.protocol, ...(figures && { episodes: figures }), ...result }, lines };
   } finally {
     await solver.close();
   }
@@ -171,6 +190,11 @@ function printResults(args: EvalArgs, dataset: Dataset, cases: Case[], results: 
         ),
   );
   for (const r of results) {
+    if (r.episodes)
+      console.log(
+        `${r.policy}: format validity ${r.episodes.format_valid.toFixed(2)}, answered ${r.episodes.answered.toFixed(2)}, ` +
+          `tool calls ${r.episodes.tool_calls.toFixed(1)} an episode`,
+      );
     const errors = r.requests.filter((q) => q.error).length;
     if (errors) console.log(`${r.policy}: ${errors} request(s) failed (counted as misses; see "error" in the JSON)`);
   }
