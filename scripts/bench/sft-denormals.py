@@ -14,7 +14,6 @@ alternate, `--reps` each.
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'engine'))
 
-import thinkfl_engine  # noqa: E402,F401  (sets OpenMP's wait policy and the denormal flush before torch's pool starts)
+import thinkfl_engine  # noqa: E402,F401  (sets OpenMP's wait policy and the denormal flush)
 import torch  # noqa: E402
 
 # A variant's process: its flush, set before it computes anything (off in the parent,
@@ -32,17 +31,7 @@ torch.set_flush_denormal(os.environ.get('THINKFL_BENCH_FLUSH', 'off') == 'on')
 import transformers  # noqa: E402
 
 from thinkfl_engine.trainer import Trainer  # noqa: E402
-
-
-def cpu_model() -> str:
-    for line in Path('/proc/cpuinfo').read_text().splitlines():
-        if line.startswith('model name'):
-            return line.split(':', 1)[1].strip()
-    return platform.processor() or 'unknown'
-
-
-def load() -> str:
-    return ' '.join(f'{x:.2f}' for x in os.getloadavg())
+from machine import cpu_model, load  # noqa: E402  (scripts/bench/machine.py)
 
 
 def denormal_share(model_dir: str, ids: list) -> str:

@@ -8,8 +8,6 @@ after, the median ms per step and the ratio to the first row.
 """
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -21,17 +19,7 @@ import thinkfl_engine  # noqa: E402,F401  (sets OpenMP's wait policy before torc
 import transformers  # noqa: E402
 
 from thinkfl_engine.trainer import Trainer  # noqa: E402
-
-
-def cpu_model() -> str:
-    for line in Path('/proc/cpuinfo').read_text().splitlines():
-        if line.startswith('model name'):
-            return line.split(':', 1)[1].strip()
-    return platform.processor() or 'unknown'
-
-
-def load() -> str:
-    return ' '.join(f'{x:.2f}' for x in os.getloadavg())
+from machine import cpu_model, load  # noqa: E402  (scripts/bench/machine.py)
 
 
 def main() -> None:

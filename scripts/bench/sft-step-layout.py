@@ -7,8 +7,6 @@ quarter). Prints the CPU model, the load average, ms per episode and the ratio t
     .cache/venv/bin/python scripts/bench/sft-step-layout.py [--model .cache/models/tiny] [--seconds 10] [--autocast auto]
 """
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -20,13 +18,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from thinkfl_engine.trainer import Trainer  # noqa: E402
-
-
-def cpu_model() -> str:
-    for line in Path('/proc/cpuinfo').read_text().splitlines():
-        if line.startswith('model name'):
-            return line.split(':', 1)[1].strip()
-    return platform.processor() or 'unknown'
+from machine import cpu_model, load  # noqa: E402  (scripts/bench/machine.py)
 
 
 def episodes(vocab: int, n: int):
@@ -60,7 +52,7 @@ def main() -> None:
     transformers.utils.logging.disable_progress_bar()
     layouts = [('baseline: checkpointing off, 1 per pass', False, 1), ('checkpointing on, 1 per pass', True, 1),
                ('checkpointing off, 2 per pass', False, 2), ('checkpointing off, 4 per pass', False, 4)]
-    print(f'CPU: {cpu_model()}; load average {" ".join(f"{x:.2f}" for x in os.getloadavg())}; autocast {a.autocast}')
+    print(f'CPU: {cpu_model()}; load average {load()}; autocast {a.autocast}')
     base = None
     for name, checkpointing, per_pass in layouts:
         trainer = Trainer({'model_dir': a.model, 'seed': 0, 'autocast': a.autocast,
