@@ -26,7 +26,7 @@ import {
 import { createProgress } from '../progress';
 import { enclosingRunConfig, openSolver, playSettingsFromConfig, specLabel, type PlaySettings, type PolicySpec } from '../eval/solvers';
 import { CASE_SPLITS, loadSplit, type CaseSplitName } from '../eval/splits';
-import { formatValid } from '../sft/figures';
+import { episodeFigures, type EpisodeFigures } from '../sft/figures';
 
 interface EvalArgs {
   dataset: string;
@@ -82,24 +82,7 @@ function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
   };
 }
 
-/** How a policy that plays episodes played them, as a run's evaluation counts it (format validity, answered, calls). */
-interface EpisodeFigures {
-  format_valid: number;
-  answered: number;
-  tool_calls: number;
-}
-
 type PolicyResult = { policy: string; protocol: string | null; episodes?: EpisodeFigures } & EvalResult;
-
-function episodeFigures(episodes: EpisodeRecord[]): EpisodeFigures | undefined {
-  if (!episodes.length) return undefined;
-  const share = (f: (e: EpisodeRecord) => boolean) => episodes.filter(f).length / episodes.length;
-  return {
-    format_valid: share(formatValid),
-    answered: share((e) => e.stop_reason === 'answered'),
-    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / episodes.length,
-  };
-}
 
 /** One policy on the cases, with a progress line: its results, and one JSONL line per request (transcript, answer, truth, ranks). */
 async function evaluatePolicy(
@@ -143,8 +126,17 @@ async function evaluatePolicy(
         episode: episodes.get(r.case_id),
       }),
     );
-    const figures = episodeFigures([...episodes.values()]);
-    return { result: { policy: solver.label, protocol: solver.protocol, ...(figures && { episodes: figures }), ...result }, lines };
+    // Scripted solvers such as MicroRank play no episodes: no figures for them.
+    const played = [...episodes.values()];
+    return {
+      result: {
+        policy: solver.label,
+        protocol: solver.protocol,
+        ...(played.length > 0 && { episodes: episodeFigures(played) }),
+        ...result,
+      },
+      lines,
+    };
   } finally {
     await solver.close();
   }

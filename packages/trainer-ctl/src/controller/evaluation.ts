@@ -19,7 +19,7 @@ import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
 import { appendEpisodes } from '../run-files/metrics-log';
-import { formatValid } from '../sft/figures';
+import { episodeFigures } from '../sft/figures';
 import type { ControlTransport } from './transport';
 
 export interface EvalContext {
@@ -89,14 +89,11 @@ export async function playGreedy(
 
 /** The eval-<name>.json report of a policy's greedy episodes and the evaluator's result on them. */
 export function evalReport(name: string, policyVersion: number, cases: number, episodes: EpisodeRecord[], result: EvalResult): EvalReport {
-  const share = (f: (e: EpisodeRecord) => boolean) => episodes.filter(f).length / Math.max(1, episodes.length);
   return {
     name,
     policy_version: policyVersion,
     cases,
-    format_valid: share(formatValid),
-    answered: share((e) => e.stop_reason === 'answered'),
-    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / Math.max(1, episodes.length),
+    ...episodeFigures(episodes),
     summary: {
       levels: result.levels,
       per_request: result.per_request,

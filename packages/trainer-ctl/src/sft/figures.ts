@@ -37,6 +37,23 @@ export function formatValid(e: EpisodeRecord): boolean {
   );
 }
 
+/** How a policy's episodes went, as a run's evaluation and `trainer-ctl eval` report it: shares of format-valid and answered episodes, tool calls an episode. */
+export interface EpisodeFigures {
+  format_valid: number;
+  answered: number;
+  tool_calls: number;
+}
+
+export function episodeFigures(episodes: readonly EpisodeRecord[]): EpisodeFigures {
+  const n = Math.max(1, episodes.length);
+  const share = (f: (e: EpisodeRecord) => boolean) => episodes.filter(f).length / n;
+  return {
+    format_valid: share(formatValid),
+    answered: share((e) => e.stop_reason === 'answered'),
+    tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / n,
+  };
+}
+
 export function policyFigures(dataset: Dataset, played: readonly PlayedEpisode[]): PolicyFigures {
   const f: PolicyFigures = { episodes: 0, turns: 0, validTurns: 0, validFinals: 0, formatValid: 0, recallAt1: new Map() };
   for (const { case: c, record } of played) {
