@@ -66,6 +66,20 @@ export const onnxSettingsSchema = z
       .describe(
         "Most rows decoded together, over all concurrent requests (a rollout worker's episodes); further rows wait for a running one to end. Default 8.",
       ),
+    /**
+     * MiB of recent prompts' key/values kept per policy version, so that a prompt starting like
+     * one of them (an episode's next turn, a case's shared system prompt) prefills only its new
+     * tokens; least recently used prompts leave first. 0 prefills every prompt whole. Default 256
+     * (float32 key/values: 3 KiB a token for the tiny-cpu model, 24 KiB for Qwen2.5-0.5B).
+     */
+    prompt_cache_mb: z
+      .number()
+      .min(0)
+      .default(256)
+      .describe(
+        "MiB of recent prompts' key/values kept per policy version, so that a prompt starting like one of them (an episode's next " +
+          'turn, a shared system prompt) prefills only its new tokens; least recently used leave first. 0 prefills every prompt whole. Default 256.',
+      ),
   })
   .strict();
 
@@ -182,16 +196,18 @@ async function load(
   };
   const base = { config, modelDir, version, opts, running: 0, retired: false };
   const session = { threads: settings.threads, spin: settings.spin };
+  const promptCacheBytes = Math.floor(settings.prompt_cache_mb * 2 ** 20);
   const decodePath = settings.kv_cache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
   if (decodePath) {
     const graph = await loadDecodeGraph(decodePath, config, session);
-    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.max_batch);
+    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.max_batch, promptCacheBytes);
     return { ...base, graphPath: decodePath, scheduler, release: () => graph.session.release() };
   }
   const model = await loadOnnxCausalLM(onnxPath, config, session);
   const release = () => model.session.release();
   if (settings.kv_cache === 'auto' && model.cache.length > 0) {
-    return { ...base, graphPath: onnxPath, scheduler: new DecodeScheduler(new PaddedCache(model), opts, settings.max_batch), release };
+    const scheduler = new DecodeScheduler(new PaddedCache(model), opts, settings.max_batch, promptCacheBytes);
+    return { ...base, graphPath: onnxPath, scheduler, release };
   }
   return { ...base, graphPath: onnxPath, uncached: model, release };
 }

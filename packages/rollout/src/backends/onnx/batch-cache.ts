@@ -13,6 +13,12 @@ export interface Prefill {
   kv: ort.Tensor[];
 }
 
+/** A cached prompt's key/values to start a prefill from: its first `len` positions (prompt-cache.ts). */
+export interface CachedPrefix {
+  prefill: Prefill;
+  len: number;
+}
+
 /** One generate() call: resolved when its last row is done. */
 export interface Ticket {
   left: number;
@@ -37,8 +43,11 @@ export interface Member extends Entry {
 export interface BatchCache {
   /** The running rows, in the order step() returns their logits. */
   readonly members: readonly Member[];
-  /** Runs one prompt from an empty cache: its last position's logits and its key/values. */
-  prefill(prompt: number[]): Promise<{ logits: Float32Array; prefill: Prefill }>;
+  /**
+   * Runs one prompt, from an empty cache or after the first `from.len` tokens of a cached prompt
+   * it starts with: its last position's logits and its key/values (all prompt.length positions).
+   */
+  prefill(prompt: number[], from?: CachedPrefix): Promise<{ logits: Float32Array; prefill: Prefill }>;
   /** Adds rows whose prompts were just prefilled (len = prompt length). */
   join(entrants: Member[]): void;
   /** Feeds every running row's last token: one row of logits per member; each member's len grows by 1. */

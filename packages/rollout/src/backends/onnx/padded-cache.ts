@@ -10,9 +10,10 @@
  * copy, and copied only when rows join or leave. Exports with decode.onnx use prefix-cache.ts.
  */
 import * as ort from 'onnxruntime-node';
-import type { BatchCache, Member, Prefill } from './batch-cache';
+import type { BatchCache, CachedPrefix, Member, Prefill } from './batch-cache';
 import { int64 } from './generate';
 import { logitsOf, type OnnxCausalLM } from './model';
+import { leadingPositions } from './prompt-cache';
 
 export class PaddedCache implements BatchCache {
   members: Member[] = [];
@@ -22,29 +23,36 @@ export class PaddedCache implements BatchCache {
 
   constructor(private readonly model: OnnxCausalLM) {}
 
-  async prefill(prompt: number[]): Promise<{ logits: Float32Array; prefill: Prefill }> {
+  async prefill(prompt: number[], from?: CachedPrefix): Promise<{ logits: Float32Array; prefill: Prefill }> {
     const m = this.model;
-    const t = prompt.length;
+    const p = from?.len ?? 0;
+    const fresh = prompt.slice(p);
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: int64(prompt, [1, t]),
+      input_ids: int64(fresh, [1, fresh.length]),
       attention_mask: int64(
         prompt.map(() => 1),
-        [1, t],
+        [1, prompt.length],
       ),
     };
     if (m.hasPositionIds)
       feeds.position_ids = int64(
-        prompt.map((_, i) => i),
-        [1, t],
+        fresh.map((_, i) => p + i),
+        [1, fresh.length],
       );
-    for (const c of m.cache) feeds[c.input] = new ort.Tensor('float32', new Float32Array(0), [1, m.kvHeads, 0, m.headDim]);
+    m.cache.forEach(
+      (c, i) =>
+        (feeds[c.input] = from
+          ? leadingPositions(from.prefill.kv[i], p)
+          : new ort.Tensor('float32', new Float32Array(0), [1, m.kvHeads, 0, m.headDim])),
+    );
     const result = await m.session.run(feeds, m.session.outputNames);
     const logits = logitsOf(result, m.onnxPath);
     const v = logits.dims[2];
     const kv = m.cache.map((c) => result[c.output]);
     const odd = kv.find((x) => x.type !== 'float32');
     if (odd) throw new Error(`${m.onnxPath}: the key/value cache is ${odd.type}, expected float32`);
-    return { logits: (logits.data as Float32Array).subarray((t - 1) * v, t * v), prefill: { len: t, kv } };
+    const last = fresh.length - 1;
+    return { logits: (logits.data as Float32Array).subarray(last * v, (last + 1) * v), prefill: { len: prompt.length, kv } };
   }
 
   /** The running batch plus the entrants, all right-aligned in the wider of the two widths. */

@@ -5,8 +5,9 @@
  * slots; a step reads each group's prefix once, so rows of one prompt cost little more than
  * one row, where a whole-cache graph reads (and copies) the prompt's cache once per row.
  *
- * A prompt is prefilled on the same graph (one row, empty prefix and suffix, the prompt as its
- * new tokens), and its key/values become the group's prefix as they are.
+ * A prompt is prefilled on the same graph (one row, empty suffix, the prompt as its new tokens;
+ * the prefix empty, or a cached prompt's key/values it starts with, prompt-cache.ts), and its
+ * key/values become the group's prefix.
  *
  * The graph returns only the step's new key/values, which are written into each row's suffix
  * buffer in place: nothing proportional to the context crosses into JavaScript per step. The
@@ -15,8 +16,9 @@
  * slot still computes (on its group's prefix) and its logits are ignored.
  */
 import * as ort from 'onnxruntime-node';
-import type { BatchCache, Member, Prefill } from './batch-cache';
+import type { BatchCache, CachedPrefix, Member, Prefill } from './batch-cache';
 import { logitsOf, type DecodeGraph } from './model';
+import { joinPositions, leadingPositions } from './prompt-cache';
 
 /** Suffix positions added at a time when a row's generated tokens outgrow the buffer. */
 const SUFFIX_CHUNK = 32;
@@ -40,25 +42,31 @@ export class SharedPrefixCache implements BatchCache {
     private readonly padId: number,
   ) {}
 
-  async prefill(prompt: number[]): Promise<{ logits: Float32Array; prefill: Prefill }> {
+  async prefill(prompt: number[], from?: CachedPrefix): Promise<{ logits: Float32Array; prefill: Prefill }> {
     const g = this.graph;
-    const t = prompt.length;
-    // Nothing cached yet: one prefix and one suffix position, both masked.
+    const p = from?.len ?? 0;
+    const fresh = prompt.slice(p);
+    // Nothing cached: one prefix and one suffix position, both masked. The suffix always is.
     const empty = (name: string) =>
       [name, new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), [1, g.kvHeads, 1, g.headDim])] as const;
+    const cached = from ? from.prefill.kv.map((kv) => leadingPositions(kv, p)) : undefined;
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, BigInt), [1, t]),
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(fresh, BigInt), [1, fresh.length]),
       position_ids: new ort.Tensor(
         'int64',
-        BigInt64Array.from(prompt, (_, i) => BigInt(i)),
-        [1, t],
+        BigInt64Array.from(fresh, (_, i) => BigInt(p + i)),
+        [1, fresh.length],
       ),
-      prefix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
+      prefix_mask: cached
+        ? new ort.Tensor('float32', new Float32Array(p), [1, p])
+        : new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
       suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
-      ...Object.fromEntries([...g.prefix, ...g.suffix].map(empty)),
+      ...Object.fromEntries(g.suffix.map(empty)),
+      ...Object.fromEntries(g.prefix.map((name, c) => (cached ? [name, cached[c]] : empty(name)))),
     };
     const result = await g.session.run(feeds, ['logits', ...g.fresh]);
-    return { logits: logitsOf(result, g.path).data as Float32Array, prefill: { len: t, kv: g.fresh.map((name) => result[name]) } };
+    const kv = g.fresh.map((name, c) => (cached ? joinPositions(cached[c], result[name]) : result[name]));
+    return { logits: logitsOf(result, g.path).data as Float32Array, prefill: { len: prompt.length, kv } };
   }
 
   join(entrants: Member[]): void {

@@ -5,12 +5,15 @@
  * rollout worker plays at the same time share each forward pass.
  *
  * A prompt is prefilled alone (rows with the same prompt, as a GRPO group's samples, share that
- * prefill), so a row's first token is exactly what it gets alone. How the running rows' cache
- * is laid out is the BatchCache's business: shared prompt prefixes on the export's decode
- * graph (prefix-cache.ts), else each row's whole cache, padded (padded-cache.ts).
+ * prefill), or taken from the cache of recent prompts (prompt-cache.ts): as it ran before, or
+ * run from a cached prompt it starts with; so a row's first token does not depend on its batch
+ * mates. How the running rows' cache is laid out is the BatchCache's business: shared prompt
+ * prefixes on the export's decode graph (prefix-cache.ts), else each row's whole cache, padded
+ * (padded-cache.ts).
  */
-import type { BatchCache, Entry, Member, Ticket } from './batch-cache';
+import type { BatchCache, Entry, Member, Prefill, Ticket } from './batch-cache';
 import { abortIfAsked, emitToken, type DecodeOptions, type Row } from './rows';
+import { PromptCache } from './prompt-cache';
 import { TokenSampler } from '../sampling';
 
 export class DecodeScheduler {
@@ -20,12 +23,19 @@ export class DecodeScheduler {
   private driving = false;
   private readonly sampler = new TokenSampler();
 
+  /** Recent prompts' key/values, which a prompt that starts like one of them prefills on; absent when off. */
+  private readonly prompts?: PromptCache;
+
   constructor(
     private readonly cache: BatchCache,
     private readonly opts: DecodeOptions,
     /** Most rows decoded together; later rows wait for a place. */
     private readonly maxBatch: number,
-  ) {}
+    /** Bytes of prompt key/values kept for later prompts that start alike; 0 keeps none. */
+    promptCacheBytes = 0,
+  ) {
+    if (promptCacheBytes > 0) this.prompts = new PromptCache(promptCacheBytes);
+  }
 
   /** Decodes the rows (filling them in) beside whatever else runs; resolves once all are done. */
   run(rows: Row[]): Promise<void> {
@@ -73,7 +83,7 @@ export class DecodeScheduler {
     }
     const entrants: Member[] = [];
     for (const group of byPrompt.values()) {
-      const { logits, prefill } = await this.cache.prefill(group[0].row.promptIds);
+      const { logits, prefill } = await this.prefill(group[0].row.promptIds);
       for (const e of group) {
         emit(e, logits, this.sampler, this.opts);
         if (e.row.done) settle(e);
@@ -82,6 +92,15 @@ export class DecodeScheduler {
     }
     if (entrants.length > 0) this.cache.join(entrants);
     this.joining = [];
+  }
+
+  /** A prompt's logits and key/values: from the prompt cache when it ran before, else run (from a cached prefix where one fits). */
+  private async prefill(prompt: number[]): Promise<{ logits: Float32Array; prefill: Prefill }> {
+    const hit = this.prompts?.lookup(prompt);
+    if (hit?.kind === 'same') return hit;
+    const out = await this.cache.prefill(prompt, hit?.from);
+    this.prompts?.add(prompt, out.prefill, out.logits);
+    return out;
   }
 
   /** One token for every running row on top of the cache; finished rows leave. */
