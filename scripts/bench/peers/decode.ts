@@ -53,8 +53,10 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
       env: { PEERS_NODE: s.peersNode },
     },
   );
-  const backend = await openOnnxBackend({ model_dir: s.modelDir, max_batch: Math.max(...s.batches), threads: s.threads });
-  const spinning = await openOnnxBackend({ model_dir: s.modelDir, max_batch: Math.max(...s.batches), threads: s.threads, spin: true });
+  // Every run prefills its prompt, as the peers do: without the prompt cache the same prompt is not served from the last run.
+  const common = { model_dir: s.modelDir, max_batch: Math.max(...s.batches), threads: s.threads, prompt_cache_mb: 0 };
+  const backend = await openOnnxBackend(common);
+  const spinning = await openOnnxBackend({ ...common, spin: true });
   try {
     const versions = [await genai.next<{ version: string }>(), await tjs.next<{ version: string }>()].map((v) => v.version);
     const project = async (b: OnnxBackend, batch: number, newTokens: number): Promise<Run> => {

@@ -70,13 +70,14 @@ if (only.has('grpo')) {
       continue;
     }
     const modelDir = await ensureModel(name, datasetDir);
+    const groupSize = small ? 2 : 4;
     out(
       await compareGrpo({
         modelDir,
         label: name,
         prompt: casePromptOf(dataset, modelDir),
         // The tiny-cpu preset's group, episode turn length, stage-1 temperature, learning rate and loss.
-        groupSize: small ? 2 : 4,
+        groupSize,
         maxNewTokens: small ? 8 : 48,
         temperature: 1.0,
         lr: qwen ? 1e-6 : 2e-4,
@@ -94,8 +95,9 @@ if (only.has('grpo')) {
           : null,
         threads,
         reps: qwen ? Math.min(reps, Number(values['qwen-reps'])) : reps,
-        // workers.train.micro_batch_size of the model's preset (tiny-cpu: 1; qwen2.5-0.5b: 2).
-        microBatch: qwen ? 2 : 1,
+        // The group in one forward/backward pass, as TRL's per_device_train_batch_size = num_generations: its sequences
+        // share a prompt and differ by at most max_new_tokens, so a pass pads little (the presets' 1 and 2 are for ragged episodes).
+        microBatch: groupSize,
         // tiny-cpu: off (a 1M-parameter model's activations are small); the backbone presets keep the engine's default, on.
         gradientCheckpointing: qwen,
         peersPython,
