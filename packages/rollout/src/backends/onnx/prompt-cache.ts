@@ -41,6 +41,7 @@ export class PromptCache {
       const n = Math.min(prompt.length, e.ids.length);
       let i = 0;
       while (i < n && e.ids[i] === prompt[i]) i++;
+      // On a tie, the prompt itself over a longer one that starts with it.
       if (i > bestLen || (i === bestLen && best && e.ids.length === i)) [best, bestLen] = [e, i];
     }
     if (!best) return undefined;
