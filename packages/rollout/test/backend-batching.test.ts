@@ -57,11 +57,14 @@ function recordDecodeSteps(): DecodeStep[] {
   vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
     const feeds = args[0] as Record<string, ort.Tensor>;
     if (feeds.prefix_mask) {
-      // A prefill runs on the decode graph too: the prompt as new tokens, nothing cached (its prefix all masked).
-      if ((feeds.prefix_mask.data as Float32Array).every((x) => x === -Infinity)) return run.apply(this, args);
+      // A prefill runs on the decode graph too: the prompt as new tokens, on an empty prefix (all masked)
+      // or, past what the prompt cache holds, on a cached one; a decode step feeds one token a row.
+      const prefill = feeds.input_ids.dims[1] > 1 || (feeds.prefix_mask.data as Float32Array).every((x) => x === -Infinity);
+      if (prefill) return run.apply(this, args);
       const rows = [...(feeds.position_ids.data as BigInt64Array)].filter((p) => p > 0n).length;
       steps.push({ rows, prefixes: feeds.prefix_mask.dims[0] });
-    } else if (feeds['past_key_values.0.key'].dims[2] > 0) steps.push({ rows: feeds.input_ids.dims[0], prefixes: feeds.input_ids.dims[0] });
+    } else if (feeds.input_ids.dims[1] === 1 && feeds['past_key_values.0.key'].dims[2] > 0)
+      steps.push({ rows: feeds.input_ids.dims[0], prefixes: feeds.input_ids.dims[0] });
     return run.apply(this, args);
   });
   return steps;

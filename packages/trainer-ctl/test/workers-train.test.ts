@@ -176,14 +176,15 @@ describe('train worker', () => {
     const player = await createEpisodePlayer({ config: loaded.config, registry, syncTimeoutMs: 60_000 });
     const rollout = (sampleIndex: number) => rolloutJob('batch-g', sampleIndex, version, 11 + sampleIndex);
     // Rows of every decode step that reaches onnxruntime: on the export's decode graph, a step
-    // whose prefix holds a prompt (a prefill's is all masked), counting the slots with a position.
+    // feeds one token a row on a prompt's prefix (a prefill feeds the prompt's tokens past what
+    // the prompt cache holds, on an empty or a cached prefix), counting the slots with a position.
     const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
     const run = sessions.run;
     const rows: number[] = [];
     const spy = vi.spyOn(sessions, 'run').mockImplementation(function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
       const feeds = args[0] as Record<string, ort.Tensor>;
       expect(feeds.prefix_mask).toBeDefined();
-      if (!(feeds.prefix_mask.data as Float32Array).every((x) => x === -Infinity)) {
+      if (feeds.input_ids.dims[1] === 1 && !(feeds.prefix_mask.data as Float32Array).every((x) => x === -Infinity)) {
         rows.push([...(feeds.position_ids.data as BigInt64Array)].filter((p) => p > 0n).length);
       }
       return run.apply(this, args);
