@@ -2,8 +2,8 @@
  * Key/values of recent prompts, so that a prompt which starts like one already prefilled runs
  * only its new tokens (vLLM's automatic prefix caching, for the onnx backend). An episode's next
  * turn is its last prompt plus the model's turn and the tool's result, and every case's first
- * turn starts with the same system prompt: in a GRPO step of the tiny-cpu preset, 84% of the
- * prompt tokens were such a prefix (docs/experiments.md, issue 29).
+ * turn starts with the same system prompt: in a GRPO step of the tiny-cpu preset about 90% of
+ * the prompt tokens were such a prefix (scripts/bench/rollout-prefill.ts, docs/experiments.md).
  *
  * One cache per loaded policy version (other weights give other key/values). The least recently
  * used prompts leave first once the key/values held pass the budget.
