@@ -72,7 +72,7 @@ sessions.run = async function (this: ort.InferenceSession, ...args: Parameters<t
 
 const settings = [
   { name: 'no prompt cache', prompt_cache_mb: 0 },
-  { name: 'prompt cache (default)', prompt_cache_mb: undefined },
+  { name: 'prompt cache 256 MiB', prompt_cache_mb: 256 },
 ];
 const results: Rep[][] = settings.map(() => []);
 const loads = [loadavg()[0]];

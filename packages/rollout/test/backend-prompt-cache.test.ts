@@ -94,7 +94,7 @@ async function greedy(backend: OnnxBackend, name: keyof typeof p): Promise<Gener
 }
 
 describe.each(Object.keys(models) as (keyof typeof models)[])('onnx backend prompt cache, %s', (layout) => {
-  const open = (s: Partial<OnnxSettings> = {}) => openOnnxBackend({ model_dir: models[layout], threads: 1, ...s });
+  const open = (s: Partial<OnnxSettings> = {}) => openOnnxBackend({ model_dir: models[layout], threads: 1, prompt_cache_mb: 256, ...s });
 
   it("prefills an episode's next turn and a prompt sharing the start of another only past the cached tokens, generating what transformers does", async () => {
     const backend = await open();

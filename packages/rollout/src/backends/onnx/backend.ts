@@ -69,16 +69,20 @@ export const onnxSettingsSchema = z
     /**
      * MiB of recent prompts' key/values kept per policy version, so that a prompt starting like
      * one of them (an episode's next turn, a case's shared system prompt) prefills only its new
-     * tokens; least recently used prompts leave first. 0 prefills every prompt whole. Default 256
-     * (float32 key/values: 3 KiB a token for the tiny-cpu model, 24 KiB for Qwen2.5-0.5B).
+     * tokens; least recently used prompts leave first (float32 key/values: 3 KiB a token for the
+     * tiny-cpu model, 24 KiB for Qwen2.5-0.5B; 256 holds a tiny-cpu GRPO step). Default 0, off: a
+     * prefill from a cached prefix differs from a whole one in the last bits, so what a run samples
+     * depends on what its backend ran before, and a resumed run can sample other tokens than the
+     * unbroken one (fault-presets.test.ts on cpu-learn, issue 29).
      */
     prompt_cache_mb: z
       .number()
       .min(0)
-      .default(256)
+      .default(0)
       .describe(
         "MiB of recent prompts' key/values kept per policy version, so that a prompt starting like one of them (an episode's next " +
-          'turn, a shared system prompt) prefills only its new tokens; least recently used leave first. 0 prefills every prompt whole. Default 256.',
+          'turn, a shared system prompt) prefills only its new tokens; least recently used leave first. Default 0 (off): with it a ' +
+          'resumed run can sample other tokens than the unbroken one.',
       ),
   })
   .strict();
