@@ -1,9 +1,10 @@
 /**
  * Benchmark: the onnx backend's prompt cache on a GRPO step's episodes (grpo.cases_per_step cases
  * x grpo.group_size samples at stage 1's temperature, workers.rollout.concurrency at once) of an
- * exported policy, with the cache (generation.backend.prompt_cache_mb, default) against without
- * it (0), alternating rep by rep, each rep on a fresh backend as each GRPO step's new policy
- * version is. Splits each rep's onnxruntime time into prefills (runs that feed more than one new
+ * exported policy: without the cache and prompts prefilled whole (the backend before issue 29,
+ * the baseline), without the cache in chunks, and with the cache (generation.backend.prompt_cache_mb)
+ * at several generation.backend.prefill_chunk sizes, alternating rep by rep, each rep on a fresh
+ * backend as each GRPO step's new policy version is. Splits each rep's onnxruntime time into prefills (runs that feed more than one new
  * token) and decode steps, and counts the prompt tokens the prefills ran. Prints the CPU model,
  * cores, load average, medians and the ratio to the run without the cache.
  *
@@ -14,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import { evaluate, loadDataset, runEpisode, spreadCases, type Solve } from '@thinkfl/env';
-import { loadChatModel, ModelPolicy, openOnnxBackend } from '@thinkfl/rollout';
+import { loadChatModel, ModelPolicy, openOnnxBackend, type OnnxSettings } from '@thinkfl/rollout';
 import { loadRunConfig } from '../../packages/trainer-ctl/src/config/index';
 import { modelPolicySettings, playSettingsFromConfig } from '../../packages/trainer-ctl/src/eval/solvers';
 import { REPO_ROOT } from '../../testkit/nezha';
@@ -53,7 +54,8 @@ interface Rep {
   decodeSteps: number;
 }
 let current: Rep | undefined;
-// Every onnxruntime run of the backend, timed: a prefill feeds the prompt's new tokens, a decode step one token a row.
+// Every onnxruntime run of the backend, timed: a prefill chunk feeds the prompt's new tokens, a decode step one token a
+// row (a one-token chunk counts as a decode step: one prompt in `prefill_chunk` ends with one).
 const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
 const run = sessions.run;
 sessions.run = async function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
@@ -70,9 +72,14 @@ sessions.run = async function (this: ort.InferenceSession, ...args: Parameters<t
   return out;
 } as typeof run;
 
-const settings = [
-  { name: 'no prompt cache', prompt_cache_mb: 0 },
-  { name: 'prompt cache 256 MiB', prompt_cache_mb: 256 },
+// The first row is the backend before issue 29's cache: every prompt prefilled whole, from nothing.
+const WHOLE = 1 << 30;
+const settings: ({ name: string } & Pick<OnnxSettings, 'prompt_cache_mb' | 'prefill_chunk'>)[] = [
+  { name: 'no cache, whole prompts', prompt_cache_mb: 0, prefill_chunk: WHOLE },
+  { name: 'no cache, chunks of 128', prompt_cache_mb: 0, prefill_chunk: 128 },
+  { name: 'cache, chunks of 32', prompt_cache_mb: 256, prefill_chunk: 32 },
+  { name: 'cache, chunks of 64', prompt_cache_mb: 256, prefill_chunk: 64 },
+  { name: 'cache, chunks of 128', prompt_cache_mb: 256, prefill_chunk: 128 },
 ];
 const results: Rep[][] = settings.map(() => []);
 const loads = [loadavg()[0]];
@@ -82,7 +89,8 @@ for (let r = 0; r <= reps; r++) {
       model_dir: policyDir,
       threads: backendSettings.threads,
       spin: backendSettings.spin,
-      ...(s.prompt_cache_mb !== undefined && { prompt_cache_mb: s.prompt_cache_mb }),
+      prompt_cache_mb: s.prompt_cache_mb,
+      prefill_chunk: s.prefill_chunk,
     });
     const solve: Solve = async (c) => {
       const settings = modelPolicySettings({ ...play, concurrency, threads: backendSettings.threads, temperature }, temperature);
@@ -107,7 +115,7 @@ console.log(
     `${episodes.length} episodes a step (${cases.length} cases x ${config.grpo.group_size}), ${concurrency} at once, temperature ${temperature}, ` +
     `${backendSettings.threads} threads, ${reps} reps (medians; samples differ between reps)`,
 );
-const cols = ['wall s', 'prefill s', 'prompt tokens run', 'decode s', 'decode steps', 'wall vs none'];
+const cols = ['wall s', 'prefill s', 'prompt tokens run', 'decode s', 'decode steps', 'wall vs first'];
 console.log(`${''.padEnd(24)} ${cols.map((c) => c.padStart(c.length + 2)).join(' ')}`);
 const base = median(results[0].map((x) => x.wallMs));
 for (const [k, s] of settings.entries()) {

@@ -67,22 +67,38 @@ export const onnxSettingsSchema = z
         "Most rows decoded together, over all concurrent requests (a rollout worker's episodes); further rows wait for a running one to end. Default 8.",
       ),
     /**
+     * Prompt tokens run per prefill call: a prompt is always prefilled in chunks that end at
+     * multiples of this, and the prompt cache reuses only whole chunks, so a prompt's key/values
+     * (and the tokens sampled on them) are the same bits whatever the cache held: a resumed run
+     * samples what the unbroken one did (issue 29). Chunks cost no time on CPU: a 1,500-token
+     * prompt of the tiny-cpu model prefills in 172 ms in chunks of 128 against 170 ms whole
+     * (docs/experiments.md). Smaller chunks reuse more of a cached prompt. Default 128 (vLLM's
+     * prefix cache likewise reuses whole blocks, of 16).
+     */
+    prefill_chunk: z
+      .number()
+      .int()
+      .positive()
+      .default(128)
+      .describe(
+        'Prompt tokens run per prefill call: prompts are prefilled in chunks ending at multiples of this and the prompt cache ' +
+          'reuses whole chunks only, so what is sampled does not depend on what the cache held. Default 128.',
+      ),
+    /**
      * MiB of recent prompts' key/values kept per policy version, so that a prompt starting like
      * one of them (an episode's next turn, a case's shared system prompt) prefills only its new
-     * tokens; least recently used prompts leave first (float32 key/values: 3 KiB a token for the
-     * tiny-cpu model, 24 KiB for Qwen2.5-0.5B; 256 holds a tiny-cpu GRPO step). Default 0, off: a
-     * prefill from a cached prefix differs from a whole one in the last bits, so what a run samples
-     * depends on what its backend ran before, and a resumed run can sample other tokens than the
-     * unbroken one (fault-presets.test.ts on cpu-learn, issue 29).
+     * chunks (prefill_chunk); least recently used prompts leave first (float32 key/values: 3 KiB
+     * a token for the tiny-cpu model, 24 KiB for Qwen2.5-0.5B; 256 holds a tiny-cpu GRPO step).
+     * It changes what runs, never what is sampled. 0 turns it off. Default 256.
      */
     prompt_cache_mb: z
       .number()
       .min(0)
-      .default(0)
+      .default(256)
       .describe(
         "MiB of recent prompts' key/values kept per policy version, so that a prompt starting like one of them (an episode's next " +
-          'turn, a shared system prompt) prefills only its new tokens; least recently used leave first. Default 0 (off): with it a ' +
-          'resumed run can sample other tokens than the unbroken one.',
+          'turn, a shared system prompt) prefills only its new chunks; least recently used leave first. Changes what runs, not ' +
+          'what is sampled. 0 turns it off. Default 256.',
       ),
   })
   .strict();
@@ -204,13 +220,19 @@ async function load(
   const decodePath = settings.kv_cache === 'auto' ? decodeGraphPath(onnxPath) : undefined;
   if (decodePath) {
     const graph = await loadDecodeGraph(decodePath, config, session);
-    const scheduler = new DecodeScheduler(new SharedPrefixCache(graph, config.padId), opts, settings.max_batch, promptCacheBytes);
+    const scheduler = new DecodeScheduler(
+      new SharedPrefixCache(graph, config.padId),
+      opts,
+      settings.max_batch,
+      settings.prefill_chunk,
+      promptCacheBytes,
+    );
     return { ...base, graphPath: decodePath, scheduler, release: () => graph.session.release() };
   }
   const model = await loadOnnxCausalLM(onnxPath, config, session);
   const release = () => model.session.release();
   if (settings.kv_cache === 'auto' && model.cache.length > 0) {
-    const scheduler = new DecodeScheduler(new PaddedCache(model), opts, settings.max_batch, promptCacheBytes);
+    const scheduler = new DecodeScheduler(new PaddedCache(model), opts, settings.max_batch, settings.prefill_chunk, promptCacheBytes);
     return { ...base, graphPath: onnxPath, scheduler, release };
   }
   return { ...base, graphPath: onnxPath, uncached: model, release };

@@ -5,8 +5,15 @@
  * turn starts with the same system prompt: in a GRPO step of the tiny-cpu preset about 90% of
  * the prompt tokens were such a prefix (scripts/bench/rollout-prefill.ts, docs/experiments.md).
  *
+ * A prompt's key/values must not depend on what ran before it (else a resumed run, whose cache
+ * starts empty, samples other tokens than the unbroken one: issue 29). A prefill from a cached
+ * prefix differs from a whole one in the last bits, so every prompt is prefilled in chunks that
+ * end at multiples of a fixed size, cached or not (the scheduler does), and only whole chunks are
+ * taken from the cache: the same positions then come from the same computation either way.
+ *
  * One cache per loaded policy version (other weights give other key/values). The least recently
- * used prompts leave first once the key/values held pass the budget.
+ * used prompts leave first once the key/values held pass the budget; that changes what runs, not
+ * what comes out.
  */
 import * as ort from 'onnxruntime-node';
 import type { CachedPrefix, Prefill } from './batch-cache';
@@ -32,9 +39,9 @@ export class PromptCache {
   /**
    * A prompt that ran before is served as it came out then (the same key/values and logits, so
    * a repeated prompt samples as it did); else the cached prompt sharing the longest prefix with
-   * it, and that prefix's length.
+   * it, and how many of its first `chunk`-sized chunks that prefix covers, in positions.
    */
-  lookup(prompt: number[]): PromptHit | undefined {
+  lookup(prompt: number[], chunk: number): PromptHit | undefined {
     let best: Entry | undefined;
     let bestLen = 0;
     for (const e of this.entries) {
@@ -48,8 +55,8 @@ export class PromptCache {
     this.entries.splice(this.entries.indexOf(best), 1);
     this.entries.push(best);
     if (bestLen === prompt.length && best.ids.length === bestLen) return { kind: 'same', logits: best.logits, prefill: best.prefill };
-    // The prompt's last token runs for its logits.
-    const len = Math.min(bestLen, prompt.length - 1);
+    // Whole chunks only, and the prompt's last token runs for its logits.
+    const len = Math.floor(Math.min(bestLen, prompt.length - 1) / chunk) * chunk;
     return len > 0 ? { kind: 'prefix', from: { prefill: best.prefill, len } } : undefined;
   }
 

@@ -5,9 +5,9 @@
  * rollout worker plays at the same time share each forward pass.
  *
  * A prompt is prefilled alone (rows with the same prompt, as a GRPO group's samples, share that
- * prefill), or taken from the cache of recent prompts (prompt-cache.ts): as it ran before, or
- * run from a cached prompt it starts with; so a row's first token does not depend on its batch
- * mates. How the running rows' cache is laid out is the BatchCache's business: shared prompt
+ * prefill), in chunks ending at multiples of `prefillChunk` tokens, or taken from the cache of
+ * recent prompts (prompt-cache.ts): as it ran before, or run from the cached chunks it starts
+ * with; so a row's tokens depend neither on its batch mates nor on what the cache held. How the running rows' cache is laid out is the BatchCache's business: shared prompt
  * prefixes on the export's decode graph (prefix-cache.ts), else each row's whole cache, padded
  * (padded-cache.ts).
  */
@@ -31,8 +31,10 @@ export class DecodeScheduler {
     private readonly opts: DecodeOptions,
     /** Most rows decoded together; later rows wait for a place. */
     private readonly maxBatch: number,
+    /** Prompt tokens run per prefill call: chunks end at multiples of it. */
+    private readonly prefillChunk: number,
     /** Bytes of prompt key/values kept for later prompts that start alike; 0 keeps none. */
-    promptCacheBytes = 0,
+    promptCacheBytes: number,
   ) {
     if (promptCacheBytes > 0) this.prompts = new PromptCache(promptCacheBytes);
   }
@@ -94,11 +96,21 @@ export class DecodeScheduler {
     this.joining = [];
   }
 
-  /** A prompt's logits and key/values: from the prompt cache when it ran before, else run (from a cached prefix where one fits). */
+  /**
+   * A prompt's logits and key/values: from the prompt cache when it ran before, else run chunk by
+   * chunk, from the cached chunks it starts with where there are some.
+   */
   private async prefill(prompt: number[]): Promise<{ logits: Float32Array; prefill: Prefill }> {
-    const hit = this.prompts?.lookup(prompt);
+    const chunk = this.prefillChunk;
+    const hit = this.prompts?.lookup(prompt, chunk);
     if (hit?.kind === 'same') return hit;
-    const out = await this.cache.prefill(prompt, hit?.from);
+    // startRow refuses empty prompts, and a hit leaves at least the last token to run.
+    let end = hit?.from.len ?? 0;
+    let out = await this.cache.prefill(prompt.slice(0, (end = chunkEnd(end, chunk, prompt.length))), hit?.from);
+    while (end < prompt.length) {
+      const from = { prefill: out.prefill, len: end };
+      out = await this.cache.prefill(prompt.slice(0, (end = chunkEnd(end, chunk, prompt.length))), from);
+    }
     this.prompts?.add(prompt, out.prefill, out.logits);
     return out;
   }
@@ -120,6 +132,11 @@ export class DecodeScheduler {
     this.joining = [];
     this.pending = [];
   }
+}
+
+/** Where the prefill chunk starting at `start` ends: the next multiple of `chunk`, or the prompt's end. */
+function chunkEnd(start: number, chunk: number, length: number): number {
+  return Math.min(length, (Math.floor(start / chunk) + 1) * chunk);
 }
 
 function settle(e: Entry): void {
