@@ -70,19 +70,21 @@ export const onnxSettingsSchema = z
      * Prompt tokens run per prefill call: a prompt is always prefilled in chunks that end at
      * multiples of this, and the prompt cache reuses only whole chunks, so a prompt's key/values
      * (and the tokens sampled on them) are the same bits whatever the cache held: a resumed run
-     * samples what the unbroken one did (issue 29). Chunks cost no time on CPU: a 1,500-token
-     * prompt of the tiny-cpu model prefills in 172 ms in chunks of 128 against 170 ms whole
-     * (docs/experiments.md). Smaller chunks reuse more of a cached prompt. Default 128 (vLLM's
-     * prefix cache likewise reuses whole blocks, of 16).
+     * samples what the unbroken one did (issue 29). Chunks cost no time on CPU: on the tiny-cpu
+     * model with 1 thread, chunks of 64 took 0.83-1.01x a whole prefill of 600-3,000 tokens; smaller
+     * chunks reuse more of a cached prompt, and with the cache a GRPO step's rollouts took 0.32x and
+     * 0.39x the time of whole prompts without it at 64, 0.41x and 0.48x at 128, and 0.41x and 0.55x
+     * at 32 (scripts/bench/prefill-chunks.ts and rollout-prefill.ts, docs/experiments.md). Default
+     * 64 (vLLM's prefix cache likewise reuses whole blocks, of 16).
      */
     prefill_chunk: z
       .number()
       .int()
       .positive()
-      .default(128)
+      .default(64)
       .describe(
         'Prompt tokens run per prefill call: prompts are prefilled in chunks ending at multiples of this and the prompt cache ' +
-          'reuses whole chunks only, so what is sampled does not depend on what the cache held. Default 128.',
+          'reuses whole chunks only, so what is sampled does not depend on what the cache held. Default 64.',
       ),
     /**
      * MiB of recent prompts' key/values kept per policy version, so that a prompt starting like
