@@ -105,14 +105,16 @@ export class DecodeScheduler {
     const hit = this.prompts?.lookup(prompt, chunk);
     if (hit?.kind === 'same') return hit;
     // startRow refuses empty prompts, and a hit leaves at least the last token to run.
-    let end = hit?.from.len ?? 0;
-    let out = await this.cache.prefill(prompt.slice(0, (end = chunkEnd(end, chunk, prompt.length))), hit?.from);
-    while (end < prompt.length) {
-      const from = { prefill: out.prefill, len: end };
-      out = await this.cache.prefill(prompt.slice(0, (end = chunkEnd(end, chunk, prompt.length))), from);
+    let from = hit?.from;
+    for (;;) {
+      const end = Math.min(prompt.length, (Math.floor((from?.len ?? 0) / chunk) + 1) * chunk);
+      const out = await this.cache.prefill(prompt.slice(0, end), from);
+      if (end === prompt.length) {
+        this.prompts?.add(prompt, out.prefill, out.logits);
+        return out;
+      }
+      from = { prefill: out.prefill, len: end };
     }
-    this.prompts?.add(prompt, out.prefill, out.logits);
-    return out;
   }
 
   /** One token for every running row on top of the cache; finished rows leave. */
@@ -132,11 +134,6 @@ export class DecodeScheduler {
     this.joining = [];
     this.pending = [];
   }
-}
-
-/** Where the prefill chunk starting at `start` ends: the next multiple of `chunk`, or the prompt's end. */
-function chunkEnd(start: number, chunk: number, length: number): number {
-  return Math.min(length, (Math.floor(start / chunk) + 1) * chunk);
 }
 
 function settle(e: Entry): void {
