@@ -1,6 +1,6 @@
 /**
  * Benchmark: one prompt prefilled from nothing, whole (the baseline) against in chunks that each
- * run on the last one's key/values, as the onnx backend's scheduler runs them
+ * run on the last one's key/values, by the onnx backend scheduler's own prefillInChunks
  * (generation.backend.prefill_chunk), on both KV layouts: the export's decode graph
  * (prefix-cache.ts) and the model's own graph (padded-cache.ts). Prompts are synthetic token ids
  * of several lengths; medians of --reps runs each, alternating. Prints the CPU model, cores, load
@@ -11,7 +11,6 @@
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { CachedPrefix } from '../../packages/rollout/src/backends/onnx/batch-cache';
 import {
   decodeGraphPath,
   loadDecodeGraph,
@@ -21,6 +20,7 @@ import {
 } from '../../packages/rollout/src/backends/onnx/model';
 import { PaddedCache } from '../../packages/rollout/src/backends/onnx/padded-cache';
 import { SharedPrefixCache } from '../../packages/rollout/src/backends/onnx/prefix-cache';
+import { prefillInChunks } from '../../packages/rollout/src/backends/onnx/scheduler';
 
 const { values } = parseArgs({
   options: {
@@ -58,12 +58,7 @@ for (const length of values.lengths.split(',').map(Number)) {
     for (let r = 0; r <= reps; r++) {
       for (const [k, chunk] of sizes.entries()) {
         const t0 = performance.now();
-        let from: CachedPrefix | undefined;
-        for (let end = 0; end < length; ) {
-          end = chunk === 0 ? length : Math.min(length, end + chunk);
-          const out = await cache.prefill(prompt.slice(0, end), from);
-          from = { prefill: out.prefill, len: end };
-        }
+        await prefillInChunks(cache, prompt, chunk === 0 ? length : chunk);
         if (r > 0) times[k].push(performance.now() - t0);
       }
     }

@@ -7,11 +7,12 @@
  * A prompt is prefilled alone (rows with the same prompt, as a GRPO group's samples, share that
  * prefill), in chunks ending at multiples of `prefillChunk` tokens, or taken from the cache of
  * recent prompts (prompt-cache.ts): as it ran before, or run from the cached chunks it starts
- * with; so a row's tokens depend neither on its batch mates nor on what the cache held. How the running rows' cache is laid out is the BatchCache's business: shared prompt
- * prefixes on the export's decode graph (prefix-cache.ts), else each row's whole cache, padded
- * (padded-cache.ts).
+ * with; so a row's first token does not depend on its batch mates, and no token on what the
+ * cache held. How the running rows' cache is laid out is the BatchCache's business: shared
+ * prompt prefixes on the export's decode graph (prefix-cache.ts), else each row's whole cache,
+ * padded (padded-cache.ts).
  */
-import type { BatchCache, Entry, Member, Prefill, Ticket } from './batch-cache';
+import type { BatchCache, CachedPrefix, Entry, Member, Prefill, Ticket } from './batch-cache';
 import { abortIfAsked, emitToken, type DecodeOptions, type Row } from './rows';
 import { PromptCache } from './prompt-cache';
 import { TokenSampler } from '../sampling';
@@ -104,17 +105,9 @@ export class DecodeScheduler {
     const chunk = this.prefillChunk;
     const hit = this.prompts?.lookup(prompt, chunk);
     if (hit?.kind === 'same') return hit;
-    // startRow refuses empty prompts, and a hit leaves at least the last token to run.
-    let from = hit?.from;
-    for (;;) {
-      const end = Math.min(prompt.length, (Math.floor((from?.len ?? 0) / chunk) + 1) * chunk);
-      const out = await this.cache.prefill(prompt.slice(0, end), from);
-      if (end === prompt.length) {
-        this.prompts?.add(prompt, out.prefill, out.logits);
-        return out;
-      }
-      from = { prefill: out.prefill, len: end };
-    }
+    const out = await prefillInChunks(this.cache, prompt, chunk, hit?.from);
+    this.prompts?.add(prompt, out.prefill, out.logits);
+    return out;
   }
 
   /** One token for every running row on top of the cache; finished rows leave. */
@@ -133,6 +126,25 @@ export class DecodeScheduler {
     this.cache.clear();
     this.joining = [];
     this.pending = [];
+  }
+}
+
+/**
+ * Runs a non-empty prompt on `cache` in chunks that end at multiples of `chunk` (and at its end),
+ * each on the last one's key/values, from `from` (a whole number of chunks short of the prompt's
+ * end) when given: its last position's logits and all its key/values.
+ */
+export async function prefillInChunks(
+  cache: Pick<BatchCache, 'prefill'>,
+  prompt: number[],
+  chunk: number,
+  from?: CachedPrefix,
+): Promise<{ logits: Float32Array; prefill: Prefill }> {
+  for (;;) {
+    const end = Math.min(prompt.length, (Math.floor((from?.len ?? 0) / chunk) + 1) * chunk);
+    const out = await cache.prefill(prompt.slice(0, end), from);
+    if (end === prompt.length) return out;
+    from = { prefill: out.prefill, len: end };
   }
 }
 
