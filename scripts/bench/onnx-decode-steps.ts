@@ -1,6 +1,8 @@
 /**
  * Benchmark: where a batch-1 generation of the `onnx` backend spends its time, all in this run.
- *   - the prefill of a ~1.2k-token chat prompt on the decode graph against one forward of the
+ *   - the prefill of a ~1.2k-token chat prompt on the decode graph, whole and in chunks of
+ *     --chunk tokens as the backend runs it (prefillInChunks; of it, the time inside onnxruntime's
+ *     runs, the rest being JavaScript: key/values joined chunk by chunk), against one forward of the
  *     model graph (onnx/model.onnx, what onnxruntime-genai and transformers.js run) on it;
  *   - per generated token (onToken timestamps): the first token, the median step, the slowest
  *     step and how many steps took over 4 ms, with onnxruntime's intra-op threads sleeping
@@ -8,7 +10,7 @@
  *     alternating.
  * Prints medians over --reps generations of --tokens greedy tokens; give the load (uptime) with them.
  *
- *   npx tsx scripts/bench/onnx-decode-steps.ts [--model DIR] [--tokens N] [--reps N] [--threads N]
+ *   npx tsx scripts/bench/onnx-decode-steps.ts [--model DIR] [--tokens N] [--reps N] [--threads N] [--chunk N]
  */
 import { parseArgs } from 'node:util';
 import { loadDataset } from '@thinkfl/env';
@@ -16,6 +18,7 @@ import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
 import * as ort from 'onnxruntime-node';
 import { loadDecodeGraph, loadOnnxCausalLM, readModelConfig } from '../../packages/rollout/src/backends/onnx/model';
 import { SharedPrefixCache } from '../../packages/rollout/src/backends/onnx/prefix-cache';
+import { prefillInChunks } from '../../packages/rollout/src/backends/onnx/scheduler';
 import { ensureNezhaDataset } from '../../testkit/nezha';
 import { casePromptOf, ensureModel } from './peers/models';
 
@@ -27,6 +30,8 @@ const { values } = parseArgs({
     reps: { type: 'string', default: '6' },
     /** onnxruntime intra-op threads. */
     threads: { type: 'string', default: '2' },
+    /** Prefill chunk (generation.backend.prefill_chunk). */
+    chunk: { type: 'string', default: '64' },
   },
 });
 const reps = Number(values.reps);
@@ -50,18 +55,39 @@ const i64 = (f: (i: number) => number) =>
   );
 const feeds: Record<string, ort.Tensor> = { input_ids: i64((i) => prompt[i]), attention_mask: i64(() => 1), position_ids: i64((i) => i) };
 for (const c of model.cache) feeds[c.input] = new ort.Tensor('float32', new Float32Array(0), [1, model.kvHeads, 0, model.headDim]);
+// Time spent inside the decode graph's runs, to split a chunked prefill into onnxruntime and JavaScript.
+let inRuns = 0;
+const run = decode.session.run.bind(decode.session);
+decode.session.run = (async (...args: Parameters<typeof run>) => {
+  const t0 = performance.now();
+  try {
+    return await run(...args);
+  } finally {
+    inRuns += performance.now() - t0;
+  }
+}) as typeof run;
+const chunk = Number(values.chunk);
 const prefill: number[] = [];
+const chunked: number[] = [];
+const chunkedRuns: number[] = [];
 const forward: number[] = [];
 for (let k = 0; k <= reps; k++) {
   let t0 = performance.now();
   await cache.prefill(prompt);
   const a = performance.now() - t0;
+  inRuns = 0;
+  t0 = performance.now();
+  await prefillInChunks(cache, prompt, chunk);
+  const b = performance.now() - t0;
   t0 = performance.now();
   await model.session.run(feeds);
-  if (k > 0) prefill.push(a), forward.push(performance.now() - t0);
+  if (k > 0) prefill.push(a), chunked.push(b), chunkedRuns.push(inRuns), forward.push(performance.now() - t0);
 }
 console.log(`${modelDir}, prompt ${t} tokens, ${threads} threads, median of ${reps}`);
-console.log(`prefill on the decode graph ${median(prefill).toFixed(1)} ms, model graph forward ${median(forward).toFixed(1)} ms`);
+console.log(
+  `prefill on the decode graph ${median(prefill).toFixed(1)} ms whole, ${median(chunked).toFixed(1)} ms in chunks of ${chunk} ` +
+    `(${Math.ceil(t / chunk)} runs: ${median(chunkedRuns).toFixed(1)} ms in onnxruntime), model graph forward ${median(forward).toFixed(1)} ms`,
+);
 await decode.session.release();
 await model.session.release();
 
