@@ -5,6 +5,7 @@
  * prefix-cache.ts (the decode graph, a prompt's key/values shared by its rows).
  */
 import type * as ort from 'onnxruntime-node';
+import type { KvGrowth } from './kv-growth';
 import type { Row } from './rows';
 
 /** A prompt run from an empty cache: its key/values per cache slot, [1, heads, len, headDim]. */
@@ -46,8 +47,10 @@ export interface BatchCache {
   /**
    * Runs one prompt, from an empty cache or after the first `from.len` tokens of a cached prompt
    * it starts with: its last position's logits and its key/values (all prompt.length positions).
+   * growth: where a chunked prefill's key/values grow, one per prompt (a layout whose graph joins
+   * them itself ignores it).
    */
-  prefill(prompt: number[], from?: CachedPrefix): Promise<{ logits: Float32Array; prefill: Prefill }>;
+  prefill(prompt: number[], from?: CachedPrefix, growth?: KvGrowth): Promise<{ logits: Float32Array; prefill: Prefill }>;
   /** Adds rows whose prompts were just prefilled (len = prompt length). */
   join(entrants: Member[]): void;
   /** Feeds every running row's last token: one row of logits per member; each member's len grows by 1. */

@@ -18,7 +18,8 @@
 import * as ort from 'onnxruntime-node';
 import type { BatchCache, CachedPrefix, Member, Prefill } from './batch-cache';
 import { logitsOf, type DecodeGraph } from './model';
-import { joinPositions, leadingPositions } from './prompt-cache';
+import { KvGrowth } from './kv-growth';
+import { leadingPositions } from './prompt-cache';
 
 /** Suffix positions added at a time when a row's generated tokens outgrow the buffer. */
 const SUFFIX_CHUNK = 32;
@@ -42,7 +43,7 @@ export class SharedPrefixCache implements BatchCache {
     private readonly padId: number,
   ) {}
 
-  async prefill(prompt: number[], from?: CachedPrefix): Promise<{ logits: Float32Array; prefill: Prefill }> {
+  async prefill(prompt: number[], from?: CachedPrefix, growth?: KvGrowth): Promise<{ logits: Float32Array; prefill: Prefill }> {
     const g = this.graph;
     const p = from?.len ?? 0;
     const fresh = prompt.slice(p);
@@ -65,7 +66,8 @@ export class SharedPrefixCache implements BatchCache {
       ...Object.fromEntries(g.prefix.map((name, c) => (cached ? [name, cached[c]] : empty(name)))),
     };
     const result = await g.session.run(feeds, ['logits', ...g.fresh]);
-    const kv = g.fresh.map((name, c) => (cached ? joinPositions(cached[c], result[name]) : result[name]));
+    const grow = growth ?? new KvGrowth(prompt.length);
+    const kv = g.fresh.map((name, c) => (cached ? grow.append(c, cached[c], result[name]) : result[name]));
     return { logits: logitsOf(result, g.path).data as Float32Array, prefill: { len: prompt.length, kv } };
   }
 

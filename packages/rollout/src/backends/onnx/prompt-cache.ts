@@ -86,16 +86,3 @@ export function leadingPositions(kv: ort.Tensor, len: number): ort.Tensor {
   for (let h = 0; h < heads; h++) dst.set(src.subarray(h * width * dim, (h * width + len) * dim), h * len * dim);
   return new ort.Tensor('float32', dst, [1, heads, len, dim]);
 }
-
-/** Two [1, heads, positions, headDim] key/value tensors one after the other along positions. */
-export function joinPositions(a: ort.Tensor, b: ort.Tensor): ort.Tensor {
-  const [, heads, la, dim] = a.dims;
-  const lb = b.dims[2];
-  const [x, y] = [a.data as Float32Array, b.data as Float32Array];
-  const dst = new Float32Array(heads * (la + lb) * dim);
-  for (let h = 0; h < heads; h++) {
-    dst.set(x.subarray(h * la * dim, (h + 1) * la * dim), h * (la + lb) * dim);
-    dst.set(y.subarray(h * lb * dim, (h + 1) * lb * dim), (h * (la + lb) + la) * dim);
-  }
-  return new ort.Tensor('float32', dst, [1, heads, la + lb, dim]);
-}

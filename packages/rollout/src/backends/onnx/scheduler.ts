@@ -13,6 +13,7 @@
  * padded (padded-cache.ts).
  */
 import type { BatchCache, CachedPrefix, Entry, Member, Prefill, Ticket } from './batch-cache';
+import { KvGrowth } from './kv-growth';
 import { abortIfAsked, emitToken, type DecodeOptions, type Row } from './rows';
 import { PromptCache } from './prompt-cache';
 import { TokenSampler } from '../sampling';
@@ -140,9 +141,10 @@ export async function prefillInChunks(
   chunk: number,
   from?: CachedPrefix,
 ): Promise<{ logits: Float32Array; prefill: Prefill }> {
+  const growth = new KvGrowth(prompt.length);
   for (;;) {
     const end = Math.min(prompt.length, (Math.floor((from?.len ?? 0) / chunk) + 1) * chunk);
-    const out = await cache.prefill(prompt.slice(0, end), from);
+    const out = await cache.prefill(prompt.slice(0, end), from, growth);
     if (end === prompt.length) return out;
     from = { prefill: out.prefill, len: end };
   }
