@@ -24,7 +24,6 @@ from pathlib import Path
 import torch
 from torch import nn
 from transformers import PreTrainedModel
-from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from .onnx_export import head_dim, trace_to_onnx
 
@@ -45,17 +44,26 @@ class _DecodeStep(nn.Module):
         self.heads = c.num_attention_heads
         self.kv_heads = getattr(c, 'num_key_value_heads', None) or c.num_attention_heads
         self.head_dim = head_dim(c)
+        # transformers' rotate_half as a product with a constant: x @ rotate = cat(-x2, x1), exactly
+        # (one +-1 a column), in one operator where the traced slicing of x's halves takes nine.
+        half = self.head_dim // 2
+        rotate = torch.zeros(self.head_dim, self.head_dim)
+        rotate[torch.arange(half) + half, torch.arange(half)] = -1.0
+        rotate[torch.arange(half), torch.arange(half) + half] = 1.0
+        self.register_buffer('rotate', rotate, persistent=False)
 
     def forward(self, input_ids, position_ids, prefix_mask, suffix_mask, *flat):
         base = self.model.model
         layers = len(base.layers)
         n, t = input_ids.shape
         g_count = prefix_mask.shape[0]
+        p_len, s_len = prefix_mask.shape[1], suffix_mask.shape[1]
         r = n // g_count
         kvh, hd = self.kv_heads, self.head_dim
         g = self.heads // kvh
         x = base.embed_tokens(input_ids)
         cos, sin = base.rotary_emb(x, position_ids)
+        cos, sin = cos[:, None], sin[:, None]
         pmask = prefix_mask[:, None, None, :]
         smask = suffix_mask[:, None, None, :]
         # Causal among the new tokens, from their positions: [N, 1, 1, T, T].
@@ -70,20 +78,19 @@ class _DecodeStep(nn.Module):
             q = attn.q_proj(h).view(n, t, self.heads, hd).transpose(1, 2)
             k = attn.k_proj(h).view(n, t, kvh, hd).transpose(1, 2)
             v = attn.v_proj(h).view(n, t, kvh, hd).transpose(1, 2)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            q, k = q * cos + torch.matmul(q, self.rotate) * sin, k * cos + torch.matmul(k, self.rotate) * sin
             news += [k, v]
             # Query head j*g + m reads key/value head j (transformers' repeat_kv order): [N, kv_heads, g*T, head_dim].
             qg = q.reshape(n, kvh, g * t, hd)
             # A group's rows side by side, [G, kv_heads, R*g*T, head_dim], against its prefix once.
             qp = qg.reshape(g_count, r, kvh, g * t, hd).transpose(1, 2).reshape(g_count, kvh, r * g * t, hd)
             sp = torch.matmul(qp, pk.transpose(-1, -2)) * attn.scaling + pmask
-            sp = sp.reshape(g_count, kvh, r, g * t, -1).transpose(1, 2).reshape(n, kvh, g * t, -1)
+            sp = sp.reshape(g_count, kvh, r, g * t, p_len).transpose(1, 2).reshape(n, kvh, g * t, p_len)
             ss = torch.matmul(qg, sk.transpose(-1, -2)) * attn.scaling + smask
             sn = torch.matmul(qg, k.transpose(-1, -2)) * attn.scaling
             sn = (sn.reshape(n, kvh, g, t, t) + causal).reshape(n, kvh, g * t, t)
-            p_len, s_len = sp.shape[-1], ss.shape[-1]
             probs = torch.softmax(torch.cat([sp, ss, sn], dim=-1), dim=-1)
-            pp, ps, pn = torch.split(probs, [p_len, s_len, t], dim=-1)
+            pp, ps, pn = probs[..., :p_len], probs[..., p_len : p_len + s_len], probs[..., p_len + s_len :]
             pp = pp.reshape(g_count, r, kvh, g * t, p_len).transpose(1, 2).reshape(g_count, kvh, r * g * t, p_len)
             op = torch.matmul(pp, pv).reshape(g_count, kvh, r, g * t, hd).transpose(1, 2).reshape(n, kvh, g * t, hd)
             o = (op + torch.matmul(ps, sv) + torch.matmul(pn, v)).reshape(n, self.heads, t, hd)

@@ -8,7 +8,8 @@
  * And the prompt both sides get: ThinkFL's system prompt and a case's entry span, one turn.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { casePrompt, systemPrompt, Toolbox, type Dataset } from '@thinkfl/env';
 import { loadChatModel } from '@thinkfl/rollout';
@@ -37,15 +38,35 @@ const QWEN_SHAPE = {
 
 const log = (line: string) => process.stderr.write(`peers: ${line}\n`);
 
-/** Builds into a temporary dir and renames it into place, so a killed build leaves no half model. */
+/** The code a model dir is made by: the engine's ONNX export and the tiny model's script. */
+const MADE_BY = [
+  'engine/thinkfl_engine/onnx_export.py',
+  'engine/thinkfl_engine/onnx_decode.py',
+  'engine/thinkfl_engine/onnx_weights.py',
+  'scripts/create-tiny-model.ts',
+];
+
+/**
+ * Builds into a temporary dir and renames it into place, so a killed build leaves no half model.
+ * A dir made by other export code (its fingerprint, beside it, differs) is made anew: the project
+ * and the peers would otherwise be measured on graphs this checkout no longer writes.
+ */
 async function build(dir: string, make: (tmp: string) => Promise<void>): Promise<string> {
-  if (existsSync(join(dir, 'onnx', 'model.onnx'))) return dir;
+  const hash = createHash('sha1');
+  for (const file of MADE_BY) hash.update(readFileSync(join(REPO_ROOT, file)));
+  const fingerprint = hash.digest('hex');
+  const stamp = `${dir}.fingerprint`;
+  const current = existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === fingerprint;
+  if (current && existsSync(join(dir, 'onnx', 'model.onnx'))) return dir;
+  if (existsSync(dir)) log(`${dir} was made by other export code: making it anew`);
   const tmp = `${dir}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const started = Date.now();
   await make(tmp);
+  rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);
+  writeFileSync(stamp, `${fingerprint}\n`);
   log(`made ${dir} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   return dir;
 }
