@@ -9,10 +9,14 @@ Inputs (float32 unless said):
   input_ids [N,T], position_ids [N,T] (int64): each row's new tokens and their positions;
   prefix_mask [G,P]: 0 where a group's prefix position holds a token, -inf on padding;
   suffix_mask [N,S]: the same for each row's own positions (its generated tokens);
-  prefix.{i}.key/value [G,kv_heads,P,head_dim]; suffix.{i}.key/value [N,kv_heads,S,head_dim].
-Outputs: logits [N,V] of each row's last new token and new.{i}.key/value [N,kv_heads,T,head_dim],
+  prefix.{i}.key/value [G,kv_heads,P,head_dim]; suffix.{i}.key/value [G,kv_heads,R,S,head_dim].
+Outputs: logits [N,V] of each row's last new token and new.{i}.key/value [G,kv_heads,R,T,head_dim],
 the new tokens' key/values (after rotary embedding, as transformers caches them), which the
-caller appends to the suffix (or, from a prefill, keeps as a prefix).
+caller appends to the suffix (or, from a prefill, G = R = 1, keeps as a prefix).
+
+The attention runs with each group's rows side by side under each key/value head, the layout of
+the suffix, so that the step moves its queries into it once and its output out of it once: on a
+small model a step costs mostly per operator run (scripts/bench/onnx-decode-steps.ts counts them).
 G, R, T, P and S are dynamic; P and S are at least 1 (a fully masked position is allowed).
 
 The attention is written out here (eager math, float32) for the decoder layout Llama and Qwen2
@@ -59,42 +63,45 @@ class _DecodeStep(nn.Module):
         g_count = prefix_mask.shape[0]
         p_len, s_len = prefix_mask.shape[1], suffix_mask.shape[1]
         r = n // g_count
-        kvh, hd = self.kv_heads, self.head_dim
-        g = self.heads // kvh
+        heads, kvh, hd = self.heads, self.kv_heads, self.head_dim
+        g = heads // kvh
         x = base.embed_tokens(input_ids)
         cos, sin = base.rotary_emb(x, position_ids)
-        cos, sin = cos[:, None], sin[:, None]
+        # For [G, R, T, heads, head_dim] (query heads as [kv_heads, g]: transformers' repeat_kv order).
+        cos_k, sin_k = cos.reshape(g_count, r, t, 1, hd), sin.reshape(g_count, r, t, 1, hd)
+        cos_q, sin_q = cos_k[..., None, :], sin_k[..., None, :]
         pmask = prefix_mask[:, None, None, :]
-        smask = suffix_mask[:, None, None, :]
-        # Causal among the new tokens, from their positions: [N, 1, 1, T, T].
+        smask = suffix_mask.reshape(g_count, 1, r, 1, s_len)
+        # Causal among the new tokens, from their positions, for each of a row's g*T queries: [G, 1, R, g*T, T].
         later = position_ids[:, None, :] > position_ids[:, :, None]
-        causal = torch.where(later, torch.tensor(float('-inf')), torch.tensor(0.0))[:, None, None]
+        causal = torch.where(later, torch.tensor(float('-inf')), torch.tensor(0.0)).reshape(g_count, 1, r, 1, t, t)
+        causal = causal.expand(g_count, 1, r, g, t, t).reshape(g_count, 1, r, g * t, t)
         news = []
         for i, layer in enumerate(base.layers):
             pk, pv = flat[2 * i], flat[2 * i + 1]
             sk, sv = flat[2 * layers + 2 * i], flat[2 * layers + 2 * i + 1]
             attn = layer.self_attn
             h = layer.input_layernorm(x)
-            q = attn.q_proj(h).view(n, t, self.heads, hd).transpose(1, 2)
-            k = attn.k_proj(h).view(n, t, kvh, hd).transpose(1, 2)
-            v = attn.v_proj(h).view(n, t, kvh, hd).transpose(1, 2)
-            q, k = q * cos + torch.matmul(q, self.rotate) * sin, k * cos + torch.matmul(k, self.rotate) * sin
+            q = attn.q_proj(h).view(g_count, r, t, kvh, g, hd)
+            k = attn.k_proj(h).view(g_count, r, t, kvh, hd)
+            q = q * cos_q + torch.matmul(q, self.rotate) * sin_q
+            k = k * cos_k + torch.matmul(k, self.rotate) * sin_k
+            # Each row's queries of one key/value head in a row: [G, kv_heads, R, g*T, head_dim].
+            q = q.permute(0, 3, 1, 4, 2, 5).reshape(g_count, kvh, r, g * t, hd)
+            k = k.permute(0, 3, 1, 2, 4)
+            v = attn.v_proj(h).view(g_count, r, t, kvh, hd).permute(0, 3, 1, 2, 4)
             news += [k, v]
-            # Query head j*g + m reads key/value head j (transformers' repeat_kv order): [N, kv_heads, g*T, head_dim].
-            qg = q.reshape(n, kvh, g * t, hd)
-            # A group's rows side by side, [G, kv_heads, R*g*T, head_dim], against its prefix once.
-            qp = qg.reshape(g_count, r, kvh, g * t, hd).transpose(1, 2).reshape(g_count, kvh, r * g * t, hd)
-            sp = torch.matmul(qp, pk.transpose(-1, -2)) * attn.scaling + pmask
-            sp = sp.reshape(g_count, kvh, r, g * t, p_len).transpose(1, 2).reshape(n, kvh, g * t, p_len)
-            ss = torch.matmul(qg, sk.transpose(-1, -2)) * attn.scaling + smask
-            sn = torch.matmul(qg, k.transpose(-1, -2)) * attn.scaling
-            sn = (sn.reshape(n, kvh, g, t, t) + causal).reshape(n, kvh, g * t, t)
+            # A group's rows against its prefix at once, as one matrix product per key/value head.
+            sp = torch.matmul(q.reshape(g_count, kvh, r * g * t, hd), pk.transpose(-1, -2)) * attn.scaling + pmask
+            sp = sp.reshape(g_count, kvh, r, g * t, p_len)
+            ss = torch.matmul(q, sk.transpose(-1, -2)) * attn.scaling + smask
+            sn = torch.matmul(q, k.transpose(-1, -2)) * attn.scaling + causal
             probs = torch.softmax(torch.cat([sp, ss, sn], dim=-1), dim=-1)
             pp, ps, pn = probs[..., :p_len], probs[..., p_len : p_len + s_len], probs[..., p_len + s_len :]
-            pp = pp.reshape(g_count, r, kvh, g * t, p_len).transpose(1, 2).reshape(g_count, kvh, r * g * t, p_len)
-            op = torch.matmul(pp, pv).reshape(g_count, kvh, r, g * t, hd).transpose(1, 2).reshape(n, kvh, g * t, hd)
-            o = (op + torch.matmul(ps, sv) + torch.matmul(pn, v)).reshape(n, self.heads, t, hd)
-            x = x + attn.o_proj(o.transpose(1, 2).reshape(n, t, self.heads * hd))
+            op = torch.matmul(pp.reshape(g_count, kvh, r * g * t, p_len), pv).reshape(g_count, kvh, r, g * t, hd)
+            o = op + torch.matmul(ps, sv) + torch.matmul(pn, v)
+            o = o.reshape(g_count, kvh, r, g, t, hd).permute(0, 2, 4, 1, 3, 5).reshape(n, t, heads * hd)
+            x = x + attn.o_proj(o)
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         logits = self.model.lm_head(base.norm(x[:, -1, :]))
         return (logits.float(), *news)
@@ -115,7 +122,7 @@ def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
     pmask = torch.zeros(groups, p)
     smask = torch.zeros(n, s)
     prefix = [torch.zeros(groups, step.kv_heads, p, step.head_dim) for _ in range(2 * layers)]
-    suffix = [torch.zeros(n, step.kv_heads, s, step.head_dim) for _ in range(2 * layers)]
+    suffix = [torch.zeros(groups, step.kv_heads, rows, s, step.head_dim) for _ in range(2 * layers)]
     kinds = [(i, kind) for i in range(layers) for kind in ('key', 'value')]
     prefix_names = [f'prefix.{i}.{kind}' for i, kind in kinds]
     suffix_names = [f'suffix.{i}.{kind}' for i, kind in kinds]
@@ -128,8 +135,8 @@ def export_decode_onnx(model: PreTrainedModel, out_file: Path) -> Path | None:
         'suffix_mask': {0: 'rows', 1: 'suffix_length'},
     }
     axes.update({name: {0: 'groups', 2: 'prefix_length'} for name in prefix_names})
-    axes.update({name: {0: 'rows', 2: 'suffix_length'} for name in suffix_names})
-    axes.update({name: {0: 'rows', 2: 'new_tokens'} for name in new_names})
+    axes.update({name: {0: 'groups', 2: 'group_rows', 3: 'suffix_length'} for name in suffix_names})
+    axes.update({name: {0: 'groups', 2: 'group_rows', 3: 'new_tokens'} for name in new_names})
     # Shape arithmetic (rows per group) traces as graph ops; the tracer warns about it anyway.
     return trace_to_onnx(
         step,

@@ -119,7 +119,13 @@ function decodeGraphMs(groups: number, perGroup: number, context: number): Promi
       model.headDim,
     ]);
   for (const name of g.suffix)
-    feeds[name] = new ort.Tensor('float32', noise(rows * model.kvHeads * cap * model.headDim), [rows, model.kvHeads, cap, model.headDim]);
+    feeds[name] = new ort.Tensor('float32', noise(rows * model.kvHeads * cap * model.headDim), [
+      groups,
+      model.kvHeads,
+      perGroup,
+      cap,
+      model.headDim,
+    ]);
   return timeRun(g.session, feeds, ['logits', ...g.fresh]);
 }
 

@@ -4,6 +4,8 @@
  *     --chunk tokens as the backend runs it (prefillInChunks; of it, the time inside onnxruntime's
  *     runs, the rest being JavaScript: key/values joined chunk by chunk), against one forward of the
  *     model graph (onnx/model.onnx, what onnxruntime-genai and transformers.js run) on it;
+ *   - how many operators onnxruntime runs for one batch-1 step of the decode graph (its profile of
+ *     one run, after its graph optimizations): on a small model a step's cost is mostly per operator;
  *   - per generated token (onToken timestamps): the first token, the median step, the slowest
  *     step and how many steps took over 4 ms, with onnxruntime's intra-op threads sleeping
  *     between operators (the backend's default, spin: false) and spin-waiting (spin: true),
@@ -12,6 +14,9 @@
  *
  *   npx tsx scripts/bench/onnx-decode-steps.ts [--model DIR] [--tokens N] [--reps N] [--threads N] [--chunk N]
  */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadDataset } from '@thinkfl/env';
 import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
@@ -88,6 +93,39 @@ console.log(
   `prefill on the decode graph ${median(prefill).toFixed(1)} ms whole, ${median(chunked).toFixed(1)} ms in chunks of ${chunk} ` +
     `(${Math.ceil(t / chunk)} runs: ${median(chunkedRuns).toFixed(1)} ms in onnxruntime), model graph forward ${median(forward).toFixed(1)} ms`,
 );
+
+/** Operators in onnxruntime's profile of one batch-1 decode step on the prompt's key/values. */
+async function operatorsPerStep(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'decode-profile-'));
+  try {
+    const session = await ort.InferenceSession.create(decode.path, {
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+      enableProfiling: true,
+      profileFilePrefix: join(dir, 'decode'),
+    });
+    const { prefill } = await cache.prefill(prompt);
+    const one = (v: number) => new ort.Tensor('int64', BigInt64Array.of(BigInt(v)), [1, 1]);
+    const step: Record<string, ort.Tensor> = {
+      input_ids: one(prompt[t - 1]),
+      position_ids: one(t),
+      prefix_mask: new ort.Tensor('float32', new Float32Array(t), [1, t]),
+      suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
+    };
+    decode.prefix.forEach((name, c) => (step[name] = prefill.kv[c]));
+    for (const name of decode.suffix)
+      step[name] = new ort.Tensor('float32', new Float32Array(decode.kvHeads * decode.headDim), [1, decode.kvHeads, 1, 1, decode.headDim]);
+    await session.run(step);
+    session.endProfiling();
+    await session.release();
+    const events: { cat: string; name: string }[] = JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]), 'utf8'));
+    return events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time')).length;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+console.log(`decode graph: ${await operatorsPerStep()} operators a batch-1 step (onnxruntime's profile of one run)`);
 await decode.session.release();
 await model.session.release();
 

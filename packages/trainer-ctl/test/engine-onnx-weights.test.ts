@@ -65,16 +65,12 @@ class Graphs {
 
   /** decode.onnx's logits of the last token, prefilling the sequence on a fully masked one-position cache. */
   async decodeLogits(ids: number[]): Promise<Float32Array> {
-    const one = (name: string): Record<string, ort.Tensor> => {
+    // One masked position: a prefix is [groups, heads, positions, headDim], a suffix [groups, heads, rows, positions, headDim].
+    const one = (name: string, dims: number[]): Record<string, ort.Tensor> => {
       const out: Record<string, ort.Tensor> = {};
       for (let i = 0; i < this.layers; i++) {
         for (const kind of ['key', 'value'])
-          out[`${name}.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(this.kvHeads * this.headDim), [
-            1,
-            this.kvHeads,
-            1,
-            this.headDim,
-          ]);
+          out[`${name}.${i}.${kind}`] = new ort.Tensor('float32', new Float32Array(this.kvHeads * this.headDim), dims);
       }
       return out;
     };
@@ -83,8 +79,8 @@ class Graphs {
       position_ids: i64([ids.map((_, t) => t)]),
       prefix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
       suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
-      ...one('prefix'),
-      ...one('suffix'),
+      ...one('prefix', [1, this.kvHeads, 1, this.headDim]),
+      ...one('suffix', [1, this.kvHeads, 1, 1, this.headDim]),
     });
     return out.logits.data as Float32Array;
   }

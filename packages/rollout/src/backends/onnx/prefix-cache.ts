@@ -10,7 +10,9 @@
  * key/values become the group's prefix.
  *
  * The graph returns only the step's new key/values, which are written into each row's suffix
- * buffer in place: nothing proportional to the context crosses into JavaScript per step. The
+ * buffer in place: nothing proportional to the context crosses into JavaScript per step. Suffixes
+ * are laid out as the graph attends them, [G, heads, R, capacity, headDim]: a group's rows side
+ * by side under each head. The
  * prefixes and suffixes are rebuilt (copied) only when rows join, a group ends, or a suffix
  * outgrows its capacity. Unused positions and empty slots are masked with -inf; an empty
  * slot still computes (on its group's prefix) and its logits are ignored.
@@ -33,7 +35,7 @@ export class SharedPrefixCache implements BatchCache {
   /** Per cache slot, [G, heads, width, headDim], and the mask [G, width]. */
   private prefix: ort.Tensor[] = [];
   private prefixMask?: ort.Tensor;
-  /** Per cache slot, [G*R, heads, capacity, headDim], and the mask [G*R, capacity]. */
+  /** Per cache slot, [G, heads, R, capacity, headDim], and the mask [G*R, capacity]. */
   private suffix: Float32Array[] = [];
   private suffixMask = new Float32Array(0);
   private capacity = 0;
@@ -48,8 +50,8 @@ export class SharedPrefixCache implements BatchCache {
     const p = from?.len ?? 0;
     const fresh = prompt.slice(p);
     // Nothing cached: one prefix and one suffix position, both masked. The suffix always is.
-    const empty = (name: string) =>
-      [name, new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), [1, g.kvHeads, 1, g.headDim])] as const;
+    const empty = (name: string, dims: number[]) =>
+      [name, new ort.Tensor('float32', new Float32Array(g.kvHeads * g.headDim), dims)] as const;
     const cached = from ? from.prefill.kv.map((kv) => leadingPositions(kv, p)) : undefined;
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', BigInt64Array.from(fresh, BigInt), [1, fresh.length]),
@@ -62,12 +64,14 @@ export class SharedPrefixCache implements BatchCache {
         ? new ort.Tensor('float32', new Float32Array(p), [1, p])
         : new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
       suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
-      ...Object.fromEntries(g.suffix.map(empty)),
-      ...Object.fromEntries(g.prefix.map((name, c) => (cached ? [name, cached[c]] : empty(name)))),
+      ...Object.fromEntries(g.suffix.map((name) => empty(name, [1, g.kvHeads, 1, 1, g.headDim]))),
+      ...Object.fromEntries(g.prefix.map((name, c) => (cached ? [name, cached[c]] : empty(name, [1, g.kvHeads, 1, g.headDim])))),
     };
     const result = await g.session.run(feeds, ['logits', ...g.fresh]);
     const grow = growth ?? new KvGrowth(prompt.length);
-    const kv = g.fresh.map((name, c) => (cached ? grow.append(c, cached[c], result[name]) : result[name]));
+    // One group of one row: [1, heads, 1, T, headDim] is a prefix's [1, heads, T, headDim].
+    const asPrefix = (t: ort.Tensor) => new ort.Tensor('float32', t.data as Float32Array, [1, g.kvHeads, fresh.length, g.headDim]);
+    const kv = g.fresh.map((name, c) => (cached ? grow.append(c, cached[c], asPrefix(result[name])) : asPrefix(result[name])));
     return { logits: logitsOf(result, g.path).data as Float32Array, prefill: { len: prompt.length, kv } };
   }
 
@@ -93,7 +97,9 @@ export class SharedPrefixCache implements BatchCache {
       suffix_mask: new ort.Tensor('float32', this.suffixMask, [n, cap]),
     };
     this.graph.prefix.forEach((name, c) => (feeds[name] = this.prefix[c]));
-    this.graph.suffix.forEach((name, c) => (feeds[name] = new ort.Tensor('float32', this.suffix[c], [n, heads, cap, dim])));
+    const groups = this.groups.length;
+    const r = this.perGroup;
+    this.graph.suffix.forEach((name, c) => (feeds[name] = new ort.Tensor('float32', this.suffix[c], [groups, heads, r, cap, dim])));
     const result = await this.graph.session.run(feeds, ['logits', ...this.graph.fresh]);
     const logits = logitsOf(result, this.graph.path);
     const v = logits.dims[1];
@@ -103,8 +109,10 @@ export class SharedPrefixCache implements BatchCache {
       const s = this.slotOf.get(m)!;
       const at = m.len - m.prefill.len;
       fresh.forEach((src, c) => {
-        for (let h = 0; h < heads; h++)
-          this.suffix[c].set(src.subarray((s * heads + h) * dim, (s * heads + h + 1) * dim), ((s * heads + h) * cap + at) * dim);
+        for (let h = 0; h < heads; h++) {
+          const row = this.headRow(s, h, r);
+          this.suffix[c].set(src.subarray(row * dim, (row + 1) * dim), (row * cap + at) * dim);
+        }
       });
       this.suffixMask[s * cap + at] = 0;
       m.len++;
@@ -166,8 +174,8 @@ export class SharedPrefixCache implements BatchCache {
         if (old === undefined || len === 0) return;
         suffix.forEach((dst, c) => {
           for (let h = 0; h < heads; h++) {
-            const from = (old * heads + h) * this.capacity * dim;
-            dst.set(this.suffix[c].subarray(from, from + len * dim), (slot * heads + h) * cap * dim);
+            const from = this.headRow(old, h, this.perGroup) * this.capacity * dim;
+            dst.set(this.suffix[c].subarray(from, from + len * dim), this.headRow(slot, h, perGroup) * cap * dim);
           }
         });
       }),
@@ -178,6 +186,12 @@ export class SharedPrefixCache implements BatchCache {
     this.suffix = suffix;
     this.suffixMask = mask;
     this.capacity = cap;
+  }
+
+  /** Where slot `slot`'s head `h` is among the [G, heads, R] rows of a suffix laid out with R rows a group. */
+  private headRow(slot: number, h: number, r: number): number {
+    const heads = this.graph.kvHeads;
+    return (Math.floor(slot / r) * heads + h) * r + (slot % r);
   }
 
   /** The groups' prompt key/values side by side, padded to the longest prompt; one group's are used as they are. */
