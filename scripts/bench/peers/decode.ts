@@ -5,12 +5,13 @@
  * prompt with two tools' schemas rendered), greedy, batch 1 and 8 (copies of the prompt: a GRPO
  * group). Tokens/s over `newTokens` new tokens per row, and time to first token (a generation of
  * one new token: prompt prefill and the first pick). Each peer runs in its own process with the
- * same intra-op threads; rounds alternate the contenders. Row 0's greedy tokens must be the same for all.
+ * same intra-op threads (the project's backend too, in project_decode.ts); rounds alternate the
+ * contenders. Row 0's greedy tokens must be the same for all.
  */
 import { join } from 'node:path';
-import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
 import type { Dataset } from '@thinkfl/env';
 import { LineChild } from './child';
+import { REPO_ROOT } from './env';
 import { alternate, show, spread, table } from './measure';
 import { casePromptOf } from './models';
 
@@ -53,24 +54,32 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
       env: { PEERS_NODE: s.peersNode },
     },
   );
-  // Every run prefills its prompt, as the peers do: without the prompt cache the same prompt is not served from the last run.
-  const common = { model_dir: s.modelDir, max_batch: Math.max(...s.batches), threads: s.threads, prompt_cache_mb: 0 };
-  const backend = await openOnnxBackend(common);
-  const spinning = await openOnnxBackend({ ...common, spin: true });
+  const project = (name: string, spin: string) =>
+    new LineChild(
+      name,
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, 'project_decode.ts'),
+        s.modelDir,
+        String(s.threads),
+        String(Math.max(...s.batches)),
+        spin,
+      ],
+      { cwd: REPO_ROOT },
+    );
+  const children = new Map<string, LineChild>([
+    ['project', project('project', 'sleep')],
+    ['project, spin on', project('project, spin on', 'spin')],
+    ['onnxruntime-genai', genai],
+    ['transformers.js', tjs],
+  ]);
   try {
-    const versions = [await genai.next<{ version: string }>(), await tjs.next<{ version: string }>()].map((v) => v.version);
-    const project = async (b: OnnxBackend, batch: number, newTokens: number): Promise<Run> => {
-      const t0 = performance.now();
-      const gens = await b.generate(
-        Array.from({ length: batch }, () => ({ promptIds: prompt, sampling: { max_tokens: newTokens, temperature: 0 } })),
-      );
-      return { ms: performance.now() - t0, tokens: gens.reduce((n, g) => n + g.tokenIds.length, 0), first: gens[0].tokenIds };
-    };
-    const run = (name: string, batch: number, newTokens: number): Promise<Run> => {
-      if (name === 'project') return project(backend, batch, newTokens);
-      if (name === 'project, spin on') return project(spinning, batch, newTokens);
-      return (name === 'transformers.js' ? tjs : genai).ask<Run>({ ids: prompt, batch, new_tokens: newTokens });
-    };
+    const ready = await Promise.all([...children.values()].map((c) => c.next<{ version?: string }>()));
+    const versions = [ready[2].version, ready[3].version];
+    const run = (name: string, batch: number, newTokens: number): Promise<Run> =>
+      children.get(name)!.ask<Run>({ ids: prompt, batch, new_tokens: newTokens });
     const rows: string[][] = [];
     const mismatches: string[] = [];
     const speed = new Map<string, number>();
@@ -105,9 +114,6 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
       mismatches.length ? `DIFFERENT greedy tokens: ${mismatches.join('; ')}` : 'row 0 greedy tokens: the same for all',
     ].join('\n');
   } finally {
-    await genai.close();
-    await tjs.close();
-    await backend.close();
-    await spinning.close();
+    for (const c of children.values()) await c.close();
   }
 }
