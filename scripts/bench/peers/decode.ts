@@ -3,10 +3,10 @@
  * (the trainer's: onnx/model.onnx, which the peers run, and onnx/decode.onnx, the shared-prefix
  * decode graph the backend decodes on beside it) and one ~1k-token chat prompt (a case's ThinkFL
  * prompt with two tools' schemas rendered), greedy, batch 1 and 8 (copies of the prompt: a GRPO
- * group). Tokens/s over `newTokens` new tokens per row, and time to first token (a generation of
- * one new token: prompt prefill and the first pick). Each peer runs in its own process with the
- * same intra-op threads (the project's backend too, in project_decode.ts); rounds alternate the
- * contenders. Row 0's greedy tokens must be the same for all.
+ * group). Tokens/s over `newTokens` new tokens per row, time to first token (a generation of
+ * one new token: prompt prefill and the first pick) and from the two a step's time. Each contender
+ * runs in its own process with the same intra-op threads (the project's backend too, in
+ * project_decode.ts); rounds alternate the contenders. Row 0's greedy tokens must be the same for all.
  */
 import { join } from 'node:path';
 import type { Dataset } from '@thinkfl/env';
@@ -38,6 +38,15 @@ interface Run {
  * spinning costs on this machine at this load.
  */
 const CONTENDERS = ['project', 'project, spin on', 'onnxruntime-genai', 'transformers.js'] as const;
+
+/**
+ * A step's time once the prompt is in: the medians' difference between a generation of `newTokens`
+ * and one of a single token (prefill and first pick), over the steps between them. It splits a
+ * contender's time into its prefill and its steps; rows that end early at EOS make it an upper bound.
+ */
+function stepMs(decodeMs: number, firstMs: number, newTokens: number): string {
+  return newTokens > 1 ? ((decodeMs - firstMs) / (newTokens - 1)).toFixed(2) : '-';
+}
 
 export async function compareDecode(s: DecodeSettings): Promise<string> {
   const prompt = casePromptOf(s.dataset, s.modelDir, 0, ['search_traces', 'print_results']).ids;
@@ -99,6 +108,7 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
           show(spread(d.map((x) => x.tokens / batch)), 0),
           show(tps, 0),
           show(spread(first.get(name)!.map((x) => x.ms)), 1),
+          stepMs(spread(d.map((x) => x.ms)).median, spread(first.get(name)!.map((x) => x.ms)).median, s.newTokens),
         ]);
       }
     }
@@ -109,7 +119,7 @@ export async function compareDecode(s: DecodeSettings): Promise<string> {
     return [
       `Decode: ${s.modelDir}, prompt ${prompt.length} tokens (a case's ThinkFL chat prompt, search_traces and print_results schemas rendered), greedy, ${s.newTokens} new tokens a row, ${s.threads} threads; ` +
         `onnxruntime-genai ${versions[0]}, transformers.js ${versions[1]}; median [min-max] of ${s.reps} runs each after one warm-up`,
-      table(['stack', 'batch', 'tokens a row', 'tokens/s', 'first token ms'], rows),
+      table(['stack', 'batch', 'tokens a row', 'tokens/s', 'first token ms', 'ms a step after it'], rows),
       `tokens/s: ${ratios.join('; ')}`,
       mismatches.length ? `DIFFERENT greedy tokens: ${mismatches.join('; ')}` : 'row 0 greedy tokens: the same for all',
     ].join('\n');

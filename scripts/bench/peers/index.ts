@@ -5,12 +5,13 @@
  *           update, policy sync), generated tokens/s; on the tiny model and on a random-init
  *           model of Qwen2.5-0.5B's shape (LoRA, as its preset), --grpo-models
  *   decode  the onnx backend vs onnxruntime-genai and transformers.js on the same export and the
- *           same ~1k-token chat prompt, batch 1 and 8: tokens/s and time to first token
+ *           same ~1k-token chat prompt, batch 1 and 8: tokens/s, time to first token, a step's time
  *   tools   search_traces vs a pandas filter of the same spans (the ThinkFL repository's method)
  * The peers' environments are built on first use (env.ts). Each pair runs in the same process
- * tree, alternating, --reps repetitions after a warm-up; medians with [min-max].
+ * tree, alternating, --reps repetitions (--decode-reps for decode) after a warm-up; medians with
+ * [min-max].
  *
- *   npm run bench:peers -- [--only grpo,decode,tools] [--reps N] [--threads N] [--grpo-models tiny,qwen2.5-0.5b-shape] [--smallest]
+ *   npm run bench:peers -- [--only grpo,decode,tools] [--reps N] [--decode-reps N] [--threads N] [--grpo-models tiny,qwen2.5-0.5b-shape] [--smallest]
  *
  * --smallest: every comparison at its smallest size (one repetition, few tokens; the test's run).
  */
@@ -38,6 +39,12 @@ const { values } = parseArgs({
     'grpo-models': { type: 'string', default: MODELS.join(',') },
     /** Repetitions of the GRPO comparison on the Qwen2.5-0.5B-shaped model (minutes a step on 2 cores). */
     'qwen-reps': { type: 'string', default: '3' },
+    /**
+     * Repetitions of the decode comparison: a batch-1 generation takes ~0.2 s, and on a shared
+     * 2-core VM 5 of them gave batch-1 ratios from 0.62x to 1.19x onnxruntime-genai in three runs
+     * of one hour, 15 gave 0.77x and 0.76x (docs/experiments.md, issue 29, 11).
+     */
+    'decode-reps': { type: 'string', default: '15' },
     smallest: { type: 'boolean', default: false },
   },
 });
@@ -113,7 +120,7 @@ if (only.has('decode')) {
       dataset,
       newTokens: small ? 4 : 64,
       batches: small ? [1, 2] : [1, 8],
-      reps,
+      reps: small ? 1 : Number(values['decode-reps']),
       threads,
       peersPython,
       peersNode: ensurePeersNode(),
