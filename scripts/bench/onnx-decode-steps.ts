@@ -6,6 +6,8 @@
  *     model graph (onnx/model.onnx, what onnxruntime-genai and transformers.js run) on it;
  *   - how many operators onnxruntime runs for one batch-1 step of the decode graph (its profile of
  *     one run, after its graph optimizations): on a small model a step's cost is mostly per operator;
+ *   - onnxruntime's profile of a cold prefill in chunks, whole, and on the model graph: runs,
+ *     operator runs, time in kernels by operator type;
  *   - per generated token (onToken timestamps): the first token, the median step, the slowest
  *     step and how many steps took over 4 ms, with onnxruntime's intra-op threads sleeping
  *     between operators (the backend's default, spin: false) and spin-waiting (spin: true),
@@ -94,38 +96,89 @@ console.log(
     `(${Math.ceil(t / chunk)} runs: ${median(chunkedRuns).toFixed(1)} ms in onnxruntime), model graph forward ${median(forward).toFixed(1)} ms`,
 );
 
-/** Operators in onnxruntime's profile of one batch-1 decode step on the prompt's key/values. */
-async function operatorsPerStep(): Promise<number> {
+interface ProfileEvent {
+  cat: string;
+  name: string;
+  /** Microseconds from the session's start, and taken. */
+  ts: number;
+  dur: number;
+  args?: { op_name?: string };
+}
+
+/** onnxruntime's profile of what `body` runs on a profiling session of the graph at `path`. */
+async function profiled(path: string, body: (session: ort.InferenceSession) => Promise<void>): Promise<ProfileEvent[]> {
   const dir = mkdtempSync(join(tmpdir(), 'decode-profile-'));
   try {
-    const session = await ort.InferenceSession.create(decode.path, {
+    const session = await ort.InferenceSession.create(path, {
       intraOpNumThreads: threads,
       interOpNumThreads: 1,
       graphOptimizationLevel: 'all',
       enableProfiling: true,
-      profileFilePrefix: join(dir, 'decode'),
+      profileFilePrefix: join(dir, 'profile'),
+      // The backend's default: threads sleep between operators.
+      extra: { session: { intra_op: { allow_spinning: '0' } } },
     });
-    const { prefill } = await cache.prefill(prompt);
-    const one = (v: number) => new ort.Tensor('int64', BigInt64Array.of(BigInt(v)), [1, 1]);
-    const step: Record<string, ort.Tensor> = {
-      input_ids: one(prompt[t - 1]),
-      position_ids: one(t),
-      prefix_mask: new ort.Tensor('float32', new Float32Array(t), [1, t]),
-      suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
-    };
-    decode.prefix.forEach((name, c) => (step[name] = prefill.kv[c]));
-    for (const name of decode.suffix)
-      step[name] = new ort.Tensor('float32', new Float32Array(decode.kvHeads * decode.headDim), [1, decode.kvHeads, 1, 1, decode.headDim]);
-    await session.run(step);
+    await body(session);
     session.endProfiling();
     await session.release();
-    const events: { cat: string; name: string }[] = JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]), 'utf8'));
-    return events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time')).length;
+    return JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]), 'utf8'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+const kernels = (events: ProfileEvent[]) => events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'));
+
+/** Operators in onnxruntime's profile of one batch-1 decode step on the prompt's key/values. */
+async function operatorsPerStep(): Promise<number> {
+  const { prefill } = await cache.prefill(prompt);
+  const one = (v: number) => new ort.Tensor('int64', BigInt64Array.of(BigInt(v)), [1, 1]);
+  const step: Record<string, ort.Tensor> = {
+    input_ids: one(prompt[t - 1]),
+    position_ids: one(t),
+    prefix_mask: new ort.Tensor('float32', new Float32Array(t), [1, t]),
+    suffix_mask: new ort.Tensor('float32', Float32Array.of(-Infinity), [1, 1]),
+  };
+  decode.prefix.forEach((name, c) => (step[name] = prefill.kv[c]));
+  for (const name of decode.suffix)
+    step[name] = new ort.Tensor('float32', new Float32Array(decode.kvHeads * decode.headDim), [1, decode.kvHeads, 1, 1, decode.headDim]);
+  return kernels(await profiled(decode.path, async (session) => void (await session.run(step)))).length;
+}
 console.log(`decode graph: ${await operatorsPerStep()} operators a batch-1 step (onnxruntime's profile of one run)`);
+
+/**
+ * Where a cold prefill's time goes inside onnxruntime: its profile of a second prefill (the first
+ * warms the session) in chunks on the decode graph, or of a forward of the model graph, as runs,
+ * operator runs, time in runs, time in kernels (the rest of a run is onnxruntime's own per-run
+ * work: inputs, allocation, threads) and the kernels' time by operator type. Profiling adds its
+ * own cost to every operator run, so compare the two, not against the timings above.
+ */
+async function prefillProfile(label: string, path: string, once: (session: ort.InferenceSession) => Promise<void>): Promise<string> {
+  const events = await profiled(path, async (session) => {
+    await once(session);
+    await once(session);
+  });
+  const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run');
+  const last = runs.slice(runs.length / 2);
+  const ks = kernels(events).filter((k) => k.ts >= last[0].ts);
+  const byType = new Map<string, number>();
+  for (const k of ks) byType.set(k.args?.op_name ?? '?', (byType.get(k.args?.op_name ?? '?') ?? 0) + k.dur);
+  const ms = (us: number) => (us / 1000).toFixed(1);
+  const top = [...byType].sort((a, b) => b[1] - a[1]).slice(0, 6);
+  return (
+    `${label}: ${last.length} runs, ${ks.length} operator runs, ${ms(last.reduce((a, r) => a + r.dur, 0))} ms in runs, ` +
+    `${ms(ks.reduce((a, k) => a + k.dur, 0))} ms in kernels (${top.map(([k, v]) => `${k} ${ms(v)}`).join(', ')})`
+  );
+}
+const profiledDecode = async (session: ort.InferenceSession) =>
+  void (await prefillInChunks(new SharedPrefixCache({ ...decode, session }, config.padId), prompt, chunk));
+console.log(`profile of a cold prefill (onnxruntime's, ${threads} threads):`);
+console.log(`  ${await prefillProfile(`decode graph in chunks of ${chunk}`, decode.path, profiledDecode)}`);
+console.log(
+  `  ${await prefillProfile('decode graph whole', decode.path, async (session) => void (await new SharedPrefixCache({ ...decode, session }, config.padId).prefill(prompt)))}`,
+);
+console.log(`  ${await prefillProfile('model graph whole', model.onnxPath, async (session) => void (await session.run(feeds)))}`);
+
 await decode.session.release();
 await model.session.release();
 
