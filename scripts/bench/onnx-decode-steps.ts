@@ -50,8 +50,11 @@ const prompt = casePromptOf(dataset, modelDir, 0, ['search_traces', 'print_resul
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 const config = readModelConfig(modelDir);
-const decode = await loadDecodeGraph(`${modelDir}/onnx/decode.onnx`, config, { threads });
-const model = await loadOnnxCausalLM(`${modelDir}/onnx/model.onnx`, config, { threads });
+// Threads sleep between operators (the backend's default): a session's spinning threads would take
+// the cores from the other session's next run (before this, the model graph's forward ran right
+// after the chunked prefill's threads, still spinning).
+const decode = await loadDecodeGraph(`${modelDir}/onnx/decode.onnx`, config, { threads, spin: false });
+const model = await loadOnnxCausalLM(`${modelDir}/onnx/model.onnx`, config, { threads, spin: false });
 const cache = new SharedPrefixCache(decode, config.padId);
 const t = prompt.length;
 const i64 = (f: (i: number) => number) =>
