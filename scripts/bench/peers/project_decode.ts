@@ -1,7 +1,8 @@
 /**
- * The project's onnx backend as a decode contender in its own process, as the peers are, so that
- * what the bench's own process hosted before (the GRPO tables' backends and tokenizers) does not
- * weigh on it. Run by decode.ts: argv[2] the model dir, argv[3] intra-op threads, argv[4] the
+ * The project's onnx backend as a decode contender in its own process, as the peers are: every
+ * contender starts from a fresh process, whatever the bench's own process hosted before (the GRPO
+ * tables' backends; docs/experiments.md, issue 29, 11, found that not to be what slowed batch 1).
+ * Run by decode.ts: argv[2] the model dir, argv[3] intra-op threads, argv[4] the
  * largest batch, argv[5] "spin" for onnxruntime's spin-waiting threads. Each stdin line
  * {ids, batch, new_tokens} runs one greedy generation of `batch` copies of the prompt; the answer
  * is {ms, tokens, first}.
