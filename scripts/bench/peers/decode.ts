@@ -42,7 +42,7 @@ const CONTENDERS = ['project', 'project, spin on', 'onnxruntime-genai', 'transfo
 /**
  * A step's time once the prompt is in: the medians' difference between a generation of `newTokens`
  * and one of a single token (prefill and first pick), over the steps between them. It splits a
- * contender's time into its prefill and its steps; rows that end early at EOS make it an upper bound.
+ * contender's time into its prefill and its steps; rows that end early at EOS make it a lower bound.
  */
 function stepMs(decodeMs: number, firstMs: number, newTokens: number): string {
   return newTokens > 1 ? ((decodeMs - firstMs) / (newTokens - 1)).toFixed(2) : '-';
