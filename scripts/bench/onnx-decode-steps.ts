@@ -6,6 +6,8 @@
  *     model graph (onnx/model.onnx, what onnxruntime-genai and transformers.js run) on it;
  *   - how many operators onnxruntime runs for one batch-1 step of the decode graph (its profile of
  *     one run, after its graph optimizations): on a small model a step's cost is mostly per operator;
+ *   - that step's session.run alone, repeated on the same feeds, threads sleeping and spinning: the
+ *     part of the backend's step (below) spent in onnxruntime and its binding;
  *   - onnxruntime's profile of a cold prefill in chunks, whole, and on the model graph: runs,
  *     operator runs, time in kernels by operator type;
  *   - per generated token (onToken timestamps): the first token, the median step, the slowest
@@ -132,8 +134,8 @@ async function profiled(path: string, body: (session: ort.InferenceSession) => P
 
 const kernels = (events: ProfileEvent[]) => events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'));
 
-/** Operators in onnxruntime's profile of one batch-1 decode step on the prompt's key/values. */
-async function operatorsPerStep(): Promise<number> {
+/** The feeds of one batch-1 decode step on the prompt's key/values (an empty suffix slot, masked). */
+async function stepFeeds(): Promise<Record<string, ort.Tensor>> {
   const { prefill } = await cache.prefill(prompt);
   const one = (v: number) => new ort.Tensor('int64', BigInt64Array.of(BigInt(v)), [1, 1]);
   const step: Record<string, ort.Tensor> = {
@@ -145,9 +147,32 @@ async function operatorsPerStep(): Promise<number> {
   decode.prefix.forEach((name, c) => (step[name] = prefill.kv[c]));
   for (const name of decode.suffix)
     step[name] = new ort.Tensor('float32', new Float32Array(decode.kvHeads * decode.headDim), [1, decode.kvHeads, 1, 1, decode.headDim]);
-  return kernels(await profiled(decode.path, async (session) => void (await session.run(step)))).length;
+  return step;
 }
-console.log(`decode graph: ${await operatorsPerStep()} operators a batch-1 step (onnxruntime's profile of one run)`);
+const step = await stepFeeds();
+const operators = kernels(await profiled(decode.path, async (session) => void (await session.run(step)))).length;
+console.log(`decode graph: ${operators} operators a batch-1 step (onnxruntime's profile of one run)`);
+
+/**
+ * One batch-1 step's session.run alone, the same feeds every time: what onnxruntime and the
+ * binding's call cost without the backend's own work between steps (feeds, the new key/values
+ * written into the suffix, the pick); threads sleeping (the backend's default) and spinning.
+ */
+async function bareStep(spin: boolean): Promise<number> {
+  const g = await loadDecodeGraph(`${modelDir}/onnx/decode.onnx`, config, { threads, spin });
+  const times: number[] = [];
+  for (let k = 0; k < 200; k++) {
+    const t0 = performance.now();
+    await g.session.run(step);
+    if (k >= 20) times.push(performance.now() - t0);
+  }
+  await g.session.release();
+  return median(times);
+}
+const bare = { sleeping: await bareStep(false), spinning: await bareStep(true) };
+console.log(
+  `a step's session.run alone (median of 180): threads sleeping ${bare.sleeping.toFixed(3)} ms, spinning ${bare.spinning.toFixed(3)} ms`,
+);
 
 /**
  * Where a cold prefill's time goes inside onnxruntime: its profile of a second prefill (the first
