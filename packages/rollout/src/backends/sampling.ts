@@ -36,25 +36,28 @@ export class TokenSampler {
     }
     if (!Number.isFinite(max)) throw new Error('model produced non-finite logits');
     const t = s.temperature === 0 ? 1 : s.temperature;
+    // One pass of exp over the vocabulary (about 4 ms on Qwen2.5's 151,936 tokens); when sampling,
+    // the weights it leaves in this.weights are what the token is drawn from.
+    const w = this.weights;
     let sum = 0;
-    for (let i = 0; i < v; i++) sum += Math.exp((logits[i] - max) / t);
+    if (s.temperature === 0) for (let i = 0; i < v; i++) sum += Math.exp((logits[i] - max) / t);
+    else
+      for (let i = 0; i < v; i++) {
+        w[i] = Math.exp((logits[i] - max) / t);
+        sum += w[i];
+      }
     // log p_T(i) = (logits[i] - max) / T - log(sum_j exp((logits[j] - max) / T))
     const logZ = Math.log(sum);
     const logprob = (i: number) => (logits[i] - max) / t - logZ;
-    const token = s.temperature === 0 ? argmax : this.sample(logits, max, s, rng);
+    const token = s.temperature === 0 ? argmax : this.sample(v, sum, s, rng);
     const pick: Pick = { token, logprob: logprob(token) };
     if (s.top_logprobs > 0) pick.top = topK(logits, s.top_logprobs, logprob);
     return pick;
   }
 
-  private sample(logits: Float32Array, max: number, s: Sampling, rng: Rng): number {
-    const v = logits.length;
+  /** A token drawn from this.weights (exp((logits - max) / T), summing to `sum`), inside the nucleus. */
+  private sample(v: number, sum: number, s: Sampling, rng: Rng): number {
     const w = this.weights;
-    let sum = 0;
-    for (let i = 0; i < v; i++) {
-      w[i] = Math.exp((logits[i] - max) / s.temperature);
-      sum += w[i];
-    }
     if (s.top_p >= 1) return draw(w, v, sum, rng.next());
     const n = this.nucleus(w, v, sum * s.top_p);
     let kept = 0;
