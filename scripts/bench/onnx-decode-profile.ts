@@ -5,7 +5,7 @@
  * the suffix, the pick). V8's sampling profiler over --gens generations of --tokens tokens on the
  * peers bench's ~1.2k-token decode prompt, after warm-up ones; the prompt cache on (the default), so
  * after the first generation a step is all there is. Prints the generation time and the top
- * functions by self time, each as ms a step.
+ * functions by self time, each as ms a token.
  *
  *   npx tsx scripts/bench/onnx-decode-profile.ts [--model DIR] [--tokens N] [--gens N] [--threads N] [--spin]
  */
@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { loadDataset } from '@thinkfl/env';
 import { openOnnxBackend } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../testkit/nezha';
-import { casePromptOf, ensureModel } from './peers/models';
+import { decodePromptOf, ensureModel } from './peers/models';
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +33,7 @@ const gens = Number(values.gens);
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);
 const modelDir = values.model ?? (await ensureModel('tiny', datasetDir));
-const prompt = casePromptOf(dataset, modelDir, 0, ['search_traces', 'print_results']).ids;
+const prompt = decodePromptOf(dataset, modelDir);
 const backend = await openOnnxBackend({ model_dir: modelDir, threads: Number(values.threads), spin: values.spin });
 const generate = async () => {
   const [g] = await backend.generate([{ promptIds: prompt, sampling: { max_tokens: tokens, temperature: 0 } }]);

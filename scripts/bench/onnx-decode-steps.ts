@@ -29,7 +29,7 @@ import { loadDecodeGraph, loadOnnxCausalLM, readModelConfig } from '../../packag
 import { SharedPrefixCache } from '../../packages/rollout/src/backends/onnx/prefix-cache';
 import { prefillInChunks } from '../../packages/rollout/src/backends/onnx/scheduler';
 import { ensureNezhaDataset } from '../../testkit/nezha';
-import { casePromptOf, ensureModel } from './peers/models';
+import { decodePromptOf, ensureModel } from './peers/models';
 
 const { values } = parseArgs({
   options: {
@@ -48,7 +48,7 @@ const threads = Number(values.threads);
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);
 const modelDir = values.model ?? (await ensureModel('tiny', datasetDir));
-const prompt = casePromptOf(dataset, modelDir, 0, ['search_traces', 'print_results']).ids;
+const prompt = decodePromptOf(dataset, modelDir);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 const config = readModelConfig(modelDir);

@@ -17,7 +17,7 @@ import { loadDataset } from '@thinkfl/env';
 import { openOnnxBackend, type OnnxBackend } from '@thinkfl/rollout';
 import { ensureNezhaDataset } from '../../testkit/nezha';
 import { machine, machineLine } from './peers/measure';
-import { casePromptOf, ensureModel } from './peers/models';
+import { decodePromptOf, ensureModel } from './peers/models';
 
 const { values } = parseArgs({
   options: {
@@ -30,7 +30,7 @@ const { values } = parseArgs({
 const datasetDir = await ensureNezhaDataset();
 const dataset = await loadDataset(datasetDir);
 const modelDir = await ensureModel('tiny', datasetDir);
-const prompt = casePromptOf(dataset, modelDir, 0, ['search_traces', 'print_results']).ids;
+const prompt = decodePromptOf(dataset, modelDir);
 
 const create = ort.InferenceSession.create.bind(ort.InferenceSession);
 let stopAfterRuns = false;

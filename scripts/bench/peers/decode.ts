@@ -13,7 +13,7 @@ import type { Dataset } from '@thinkfl/env';
 import { LineChild } from './child';
 import { REPO_ROOT } from './env';
 import { alternate, show, spread, table } from './measure';
-import { casePromptOf } from './models';
+import { decodePromptOf } from './models';
 
 export interface DecodeSettings {
   modelDir: string;
@@ -49,7 +49,7 @@ function stepMs(decodeMs: number, firstMs: number, newTokens: number): string {
 }
 
 export async function compareDecode(s: DecodeSettings): Promise<string> {
-  const prompt = casePromptOf(s.dataset, s.modelDir, 0, ['search_traces', 'print_results']).ids;
+  const prompt = decodePromptOf(s.dataset, s.modelDir);
   const genai = new LineChild('onnxruntime-genai', s.peersPython, [
     join(import.meta.dirname, 'genai_decode.py'),
     s.modelDir,

@@ -153,3 +153,8 @@ export function casePromptOf(dataset: Dataset, modelDir: string, index = 0, rend
   );
   return { messages, ids };
 }
+
+/** The decode comparison's prompt: case 0 with search_traces' and print_results' schemas rendered (~1.2k tiny-model tokens). */
+export function decodePromptOf(dataset: Dataset, modelDir: string): number[] {
+  return casePromptOf(dataset, modelDir, 0, ['search_traces', 'print_results']).ids;
+}
