@@ -13,6 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .decoder import decoder_hidden_at, query_positions, selective
+
 DEFAULT_CHUNK = 1024
 
 
@@ -31,6 +33,18 @@ def _chunk(
         return logp[:, None]
     all_logp = torch.log_softmax(logits, dim=-1)
     return torch.stack((logp, -(all_logp.exp() * all_logp).sum(-1)), dim=-1)
+
+
+def _head_logprobs(
+    h: torch.Tensor, y: torch.Tensor, head: nn.Module, temps: Optional[torch.Tensor], chunk: int, entropy: bool
+) -> torch.Tensor:
+    """[N, 1 or 2]: log p(y) and, when asked, the entropy at N final hidden states, `chunk` at a time."""
+    grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters()))
+    parts = []
+    for s in range(0, h.shape[0], chunk):
+        args = (h[s : s + chunk], y[s : s + chunk], head, None if temps is None else temps[s : s + chunk], entropy)
+        parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
+    return torch.cat(parts) if parts else h.new_zeros(0, 2 if entropy else 1, dtype=torch.float32)
 
 
 def token_logprobs(
@@ -73,13 +87,8 @@ def token_logprobs(
             at = at.new_zeros(1)
         h, y = h[at], y[at]
         temps = None if temps is None else temps[at]
-    grad = torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in head.parameters()))
-    parts = []
-    for s in range(0, h.shape[0], chunk):
-        args = (h[s : s + chunk], y[s : s + chunk], head, None if temps is None else temps[s : s + chunk], entropy)
-        parts.append(checkpoint(_chunk, *args, use_reentrant=False) if grad else _chunk(*args))
-    k = 2 if entropy else 1
-    values = torch.cat(parts) if parts else h.new_zeros(0, k, dtype=torch.float32)
+    values = _head_logprobs(h, y, head, temps, chunk, entropy)
+    k = values.shape[1]
     if at is not None:
         values = values.new_zeros(b * (t - 1), k).index_copy(0, at, values)
     out = values.view(b, t - 1, k)
@@ -96,9 +105,25 @@ def model_logprobs(
     needed: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """[B, T] token log-probabilities of a transformers causal LM: its decoder's final hidden states, then its
-    head in chunks (at the `needed` positions only, when given; 0 elsewhere)."""
-    hidden = model.get_decoder()(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-    return token_logprobs(hidden, model.get_output_embeddings(), ids, temperature, chunk, needed=needed)[0]
+    head in chunks (at the `needed` positions only, when given; 0 elsewhere). With `needed`, the decoder's
+    last layer too runs at those positions only where it can (decoder.py)."""
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    if needed is None or not selective(decoder):
+        hidden = decoder(input_ids=ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        return token_logprobs(hidden, head, ids, temperature, chunk, needed=needed)[0]
+    if needed.shape != ids.shape:
+        raise ValueError(f'needed: shape {tuple(needed.shape)}, expected that of the ids {tuple(ids.shape)}')
+    if len(temperature) != ids.shape[0]:
+        raise ValueError(f'temperature: {len(temperature)} values for {ids.shape[0]} sequences')
+    at = query_positions(needed)
+    rows, cols = at[:, 0], at[:, 1]
+    temps = None
+    if any(float(x) != 1.0 for x in temperature):
+        temps = torch.tensor([float(x) for x in temperature], dtype=torch.float32, device=ids.device)[rows]
+    values = _head_logprobs(
+        decoder_hidden_at(decoder, ids, attention_mask, at), ids[rows, cols + 1], head, temps, chunk, False
+    )
+    return values.new_zeros(ids.shape).index_put((rows, cols + 1), values[:, 0])
 
 
 class LogprobModel(nn.Module):
