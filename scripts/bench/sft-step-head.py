@@ -7,7 +7,6 @@ after, the median ms per step and the ratio to the first row.
     .cache/venv/bin/python scripts/bench/sft-step-head.py --samples runs/tiny-cpu/teacher-samples.json [--model .cache/models/tiny] [--rounds 20]
 """
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -18,22 +17,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'engine'))
 import thinkfl_engine  # noqa: E402,F401  (sets OpenMP's wait policy before torch loads)
 import transformers  # noqa: E402
 
+from thinkfl_engine import logprobs  # noqa: E402
 from thinkfl_engine.trainer import Trainer  # noqa: E402
-from machine import cpu_model, load  # noqa: E402  (scripts/bench/machine.py)
+from machine import load  # noqa: E402  (scripts/bench/machine.py)
+from teacher_steps import add_teacher_args, read_teacher  # noqa: E402  (scripts/bench/teacher_steps.py)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument('--model', default='.cache/models/tiny', help='tiny model dir (made by the main job)')
-    ap.add_argument('--samples', required=True, help="a run's teacher-samples.json (ids, mask per conversation)")
-    ap.add_argument('--rounds', type=int, default=20, help='timed steps per variant')
+    add_teacher_args(ap)
     a = ap.parse_args()
     transformers.utils.logging.disable_progress_bar()
-    samples = json.loads(Path(a.samples).read_text())
-    tokens = statistics.mean(len(s['ids']) for s in samples)
-    trained = statistics.mean(sum(s['mask']) for s in samples)
-    print(f'CPU: {cpu_model()}; load average {load()}; {len(samples)} conversations, mean {tokens:.0f} tokens, '
-          f'{trained:.0f} trained; {a.rounds} steps per variant, batch 1')
+    samples = read_teacher(a)
+    # The head alone: every variant runs the decoder's last layer on every position (scripts/bench/sft-step-last-layer.py
+    # measures running it at the mask's positions).
+    logprobs.selective = lambda decoder: False
     variants = [(f'head on all positions, {p}', True, p) for p in ('float32', 'bfloat16')]
     variants += [(f'head on mask positions, {p}', False, p) for p in ('float32', 'bfloat16')]
     trainers = []

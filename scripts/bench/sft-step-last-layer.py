@@ -8,7 +8,6 @@ model, the load average before and after, the median ms per step and the ratio.
     .cache/venv/bin/python scripts/bench/sft-step-last-layer.py --samples runs/tiny-cpu/teacher-samples.json [--model .cache/models/tiny] [--rounds 20] [--precision float32]
 """
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -21,22 +20,18 @@ import transformers  # noqa: E402
 
 from thinkfl_engine import decoder, logprobs  # noqa: E402
 from thinkfl_engine.trainer import Trainer  # noqa: E402
-from machine import cpu_model, load  # noqa: E402  (scripts/bench/machine.py)
+from machine import load  # noqa: E402  (scripts/bench/machine.py)
+from teacher_steps import add_teacher_args, read_teacher  # noqa: E402  (scripts/bench/teacher_steps.py)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument('--model', default='.cache/models/tiny', help='tiny model dir (made by the main job)')
-    ap.add_argument('--samples', required=True, help="a run's teacher-samples.json (ids, mask per conversation)")
-    ap.add_argument('--rounds', type=int, default=20, help='timed steps per variant')
+    add_teacher_args(ap)
     ap.add_argument('--precision', default='float32', choices=['float32', 'bfloat16'])
     a = ap.parse_args()
     transformers.utils.logging.disable_progress_bar()
-    samples = json.loads(Path(a.samples).read_text())
-    tokens = statistics.mean(len(s['ids']) for s in samples)
-    trained = statistics.mean(sum(s['mask']) for s in samples)
-    print(f'CPU: {cpu_model()}; load average {load()}; {len(samples)} conversations, mean {tokens:.0f} tokens, '
-          f'{trained:.0f} trained; {a.rounds} steps per variant, batch 1, {a.precision}')
+    samples = read_teacher(a)
+    print(f'compute precision {a.precision}')
     variants = [('last layer on every position', lambda d: False), ('last layer at the mask positions', decoder.selective)]
     trainers = [
         Trainer({'model_dir': a.model, 'seed': 0, 'autocast': a.precision, 'gradient_checkpointing': False,
