@@ -1,6 +1,7 @@
 /**
  * Where a finished run's time went, from its run directory: SFT updates, GRPO rollouts and
- * updates (metrics.jsonl timings), each stage's evaluation (from the stage's last metrics line to
+ * updates (metrics.jsonl timings; the rollouts' episodes and generated tokens, so that two runs'
+ * rollout seconds can be compared per unit of work), each stage's evaluation (from the stage's last metrics line to
  * its eval-<stage>.json), and, given the wall time, the rest (start-up, stage switches, shutdown).
  * The figures of docs/experiments.md's main-job rows come from it.
  *
@@ -19,6 +20,9 @@ interface Line {
   stage: string;
   at: string;
   timing: Record<string, number>;
+  /** GRPO lines: episodes scored in the step, and their mean response tokens. */
+  samples?: number;
+  response_tokens?: number;
 }
 const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
   .split('\n')
@@ -29,13 +33,20 @@ const s = (ms: number) => (ms / 1000).toFixed(1);
 
 const sft = lines.filter((l) => l.kind === 'sft').map((l) => l.timing.update_ms);
 const grpo = lines.filter((l) => l.kind === 'grpo');
+const rolloutMs = sum(grpo.map((l) => l.timing.rollout_ms));
+const episodes = sum(grpo.map((l) => l.samples ?? 0));
+const generated = Math.round(sum(grpo.map((l) => (l.samples ?? 0) * (l.response_tokens ?? 0))));
 const rows: [string, number, string][] = [
   [
     'SFT updates',
     sum(sft),
     `${sft.length} updates, first ${s(sft[0] ?? 0)} s, median ${s([...sft].sort((a, b) => a - b)[sft.length >> 1] ?? 0)} s`,
   ],
-  ['GRPO rollouts', sum(grpo.map((l) => l.timing.rollout_ms)), `${grpo.length} steps`],
+  [
+    'GRPO rollouts',
+    rolloutMs,
+    `${grpo.length} steps, ${episodes} episodes (${(rolloutMs / episodes).toFixed(0)} ms each), ${generated} generated tokens`,
+  ],
   ['GRPO updates', sum(grpo.map((l) => l.timing.update_ms)), 'train and policy export'],
   ['GRPO enqueue and grading', sum(grpo.map((l) => l.timing.enqueue_ms + l.timing.grade_ms)), ''],
 ];
