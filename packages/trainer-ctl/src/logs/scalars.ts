@@ -54,12 +54,15 @@ export interface EvalFigures {
   format_valid: number;
   answered: number;
   tool_calls: number;
+  /** Absent in evaluations written before it existed. */
+  format_valid_by_type?: Record<string, { format_valid: number }>;
   summary: Partial<Pick<EvalSummary, 'per_request' | 'per_fault' | 'per_fault_vote'>>;
 }
 
-/** An evaluation's figures by path (`format_valid`, `per_request/service/mrr`, `per_fault/pod/R@3`, ...). */
+/** An evaluation's figures by path (`format_valid`, `format_valid_by_type/exception`, `per_request/service/mrr`, `per_fault/pod/R@3`, ...). */
 export function evalFigures(e: Omit<EvalFigures, 'name'>): Record<string, number> {
   const out: Record<string, number> = { format_valid: e.format_valid, answered: e.answered, tool_calls: e.tool_calls };
+  for (const [type, t] of Object.entries(e.format_valid_by_type ?? {})) out[`format_valid_by_type/${type}`] = t.format_valid;
   for (const scope of ['per_request', 'per_fault', 'per_fault_vote'] as const) {
     for (const [level, s] of Object.entries(e.summary[scope] ?? {})) {
       if (!s) continue;

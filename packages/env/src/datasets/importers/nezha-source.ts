@@ -50,5 +50,18 @@ export async function openNezha(src: string, date: string, withLogs: boolean): P
     throw new Error(`nezha: cannot extract ${data}: ${(e as Error).message}`);
   }
   const show = (p: string) => `${relative(tmp, p)} (extracted from ${src})`;
-  return { ...at(tmp, show, logs), dispose: () => rmSync(tmp, { recursive: true, force: true }) };
+  return { ...at(tmp, show, logs), dispose: () => removeExtraction(tmp) };
+}
+
+/**
+ * Removes a temp extraction after the import. rmSync has failed here once with ENOTEMPTY on ext4
+ * with nothing else writing (a fresh checkout's first import), so it retries as Node's docs advise,
+ * and a tree that still stays is named, not thrown: the import it served has succeeded.
+ */
+function removeExtraction(tmp: string): void {
+  try {
+    rmSync(tmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  } catch (e) {
+    console.warn(`nezha: could not remove the temporary extraction ${tmp} (${(e as Error).message}); delete it by hand`);
+  }
 }
