@@ -25,6 +25,8 @@ const OUTPUT = join(REPO_ROOT, '.cache', 'test-output');
 let runDir: string;
 let episode: EpisodeRecord;
 let browser: Browser;
+/** The held-out cases' fault types with their case counts, from the dataset: "type (n)" sorted by type. */
+let typesPlayed: string;
 
 beforeAll(async () => {
   const dataset = await loadDataset(await ensureNezhaDataset());
@@ -45,6 +47,15 @@ beforeAll(async () => {
     if (r.episode) episodes.push(r.episode);
     return r;
   });
+  const counts = new Map<string, number>();
+  for (const c of cases) {
+    const type = dataset.faults.find((f) => f.id === c.fault_id)!.type;
+    counts.set(type, (counts.get(type) ?? 0) + 1);
+  }
+  typesPlayed = [...counts]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([type, n]) => `${type} 1.00 (${n})`)
+    .join(', ');
   const report = evalReport('exploration', 7, cases.length, episodes, result);
   writeFileSync(join(runDir, 'eval-exploration.json'), `${JSON.stringify(report, null, 1)}\n`);
   browser = await chromium.launch({
@@ -84,7 +95,7 @@ describe('report.html', () => {
       new RegExp(`^${runDir}: 0 updates, in progress; report written \\d{4}-\\d\\d-\\d\\dT`),
     );
     expect(await page.textContent('#evals h3')).toBe('after exploration: policy v7, 3 held-out cases, service level');
-    expect(await page.textContent('#evals p')).toBe('format validity 1.00, answered 1.00');
+    expect(await page.textContent('#evals p')).toBe(`format validity 1.00, answered 1.00; by fault type: ${typesPlayed}`);
     expect(await page.$$eval('.u-title', (ts) => ts.map((t) => t.textContent))).toContain('Tool calls per episode');
     expect(await page.$$eval('#case option', (o) => o.map((x) => (x as unknown as { value: string }).value))).toEqual([episode.case_id]);
     const calls = episode.tool_calls.length;

@@ -19,6 +19,13 @@
     return e;
   }
   const fmt = (x, d) => (x === null || x === undefined || Number.isNaN(x) ? '-' : Number(x).toFixed(d === undefined ? 3 : d));
+  // An evaluation's validity by fault type, "; by fault type: exception 1.00 (2), ..."; empty for files written before it.
+  const byType = (t) =>
+    t && Object.keys(t).length
+      ? `; by fault type: ${Object.entries(t)
+          .map(([type, v]) => `${type} ${fmt(v.format_valid, 2)} (${v.cases})`)
+          .join(', ')}`
+      : '';
 
   // One line over the run's global step: the GRPO stages' series of `suffix` joined (their steps do not overlap).
   function stageLine(suffix) {
@@ -184,7 +191,7 @@
     );
     evals.append(
       el('h3', {}, `after ${e.name}: policy v${e.policy_version}, ${e.cases} held-out cases, ${level} level`),
-      el('p', {}, `format validity ${fmt(e.format_valid, 2)}, answered ${fmt(e.answered, 2)}`),
+      el('p', {}, `format validity ${fmt(e.format_valid, 2)}, answered ${fmt(e.answered, 2)}${byType(e.format_valid_by_type)}`),
       el('table', { class: 'eval' }, el('thead', {}, head), el('tbody', {}, ...rows)),
     );
   }

@@ -35,6 +35,8 @@ export interface StageEval {
   policy_version: number;
   cases: number;
   format_valid: number;
+  /** Absent for evaluations written before it existed. */
+  format_valid_by_type?: EvalReport['format_valid_by_type'];
   answered: number;
   levels: Level[];
   /** The trained policy first, then each scripted baseline on the same cases. */
@@ -127,6 +129,7 @@ export async function gatherReport(runDir: string, opts: { baselines?: boolean }
       policy_version: e.policy_version,
       cases: e.cases,
       format_valid: e.format_valid,
+      ...(e.format_valid_by_type && { format_valid_by_type: e.format_valid_by_type }),
       answered: e.answered,
       levels: e.summary.levels,
       rows,
