@@ -131,10 +131,17 @@ describe('trainer-ctl eval on models', () => {
     expect(lines[1].episode.stop_reason).toBe(expertRecord.stop_reason);
     // The expert's episode ends with its own answer after well-formed calls; the replayer plays it back.
     expect(expertRecord.stop_reason).toBe('answered');
+    const type = dataset.faults.find((f) => f.id === dataset.cases[0].fault_id)!.type;
     for (const p of [exp, model, checkpoint])
-      expect(p.episodes).toEqual({ format_valid: 1, answered: 1, tool_calls: expertRecord.tool_calls.length });
+      expect(p.episodes).toEqual({
+        format_valid: 1,
+        answered: 1,
+        tool_calls: expertRecord.tool_calls.length,
+        format_valid_by_type: { [type]: { cases: 1, format_valid: 1 } },
+      });
     expect(stdout).toContain(
-      `${modelDir}: format validity 1.00, answered 1.00, tool calls ${expertRecord.tool_calls.length.toFixed(1)} an episode`,
+      `${modelDir}: format validity 1.00, answered 1.00, tool calls ${expertRecord.tool_calls.length.toFixed(1)} an episode; ` +
+        `by fault type: ${type} 1.00 (1)`,
     );
 
     for (const scope of ['per request, service', 'per fault, service', 'per fault by vote, service', 'per fault by vote, pod']) {

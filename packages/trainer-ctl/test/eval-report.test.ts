@@ -30,6 +30,8 @@ let typeA: string;
 let typeB: string;
 let report: EvalReport;
 let played: Case[];
+let episodes: EpisodeRecord[];
+let result: Awaited<ReturnType<typeof evaluate>>;
 
 beforeAll(async () => {
   dataset = await loadDataset(await ensureNezhaDataset());
@@ -42,7 +44,7 @@ beforeAll(async () => {
   played = [a, a2, b];
   const expert = createExpert(dataset, ExpertSettingsSchema.parse({}));
   // a and b by the expert, a2 in prose: type A 1 of 2 valid, type B 1 of 1.
-  const episodes: EpisodeRecord[] = [];
+  episodes = [];
   for (const [c, policy] of [
     [a, expert],
     [a2, prose],
@@ -51,7 +53,7 @@ beforeAll(async () => {
     episodes.push(await runEpisode({ dataset, case: c, policy }));
   }
   const byCase = new Map(episodes.map((e) => [e.case_id, e]));
-  const result = await evaluate(dataset, played, async (c) => ({ answer: byCase.get(c.id)!.answer, episode: byCase.get(c.id) }));
+  result = await evaluate(dataset, played, async (c) => ({ answer: byCase.get(c.id)!.answer, episode: byCase.get(c.id) }));
   report = evalReport('priming', 3, played.length, episodes, result);
 }, 180_000);
 
@@ -68,6 +70,12 @@ describe('evaluation report', () => {
       [played[1].id, false],
       [played[2].id, true],
     ]);
+  });
+
+  it('counts a request whose episode is missing as invalid', () => {
+    const withoutB = evalReport('priming', 3, played.length, episodes.slice(0, 2), result);
+    expect(withoutB.format_valid_by_type[typeB]).toEqual({ cases: 1, format_valid: 0 });
+    expect(withoutB.requests[2].format_valid).toBe(false);
   });
 
   it('exposes the by-type figures to expect checks and prints them', () => {

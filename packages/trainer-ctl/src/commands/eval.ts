@@ -26,7 +26,7 @@ import {
 import { createProgress } from '../progress';
 import { enclosingRunConfig, openSolver, playSettingsFromConfig, specLabel, type PlaySettings, type PolicySpec } from '../eval/solvers';
 import { CASE_SPLITS, loadSplit, type CaseSplitName } from '../eval/splits';
-import { episodeFigures, type EpisodeFigures } from '../sft/figures';
+import { episodeFigures, formatByType, validityByType, type EpisodeFigures, type TypeValidity } from '../sft/figures';
 
 interface EvalArgs {
   dataset: string;
@@ -82,7 +82,11 @@ function playSettings(args: EvalArgs, specs: PolicySpec[]): PlaySettings {
   };
 }
 
-type PolicyResult = { policy: string; protocol: string | null; episodes?: EpisodeFigures } & EvalResult;
+type PolicyResult = {
+  policy: string;
+  protocol: string | null;
+  episodes?: EpisodeFigures & { format_valid_by_type: Record<string, TypeValidity> };
+} & EvalResult;
 
 /** One policy on the cases, with a progress line: its results, and one JSONL line per request (transcript, answer, truth, ranks). */
 async function evaluatePolicy(
@@ -132,7 +136,9 @@ async function evaluatePolicy(
       result: {
         policy: solver.label,
         protocol: solver.protocol,
-        ...(played.length > 0 && { episodes: episodeFigures(played) }),
+        ...(played.length > 0 && {
+          episodes: { ...episodeFigures(played), format_valid_by_type: validityByType(played, result).by_type },
+        }),
         ...result,
       },
       lines,
@@ -185,7 +191,7 @@ function printResults(args: EvalArgs, dataset: Dataset, cases: Case[], results: 
     if (r.episodes)
       console.log(
         `${r.policy}: format validity ${r.episodes.format_valid.toFixed(2)}, answered ${r.episodes.answered.toFixed(2)}, ` +
-          `tool calls ${r.episodes.tool_calls.toFixed(1)} an episode`,
+          `tool calls ${r.episodes.tool_calls.toFixed(1)} an episode; by fault type: ${formatByType(r.episodes.format_valid_by_type)}`,
       );
     const errors = r.requests.filter((q) => q.error).length;
     if (errors) console.log(`${r.policy}: ${errors} request(s) failed (counted as misses; see "error" in the JSON)`);

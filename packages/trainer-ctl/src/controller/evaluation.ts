@@ -19,7 +19,7 @@ import type { RunConfig } from '../config/index';
 import type { RolloutJob, Trajectory } from '../queue/jobs';
 import { hash32 } from './random';
 import { appendEpisodes } from '../run-files/metrics-log';
-import { episodeFigures, formatValid } from '../sft/figures';
+import { episodeFigures, formatByType, validityByType, type TypeValidity } from '../sft/figures';
 import type { ControlTransport } from './transport';
 
 export interface EvalContext {
@@ -41,12 +41,7 @@ export interface EvalReport {
   /** Format validity by the fault type of the case (validity held-out types reach, as the guide judges a change by fault type). */
   format_valid_by_type: Record<string, TypeValidity>;
   summary: EvalSummary & { levels: Level[] };
-  requests: (EvalResult['requests'][number] & { format_valid: boolean })[];
-}
-
-export interface TypeValidity {
-  cases: number;
-  format_valid: number;
+  requests: ReturnType<typeof validityByType>['requests'];
 }
 
 /** Names the case too (hashed: case ids hold characters a job id may not), so a changed case list never reuses a group. */
@@ -96,22 +91,13 @@ export async function playGreedy(
 
 /** The eval-<name>.json report of a policy's greedy episodes and the evaluator's result on them. */
 export function evalReport(name: string, policyVersion: number, cases: number, episodes: EpisodeRecord[], result: EvalResult): EvalReport {
-  const valid = new Map(episodes.map((e) => [e.case_id, formatValid(e)]));
-  const requests = result.requests.map((r) => ({ ...r, format_valid: valid.get(r.case_id) ?? false }));
-  const typeOf = new Map(result.faults.map((f) => [f.fault_id, f.type]));
-  const byType: Record<string, TypeValidity> = {};
-  for (const r of requests) {
-    const t = (byType[typeOf.get(r.fault_id) ?? 'unknown'] ??= { cases: 0, format_valid: 0 });
-    t.cases++;
-    t.format_valid += r.format_valid ? 1 : 0;
-  }
-  for (const t of Object.values(byType)) t.format_valid /= t.cases;
+  const { requests, by_type } = validityByType(episodes, result);
   return {
     name,
     policy_version: policyVersion,
     cases,
     ...episodeFigures(episodes),
-    format_valid_by_type: Object.fromEntries(Object.entries(byType).sort(([a], [b]) => a.localeCompare(b))),
+    format_valid_by_type: by_type,
     summary: {
       levels: result.levels,
       per_request: result.per_request,
@@ -140,9 +126,7 @@ export function formatEvalReport(r: EvalReport): string {
   return (
     `eval ${r.name} (policy v${r.policy_version}, ${r.cases} held-out cases): format validity ${r.format_valid.toFixed(2)}, ` +
     `answered ${r.answered.toFixed(2)}, tool calls/episode ${r.tool_calls.toFixed(1)}\n` +
-    `  format validity by fault type: ${Object.entries(r.format_valid_by_type)
-      .map(([type, t]) => `${type} ${t.format_valid.toFixed(2)} (${t.cases})`)
-      .join(', ')}\n` +
+    `  format validity by fault type: ${formatByType(r.format_valid_by_type)}\n` +
     formatSummary(r.summary, r.summary.levels)
   );
 }

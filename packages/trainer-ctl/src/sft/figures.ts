@@ -4,7 +4,7 @@
  * a valid print_results, the share that are format-valid as a run's evaluation counts them,
  * and service-level Recall@1 per fault (for information).
  */
-import type { Case, Dataset, EpisodeRecord } from '@thinkfl/env';
+import type { Case, Dataset, EpisodeRecord, EvalResult } from '@thinkfl/env';
 import { answeredCorrectly } from '@thinkfl/env';
 
 export interface PlayedEpisode {
@@ -52,6 +52,40 @@ export function episodeFigures(episodes: readonly EpisodeRecord[]): EpisodeFigur
     answered: share((e) => e.stop_reason === 'answered'),
     tool_calls: episodes.reduce((a, e) => a + e.tool_calls.length, 0) / n,
   };
+}
+
+/** Format validity of the cases of one fault type. */
+export interface TypeValidity {
+  cases: number;
+  format_valid: number;
+}
+
+/**
+ * Format validity per request (a request with no episode is invalid) and by its fault's type,
+ * types in name order: how a change is judged by fault type on held-out faults.
+ */
+export function validityByType(
+  episodes: readonly EpisodeRecord[],
+  result: Pick<EvalResult, 'requests' | 'faults'>,
+): { requests: (EvalResult['requests'][number] & { format_valid: boolean })[]; by_type: Record<string, TypeValidity> } {
+  const valid = new Map(episodes.map((e) => [e.case_id, formatValid(e)]));
+  const requests = result.requests.map((r) => ({ ...r, format_valid: valid.get(r.case_id) ?? false }));
+  const typeOf = new Map(result.faults.map((f) => [f.fault_id, f.type]));
+  const byType: Record<string, TypeValidity> = {};
+  for (const r of requests) {
+    const t = (byType[typeOf.get(r.fault_id) ?? 'unknown'] ??= { cases: 0, format_valid: 0 });
+    t.cases++;
+    t.format_valid += r.format_valid ? 1 : 0;
+  }
+  for (const t of Object.values(byType)) t.format_valid /= t.cases;
+  return { requests, by_type: Object.fromEntries(Object.entries(byType).sort(([a], [b]) => a.localeCompare(b))) };
+}
+
+/** "exception 0.88 (8), return 1.00 (8)": validity and cases per fault type. */
+export function formatByType(byType: Record<string, TypeValidity>): string {
+  return Object.entries(byType)
+    .map(([type, t]) => `${type} ${t.format_valid.toFixed(2)} (${t.cases})`)
+    .join(', ');
 }
 
 export function policyFigures(dataset: Dataset, played: readonly PlayedEpisode[]): PolicyFigures {
