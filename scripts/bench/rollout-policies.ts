@@ -17,12 +17,12 @@
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import * as ort from 'onnxruntime-node';
-import { evaluate, loadDataset, runEpisode, type Solve } from '@thinkfl/env';
-import { loadChatModel, ModelPolicy, openOnnxBackend } from '@thinkfl/rollout';
+import type * as ort from 'onnxruntime-node';
+import { loadDataset } from '@thinkfl/env';
 import { loadRunConfig } from '../../packages/trainer-ctl/src/config/index';
 import { runCases } from '../../packages/trainer-ctl/src/controller/cases';
-import { modelPolicySettings, playSettingsFromConfig } from '../../packages/trainer-ctl/src/eval/solvers';
+import { playSettingsFromConfig } from '../../packages/trainer-ctl/src/eval/solvers';
+import { median, onOrtRuns, playOnFreshBackend } from './onnx-play';
 import { REPO_ROOT } from '../../testkit/nezha';
 
 const { values } = parseArgs({
@@ -68,14 +68,9 @@ interface Rep {
 let current: Rep | undefined;
 // Every onnxruntime run, timed and sized: more than one new token is a prefill chunk; a decode step's
 // prefix_mask [groups, width] gives the prompt groups and prefix positions it attends.
-const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
-const run = sessions.run;
-sessions.run = async function (this: ort.InferenceSession, feeds: ort.InferenceSession.FeedsType, ...rest: unknown[]) {
-  const t0 = performance.now();
-  const out = await (run as (...a: unknown[]) => Promise<ort.InferenceSession.ReturnType>).call(this, feeds, ...rest);
-  const ms = performance.now() - t0;
-  const [rows, len] = (feeds.input_ids as ort.Tensor).dims.map(Number);
-  const prefix = feeds.prefix_mask as ort.Tensor | undefined;
+onOrtRuns((feeds, ms) => {
+  const [rows, len] = feeds.input_ids.dims.map(Number);
+  const prefix: ort.Tensor | undefined = feeds.prefix_mask;
   if (current && len > 1) {
     current.prefillRuns++;
     current.prefillTokens += rows * len;
@@ -87,45 +82,34 @@ sessions.run = async function (this: ort.InferenceSession, feeds: ort.InferenceS
       current.prefixPositions += Number(prefix.dims[0]) * Number(prefix.dims[1]);
     }
   }
-  return out;
-} as typeof sessions.run;
+});
 
 const combos = policies.flatMap((policy) => caseSets.map((cases) => ({ policy, cases })));
 const results: Rep[][] = combos.map(() => []);
 const loads = [loadavg()[0]];
 for (let r = 0; r <= reps; r++) {
   for (const [k, { policy, cases }] of combos.entries()) {
-    const backend = await openOnnxBackend({
-      model_dir: policy,
-      threads: backendSettings.threads,
-      spin: backendSettings.spin,
-      prompt_cache_mb: backendSettings.prompt_cache_mb,
-      prefill_chunk: backendSettings.prefill_chunk,
-    });
-    const chat = loadChatModel(policy);
-    const solve: Solve = async (c) => {
-      const settings = modelPolicySettings({ ...play, concurrency, threads: backendSettings.threads, temperature }, temperature);
-      const record = await runEpisode({
-        dataset,
-        case: c,
-        policy: new ModelPolicy({ backend, chat, settings }),
-        protocol: play.protocol ?? 'rot',
-        settings: play.episode,
-      });
-      return { answer: record.answer, episode: record };
-    };
     current = { wallMs: 0, prefillRuns: 0, prefillTokens: 0, decodeMs: 0, decodeSteps: 0, groups: 0, prefixPositions: 0 };
-    const t0 = performance.now();
-    await evaluate(dataset, cases.episodes, solve, { concurrency });
-    current.wallMs = performance.now() - t0;
+    current.wallMs = await playOnFreshBackend({
+      dataset,
+      episodes: cases.episodes,
+      policyDir: policy,
+      backend: {
+        threads: backendSettings.threads,
+        spin: backendSettings.spin,
+        prompt_cache_mb: backendSettings.prompt_cache_mb,
+        prefill_chunk: backendSettings.prefill_chunk,
+      },
+      play,
+      concurrency,
+      temperature,
+    });
     if (r > 0) results[k].push(current);
     current = undefined;
-    await backend.close();
   }
   loads.push(loadavg()[0]);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 console.log(
   `CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores; load average (1 min) ${loads.map((x) => x.toFixed(1)).join(' -> ')}; ` +
     `${caseSets[0].episodes.length} episodes per row (${values.cases} cases x ${config.grpo.group_size}), ${concurrency} at once, ` +

@@ -13,11 +13,11 @@
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import * as ort from 'onnxruntime-node';
-import { evaluate, loadDataset, runEpisode, spreadCases, type Solve } from '@thinkfl/env';
-import { loadChatModel, ModelPolicy, openOnnxBackend, type OnnxSettings } from '@thinkfl/rollout';
+import { loadDataset, spreadCases } from '@thinkfl/env';
+import type { OnnxSettings } from '@thinkfl/rollout';
 import { loadRunConfig } from '../../packages/trainer-ctl/src/config/index';
-import { modelPolicySettings, playSettingsFromConfig } from '../../packages/trainer-ctl/src/eval/solvers';
+import { playSettingsFromConfig } from '../../packages/trainer-ctl/src/eval/solvers';
+import { median, onOrtRuns, playOnFreshBackend } from './onnx-play';
 import { REPO_ROOT } from '../../testkit/nezha';
 
 const { values } = parseArgs({
@@ -42,7 +42,6 @@ const dataset = await loadDataset(config.dataset.path);
 const cases = spreadCases(dataset.cases, config.grpo.cases_per_step);
 const episodes = cases.flatMap((c) => Array.from({ length: config.grpo.group_size }, () => c));
 const play = playSettingsFromConfig(file);
-const chat = loadChatModel(policyDir);
 const concurrency = config.workers.rollout.concurrency;
 const temperature = config.generation.temperature.priming;
 
@@ -56,21 +55,16 @@ interface Rep {
 let current: Rep | undefined;
 // Every onnxruntime run of the backend, timed: a prefill chunk feeds the prompt's new tokens, a decode step one token a
 // row (a one-token chunk counts as a decode step: one prompt in `prefill_chunk` ends with one).
-const sessions = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
-const run = sessions.run;
-sessions.run = async function (this: ort.InferenceSession, ...args: Parameters<typeof run>) {
-  const t0 = performance.now();
-  const out = await run.apply(this, args);
-  const tokens = (args[0] as Record<string, ort.Tensor>).input_ids.dims[1];
+onOrtRuns((feeds, ms) => {
+  const tokens = feeds.input_ids.dims[1];
   if (current && tokens > 1) {
-    current.prefillMs += performance.now() - t0;
+    current.prefillMs += ms;
     current.prefillTokens += tokens;
   } else if (current) {
-    current.decodeMs += performance.now() - t0;
+    current.decodeMs += ms;
     current.decodeSteps++;
   }
-  return out;
-} as typeof run;
+});
 
 // The first row is the backend before issue 29's cache: every prompt prefilled whole, from nothing.
 const WHOLE = 1 << 30;
@@ -85,31 +79,27 @@ const results: Rep[][] = settings.map(() => []);
 const loads = [loadavg()[0]];
 for (let r = 0; r <= reps; r++) {
   for (const [k, s] of settings.entries()) {
-    const backend = await openOnnxBackend({
-      model_dir: policyDir,
-      threads: backendSettings.threads,
-      spin: backendSettings.spin,
-      prompt_cache_mb: s.prompt_cache_mb,
-      prefill_chunk: s.prefill_chunk,
-    });
-    const solve: Solve = async (c) => {
-      const settings = modelPolicySettings({ ...play, concurrency, threads: backendSettings.threads, temperature }, temperature);
-      const policy = new ModelPolicy({ backend, chat, settings });
-      const record = await runEpisode({ dataset, case: c, policy, protocol: play.protocol ?? 'rot', settings: play.episode });
-      return { answer: record.answer, episode: record };
-    };
     current = { wallMs: 0, prefillMs: 0, prefillTokens: 0, decodeMs: 0, decodeSteps: 0 };
-    const t0 = performance.now();
-    await evaluate(dataset, episodes, solve, { concurrency });
-    current.wallMs = performance.now() - t0;
+    current.wallMs = await playOnFreshBackend({
+      dataset,
+      episodes,
+      policyDir,
+      backend: {
+        threads: backendSettings.threads,
+        spin: backendSettings.spin,
+        prompt_cache_mb: s.prompt_cache_mb,
+        prefill_chunk: s.prefill_chunk,
+      },
+      play,
+      concurrency,
+      temperature,
+    });
     if (r > 0) results[k].push(current);
     current = undefined;
-    await backend.close();
   }
   loads.push(loadavg()[0]);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 console.log(
   `CPU: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores; load average (1 min) ${loads.map((x) => x.toFixed(1)).join(' -> ')}; ` +
     `${episodes.length} episodes a step (${cases.length} cases x ${config.grpo.group_size}), ${concurrency} at once, temperature ${temperature}, ` +
