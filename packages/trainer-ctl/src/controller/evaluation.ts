@@ -38,7 +38,7 @@ export interface EvalReport {
   format_valid: number;
   answered: number;
   tool_calls: number;
-  /** Format validity by the fault type of the case (validity held-out types reach, as the guide judges a change by fault type). */
+  /** Format validity by the fault type of each held-out case, so a change can be judged per fault type. */
   format_valid_by_type: Record<string, TypeValidity>;
   summary: EvalSummary & { levels: Level[] };
   requests: ReturnType<typeof validityByType>['requests'];
