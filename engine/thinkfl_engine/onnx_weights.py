@@ -5,6 +5,8 @@ again each time (2.6 s for the tiny model's two graphs, minutes for a 0.5B one).
 keeps one traced graph with its weights cleared and, per initializer, the state-dict tensor it
 holds; PolicyGraphs traces the templates of a layout (config and state-dict names, shapes and
 dtypes) the first time it sees it, and every export fills them with the model's current tensors.
+With a cache directory the templates outlive the process (onnx_graph_cache.py): a resumed or
+restarted engine reads them instead of tracing.
 
 The templates are traced on probe values (random, distinct per parameter), so that every weight
 initializer is found, byte for byte, to be one state-dict tensor or its transpose (constant
@@ -20,6 +22,7 @@ export writes one file per initializer name, and two graphs in one folder collid
 
 import hashlib
 import json
+import logging
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,8 +35,11 @@ import torch
 from onnx import TensorProto, numpy_helper
 from transformers import PreTrainedModel
 
-from .onnx_decode import DECODE_FILE, export_decode_onnx
+from . import onnx_graph_cache as graph_cache
+from .onnx_decode import DECODE_FILE, export_decode_onnx, has_decode_graph
 from .onnx_export import OPSET, WRAPPED, export_onnx
+
+log = logging.getLogger('thinkfl_engine')
 
 MODEL_FILE = 'model.onnx'
 DATA_FILE = 'model.onnx_data'
@@ -47,8 +53,7 @@ Tracer = Callable[[PreTrainedModel, Path], Optional[Path]]
 GRAPHS: Tuple[Tuple[str, Tracer], ...] = ((MODEL_FILE, export_onnx), (DECODE_FILE, export_decode_onnx))
 
 
-# A weight initializer's source: the state-dict name, and whether it holds the tensor transposed.
-Source = Tuple[str, bool]
+Source = graph_cache.Source
 
 
 @dataclass
@@ -199,23 +204,69 @@ def write_graphs(
 
 
 class PolicyGraphs:
-    """The templates of every layout exported in this process (a template holds no weights)."""
+    """The templates of every layout exported in this process (a template holds no weights); with a
+    cache directory, also those an earlier engine traced (onnx_graph_cache.py)."""
 
     def __init__(self) -> None:
         self.templates: Dict[str, Dict[str, GraphTemplate]] = {}
 
-    def write(self, model: PreTrainedModel, out_dir: Path, external: Optional[bool] = None) -> Dict[str, str]:
+    def write(
+        self,
+        model: PreTrainedModel,
+        out_dir: Path,
+        external: Optional[bool] = None,
+        cache_dir: Optional[Path] = None,
+    ) -> Dict[str, str]:
         """Writes the model's graphs into out_dir (onnx/); `graphs` says whether they were traced
-        now ('traced': a layout not seen before) or only given the new weights ('weights')."""
+        now ('traced': a layout not seen before), read from cache_dir ('cached') or only given the
+        new weights ('weights')."""
         key = layout_key(model)
-        traced = key not in self.templates
-        if traced:
-            self.templates[key] = trace_templates(model)
         tensors = named_tensors(model)
+        how = 'weights'
+        if key not in self.templates:
+            how = self._open(model, key, tensors, cache_dir)
         if external is None:
             external = sum(t.numel() * t.element_size() for t in model.state_dict().values()) > EXTERNAL_BYTES
         paths = write_graphs(self.templates[key], tensors, out_dir, external)
-        result = {'onnx': str(paths[MODEL_FILE]), 'graphs': 'traced' if traced else 'weights'}
+        result = {'onnx': str(paths[MODEL_FILE]), 'graphs': how}
         if DECODE_FILE in paths:
             result['decode_onnx'] = str(paths[DECODE_FILE])
         return result
+
+    def _open(
+        self, model: PreTrainedModel, key: str, tensors: Dict[str, torch.Tensor], cache_dir: Optional[Path]
+    ) -> str:
+        """Fills self.templates[key] from the cache when it holds templates that fit `tensors`, else by tracing."""
+        if cache_dir is not None:
+            entry, stored = graph_cache.lookup(cache_dir, key)
+            if stored is not None:
+                templates = {file: GraphTemplate(m, sources) for file, (m, sources) in stored.items()}
+                misfit = _misfit(model, templates, tensors)
+                if misfit is None:
+                    self.templates[key] = templates
+                    return 'cached'
+                log.warning('onnx graph cache %s does not fit this model (%s): tracing again', entry, misfit)
+        self.templates[key] = trace_templates(model)
+        if cache_dir is not None:
+            graph_cache.store(cache_dir, key, {f: (t.model, t.sources) for f, t in self.templates[key].items()})
+        return 'traced'
+
+
+def _misfit(
+    model: PreTrainedModel, templates: Dict[str, GraphTemplate], tensors: Dict[str, torch.Tensor]
+) -> Optional[str]:
+    """Why stored templates cannot take these tensors (a graph the model has is missing, a weight slot names
+    no tensor of it, or one of another shape or dtype), or None when every slot fits."""
+    want = {MODEL_FILE} | ({DECODE_FILE} if has_decode_graph(model.config) else set())
+    if set(templates) != want:
+        return f'graphs {sorted(templates)}, this model has {sorted(want)}'
+    for file, tpl in templates.items():
+        for i, (name, transposed) in tpl.sources.items():
+            if name not in tensors:
+                return f'{file}: no tensor {name}'
+            t, init = tensors[name], tpl.model.graph.initializer[i]
+            shape = list(t.shape)[::-1] if transposed else list(t.shape)
+            dtype = onnx.helper.np_dtype_to_tensor_dtype(torch.empty(0, dtype=t.dtype).numpy().dtype)
+            if shape != list(init.dims) or dtype != init.data_type:
+                return f'{file}: {name} is {t.dtype} {list(t.shape)}, the slot {init.name} holds {list(init.dims)}'
+    return None

@@ -102,7 +102,8 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
     # onnx: the full model + onnx/model.onnx; with LoRA the adapter as for weights and the merged
     # model with its ONNX export in merged/, so one dir serves vLLM and the onnx backend alike.
     # Beside model.onnx, decode.onnx (Llama and Qwen2) decodes rows that share a prompt in one pass.
-    # The graphs are traced once per model layout; later exports write only the new weights.
+    # The graphs are traced once per model layout (and kept in graph_cache, when given, for the next
+    # engine); later exports write only the new weights.
     model_dir = t.write_model(out_dir, merged=fmt == 'onnx')
     if fmt == 'onnx' and is_main():
         from .onnx_export import load_for_export
@@ -110,7 +111,10 @@ def export(state: State, args: Dict[str, Any]) -> Dict[str, Any]:
 
         if state.graphs is None:
             state.graphs = PolicyGraphs()
-        result.update(state.graphs.write(load_for_export(model_dir), model_dir / 'onnx', args.get('external_data')))
+        cache = Path(args['graph_cache']) if args.get('graph_cache') else None
+        result.update(
+            state.graphs.write(load_for_export(model_dir), model_dir / 'onnx', args.get('external_data'), cache)
+        )
     return result
 
 

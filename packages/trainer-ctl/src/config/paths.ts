@@ -35,6 +35,7 @@ export function resolvePaths(c: RunConfig, file: string): RunConfig {
   }
   if (c.workers.train.deepspeed_config !== undefined) out.workers.train.deepspeed_config = abs(c.workers.train.deepspeed_config);
   out.workers.train.autocast_cache = abs(c.workers.train.autocast_cache);
+  out.workers.train.onnx_graph_cache = c.workers.train.onnx_graph_cache === null ? null : abs(c.workers.train.onnx_graph_cache);
   return out;
 }
 

@@ -295,6 +295,12 @@ export const ENGINE_OPS = {
         format: z.enum(['onnx', 'weights']).optional(),
         /** onnx: the graphs' weights in one onnx/model.onnx_data beside them (true) or inside each graph (false); default: external above 1.5 GB of weights (protobuf's 2 GB limit). */
         external_data: z.boolean().optional(),
+        /**
+         * onnx: a directory where traced graphs are kept per model layout, library versions and tracing code,
+         * so that an engine exporting a layout an earlier engine traced reads them instead of tracing
+         * (engine/thinkfl_engine/onnx_graph_cache.py). Absent or null: trace in every engine process.
+         */
+        graph_cache: z.string().nullable().optional(),
       })
       .strict(),
     z
@@ -304,11 +310,14 @@ export const ENGINE_OPS = {
         onnx: z.string().optional(),
         /** The decode-step graph beside onnx (Llama, Qwen2). */
         decode_onnx: z.string().optional(),
-        /** onnx: 'traced' when the graphs were traced (the first export of a model layout), 'weights' when only the new weights were written into them. */
-        graphs: z.enum(['traced', 'weights']).optional(),
+        /**
+         * onnx: 'traced' when the graphs were traced (the first export of a model layout), 'cached' when read from
+         * graph_cache (a layout an earlier engine traced), 'weights' when only the new weights were written into them.
+         */
+        graphs: z.enum(['traced', 'cached', 'weights']).optional(),
       })
       .strict(),
-    'weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx (default): a full model dir + onnx/model.onnx (LoRA: the adapter, and the merged model dir with onnx/ in merged/); its graphs are traced once per model layout, later exports write only the new weights into them.',
+    'weights: the checkpoint layout (LoRA: the adapter alone, for vLLM); onnx (default): a full model dir + onnx/model.onnx (LoRA: the adapter, and the merged model dir with onnx/ in merged/); its graphs are traced once per model layout (or read from graph_cache), later exports write only the new weights into them.',
   ),
   memory: op(
     z.object({ reset: z.boolean().optional() }).strict(),

@@ -227,7 +227,8 @@ export class UpdateRunner {
   private async exportPolicy(version: number): Promise<string> {
     const dir = policyDir(this.opts.runDir, version, this.folder);
     await writeAtomically(dir, async (tmp) => {
-      await this.opts.supervisor.engine.request('export', { dir: tmp, format: this.exportFormat });
+      const graphCache = this.exportFormat === 'onnx' ? this.opts.config.workers.train.onnx_graph_cache : null;
+      await this.opts.supervisor.engine.request('export', { dir: tmp, format: this.exportFormat, graph_cache: graphCache });
       // Servers load the directory by path: the manifest lets the loading side check it is whole.
       if (this.folder === 'adapters') await writeManifest(tmp, version);
     });
