@@ -228,7 +228,10 @@ export class UpdateRunner {
     const dir = policyDir(this.opts.runDir, version, this.folder);
     await writeAtomically(dir, async (tmp) => {
       const graphCache = this.exportFormat === 'onnx' ? this.opts.config.workers.train.onnx_graph_cache : null;
-      await this.opts.supervisor.engine.request('export', { dir: tmp, format: this.exportFormat, graph_cache: graphCache });
+      const out = await this.opts.supervisor.engine.request('export', { dir: tmp, format: this.exportFormat, graph_cache: graphCache });
+      // A trace of a large model takes minutes: say once per engine whether it was paid or read from the cache.
+      if (out.graphs === 'traced') this.log(`ONNX graphs traced for policy v${version}${graphCache ? ` (kept in ${graphCache})` : ''}`);
+      if (out.graphs === 'cached') this.log(`ONNX graphs for policy v${version} read from ${graphCache}`);
       // Servers load the directory by path: the manifest lets the loading side check it is whole.
       if (this.folder === 'adapters') await writeManifest(tmp, version);
     });
