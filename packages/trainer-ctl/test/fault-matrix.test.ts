@@ -140,6 +140,9 @@ describe('fault matrix on configs/tiny-cpu.yaml (shortened)', () => {
           // The resume after the export fault loaded a GRPO checkpoint: its KL reference came with it.
           const log = readFileSync(join(runDir, 'logs', 'train.log'), 'utf8');
           expect(log).toMatch(/engine loaded checkpoint \S+ \(\d+ updates\).*, KL reference grpo_start/);
+          // Each resumed engine read the graphs an earlier engine traced (workers.train.onnx_graph_cache) instead of tracing.
+          expect(log.match(/ONNX graphs for policy v\d+ read from \S+onnx-graphs/g)?.length).toBeGreaterThanOrEqual(4);
+          expect(log).not.toMatch(/ONNX graphs traced/);
           // TensorBoard, reading every controller's event files, sees each step once with the kept line's value.
           const tb = readTensorboardScalars(join(runDir, 'tensorboard'));
           readMetrics(runDir).forEach((m, i) => {
