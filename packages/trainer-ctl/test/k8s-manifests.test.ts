@@ -568,7 +568,7 @@ describe('deploy/slurm', () => {
       dataset: { ...c.dataset, path: 0 },
       generation: { ...c.generation, backend: { ...c.generation.backend, replicas: 0 } },
       queue: { ...c.queue, redis_url: 0 },
-      workers: { ...c.workers, train: { ...c.workers.train, rendezvous: 0, deepspeed_config: 0, autocast_cache: 0 } },
+      workers: { ...c.workers, train: { ...c.workers.train, rendezvous: 0, deepspeed_config: 0, autocast_cache: 0, onnx_graph_cache: 0 } },
     });
     expect(strip(config as Obj)).toEqual(strip(k8s));
   });
