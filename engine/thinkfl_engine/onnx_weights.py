@@ -142,16 +142,29 @@ def trace_templates(model: PreTrainedModel) -> Dict[str, GraphTemplate]:
     return out
 
 
-def _numpy(source: Source, tensors: Dict[str, torch.Tensor], init: TensorProto) -> np.ndarray:
+def _slot_misfit(source: Source, tensors: Dict[str, torch.Tensor], init: TensorProto) -> Optional[str]:
+    """Why the tensor `source` names cannot fill the initializer (absent, another shape or dtype), or None."""
     name, transpose = source
-    t = tensors[name].detach().to('cpu')
-    arr = (t.t() if transpose else t).contiguous().numpy()
-    if list(arr.shape) != list(init.dims) or onnx.helper.np_dtype_to_tensor_dtype(arr.dtype) != init.data_type:
-        raise RuntimeError(
-            f'{name}: {arr.dtype} {list(arr.shape)} does not fit the traced initializer '
+    if name not in tensors:
+        return f'no tensor {name}'
+    t = tensors[name]
+    shape = list(t.shape)[::-1] if transpose else list(t.shape)
+    dtype = onnx.helper.np_dtype_to_tensor_dtype(torch.empty(0, dtype=t.dtype).numpy().dtype)
+    if shape != list(init.dims) or dtype != init.data_type:
+        return (
+            f'{name}: {t.dtype} {shape} does not fit the traced initializer '
             f'({TensorProto.DataType.Name(init.data_type)} {list(init.dims)})'
         )
-    return arr
+    return None
+
+
+def _numpy(source: Source, tensors: Dict[str, torch.Tensor], init: TensorProto) -> np.ndarray:
+    misfit = _slot_misfit(source, tensors, init)
+    if misfit is not None:
+        raise RuntimeError(misfit)
+    name, transpose = source
+    t = tensors[name].detach().to('cpu')
+    return (t.t() if transpose else t).contiguous().numpy()
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
@@ -261,12 +274,8 @@ def _misfit(
     if set(templates) != want:
         return f'graphs {sorted(templates)}, this model has {sorted(want)}'
     for file, tpl in templates.items():
-        for i, (name, transposed) in tpl.sources.items():
-            if name not in tensors:
-                return f'{file}: no tensor {name}'
-            t, init = tensors[name], tpl.model.graph.initializer[i]
-            shape = list(t.shape)[::-1] if transposed else list(t.shape)
-            dtype = onnx.helper.np_dtype_to_tensor_dtype(torch.empty(0, dtype=t.dtype).numpy().dtype)
-            if shape != list(init.dims) or dtype != init.data_type:
-                return f'{file}: {name} is {t.dtype} {list(t.shape)}, the slot {init.name} holds {list(init.dims)}'
+        for i, source in tpl.sources.items():
+            misfit = _slot_misfit(source, tensors, tpl.model.graph.initializer[i])
+            if misfit is not None:
+                return f'{file}: {misfit}'
     return None
