@@ -5,11 +5,14 @@ a lower precision is only the compute precision of forward and backward (torch.a
 a small update is not rounded away in the weights. `auto` on CPU times a few training passes
 (forward and backward) of the loaded model in float32 and in bfloat16, interleaved, and takes
 the faster. CPU flags do not decide it: an Intel Xeon with avx512_bf16 but no AMX ran the tiny
-model's SFT step 0.68x as fast in bf16 (issue 29), one with AMX 1.13x, and an AVX2 EPYC emulates
-bf16 at 1/17 the speed. The measurement is kept in a cache file keyed by the CPU model, its flags,
-the torch version, the thread count and the model's shape, so that every (re)start of a run on
-that machine takes the same decision, and a loaded machine pays for the timing once. On CUDA
-`auto` is bfloat16 where the GPU supports it.
+model's SFT step 0.68x as fast in bf16 (issue 29), and an AVX2 EPYC emulates bf16 at 1/17 the
+speed. The probe repeats one length, so it times bfloat16's oneDNN kernels built once: on an AMX
+Xeon it found the two a tie while the job's updates, each of a new length, ran 0.73x as fast in
+bf16 (experiment 28, where float32's faster job also had worse validity in one seed of six, so
+the probe was left as it is). The measurement is kept in a cache file keyed by the CPU model, its
+flags, the torch version, any kernel-choosing environment variable, the thread count and the
+model's shape, so that every (re)start of a run on that machine takes the same decision, and a
+loaded machine pays for the timing once. On CUDA `auto` is bfloat16 where the GPU supports it.
 """
 
 import hashlib
@@ -31,19 +34,36 @@ log = logging.getLogger('thinkfl_engine')
 CANDIDATES = {'float32': torch.float32, 'bfloat16': torch.bfloat16}
 
 
+# Environment variables that change which kernels torch runs, whatever the CPU flags say: an ISA cap
+# (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 runs an AMX Xeon's bfloat16 as one without AMX does, experiment
+# 29) or float32 computed in a lower precision.
+KERNEL_ENV = (
+    'ONEDNN_MAX_CPU_ISA',
+    'DNNL_MAX_CPU_ISA',
+    'ATEN_CPU_CAPABILITY',
+    'MKL_ENABLE_INSTRUCTIONS',
+    'ONEDNN_DEFAULT_FPMATH_MODE',
+)
+
+
 def cpu_identity() -> Dict[str, Any]:
-    """What lscpu reports as the model name and flags (both from /proc/cpuinfo), with the torch version."""
+    """What lscpu reports as the model name and flags (both from /proc/cpuinfo), with the torch version and
+    any KERNEL_ENV set (only when set, so that the keys of a plain environment stay as they were)."""
     info = Path('/proc/cpuinfo')
     text = info.read_text() if info.is_file() else ''
     field: Dict[str, str] = {}
     for line in text.splitlines():
         k, _, v = line.partition(':')
         field.setdefault(k.strip(), v.strip())
-    return {
+    identity: Dict[str, Any] = {
         'cpu_model': field.get('model name') or platform.processor() or platform.machine(),
         'cpu_flags': sorted(field.get('flags', '').split()),
         'torch': torch.__version__,
     }
+    kernel_env = {k: os.environ[k] for k in KERNEL_ENV if os.environ.get(k)}
+    if kernel_env:
+        identity['kernel_env'] = kernel_env
+    return identity
 
 
 def measure(

@@ -1,8 +1,10 @@
 /**
  * Benchmark: one SFT step of the tiny-cpu preset's model in float32 and in bfloat16 compute
  * (workers.train.autocast), side by side, measured in this run on interleaved repetitions,
- * and what `autocast: auto` picks on this CPU. Prints the CPU model, its bf16 flags, the
- * engine's threads, the load average, medians and the bf16/fp32 ratio.
+ * and what `autocast: auto` picks on this CPU. Each precision runs its steps at one repeated
+ * length and at a length new each step, as a run's conversations are: oneDNN, which runs
+ * bfloat16's matrix products, builds its kernels per shape (experiment 28). Prints the CPU model,
+ * its bf16 flags, the engine's threads, the load average, medians and the bf16/fp32 ratios.
  *
  *   npx tsx scripts/bench/sft-precision.ts [--tokens N] [--batch N] [--reps N] [--threads N] [--config FILE]
  */
@@ -57,9 +59,13 @@ const config = TinyModelConfigSchema.parse({
   ...(sizes.intermediate_size !== undefined && { intermediate_size: sizes.intermediate_size }),
 });
 
-// Token ids do not change the cost of a step: a fixed pseudo-random conversation, loss on its second half.
-const ids = Array.from({ length: batch }, (_, b) => Array.from({ length: tokens }, (_, t) => (t * 7919 + b * 104729) % tok.vocabSize));
-const step = { input_ids: ids, mask: ids.map((row) => row.map((_, t) => (t >= tokens / 2 ? 1 : 0))), lr: 1e-4 };
+// Token ids do not change the cost of a step: a fixed pseudo-random conversation of n tokens, loss on its second half.
+const stepOf = (n: number) => {
+  const ids = Array.from({ length: batch }, (_, b) => Array.from({ length: n }, (_, t) => (t * 7919 + b * 104729) % tok.vocabSize));
+  return { input_ids: ids, mask: ids.map((row) => row.map((_, t) => (t >= n / 2 ? 1 : 0))), lr: 1e-4 };
+};
+const LENGTHS = ['repeated', 'new'] as const;
+const PRECISIONS = ['float32', 'bfloat16'] as const;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const engines = { float32: new TrainEngine(), bfloat16: new TrainEngine(), auto: new TrainEngine() };
@@ -70,38 +76,45 @@ try {
     bfloat16: await engines.bfloat16.request('load', { model_dir: modelDir, autocast: 'bfloat16', threads, gradient_checkpointing }),
     auto: await engines.auto.request('load', { model_dir: modelDir, autocast: 'auto', threads, gradient_checkpointing }),
   };
-  const ms: Record<'float32' | 'bfloat16', number[]> = { float32: [], bfloat16: [] };
-  for (const p of ['float32', 'bfloat16'] as const) await engines[p].request('sft_step', step); // warm-up
-  // Interleaved so that a change of machine load hits both precisions alike.
+  const ms = Object.fromEntries(PRECISIONS.flatMap((p) => LENGTHS.map((l) => [`${p} ${l}`, [] as number[]])));
+  for (const p of PRECISIONS) await engines[p].request('sft_step', stepOf(tokens)); // warm-up
+  // Interleaved so that a change of machine load hits both precisions alike; each new length is one token
+  // shorter than the last, none of them the warm-up's or the repeated one.
   for (let r = 0; r < reps; r++) {
-    for (const p of ['float32', 'bfloat16'] as const) {
-      const t0 = performance.now();
-      await engines[p].request('sft_step', step);
-      ms[p].push(performance.now() - t0);
+    for (const p of PRECISIONS) {
+      for (const l of LENGTHS) {
+        const step = stepOf(l === 'repeated' ? tokens : tokens - 1 - r);
+        const t0 = performance.now();
+        await engines[p].request('sft_step', step);
+        ms[`${p} ${l}`].push(performance.now() - t0);
+      }
     }
   }
-  const fp32 = median(ms.float32);
-  const bf16 = median(ms.bfloat16);
   console.log(
     `CPU: ${cpuModel}; bf16 instructions: ${bf16Flags.length ? bf16Flags.join(', ') : 'none'}; load average ${loadavg()
       .map((x) => x.toFixed(2))
       .join(' ')}`,
   );
   console.log(
-    `model: ${parameters} parameters (${values.config} create_tiny); one SFT step of ${batch} x ${tokens} tokens; ${loaded.float32.threads} engine threads; ${reps} reps`,
+    `model: ${parameters} parameters (${values.config} create_tiny); one SFT step of ${batch} x ~${tokens} tokens; ${loaded.float32.threads} engine threads; ${reps} reps`,
   );
-  console.log(`${'precision'.padEnd(10)} ${'median ms'.padStart(10)} ${'min ms'.padStart(8)} ${'vs fp32'.padStart(8)}`);
-  for (const [p, v] of [
-    ['float32', fp32],
-    ['bfloat16', bf16],
-  ] as const) {
-    console.log(
-      `${p.padEnd(10)} ${v.toFixed(1).padStart(10)} ${Math.min(...ms[p])
-        .toFixed(1)
-        .padStart(8)} ${(v / fp32).toFixed(2).padStart(7)}x`,
-    );
+  console.log(
+    `${'precision'.padEnd(10)} ${'length'.padEnd(9)} ${'median ms'.padStart(10)} ${'min ms'.padStart(8)} ${'vs fp32'.padStart(8)}`,
+  );
+  for (const l of LENGTHS) {
+    const fp32 = median(ms[`float32 ${l}`]);
+    for (const p of PRECISIONS) {
+      const v = median(ms[`${p} ${l}`]);
+      console.log(
+        `${p.padEnd(10)} ${l.padEnd(9)} ${v.toFixed(1).padStart(10)} ${Math.min(...ms[`${p} ${l}`])
+          .toFixed(1)
+          .padStart(8)} ${(v / fp32).toFixed(2).padStart(7)}x`,
+      );
+    }
   }
-  console.log(`bf16 speed-up over fp32: ${(fp32 / bf16).toFixed(2)}x`);
+  for (const l of LENGTHS) {
+    console.log(`bf16 speed-up over fp32 at a ${l} length: ${(median(ms[`float32 ${l}`]) / median(ms[`bfloat16 ${l}`])).toFixed(2)}x`);
+  }
   console.log(`autocast auto picks: ${loaded.auto.precision}`);
 } finally {
   await Promise.all(Object.values(engines).map((e) => e.shutdown()));

@@ -60,7 +60,8 @@ const LoadArgs = z
       .optional(),
     /**
      * Directory of the 'auto' measurements, one file per key (CPU model and flags, torch version,
-     * model shape, LoRA, checkpointing, threads, probe length): a key found there is not measured
+     * kernel-choosing environment such as ONEDNN_MAX_CPU_ISA, model shape, LoRA, checkpointing,
+     * threads, probe length): a key found there is not measured
      * again. null or absent: measure at every load.
      */
     autocast_cache: z.string().nullable().optional(),

@@ -133,7 +133,7 @@ export const WorkersSection = z
           .default('.cache/autocast')
           .describe(
             'Directory where autocast auto keeps its measurements, one file per CPU model, flags, torch version, ' +
-              'model shape and thread count, so that every (re)start on that machine takes the same choice without ' +
+              'kernel-choosing environment (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY, ...), model shape and thread count, so that every (re)start on that machine takes the same choice without ' +
               'timing again; delete a file to measure again. Relative to run.base_dir. Default .cache/autocast.',
           ),
         onnx_graph_cache: z
