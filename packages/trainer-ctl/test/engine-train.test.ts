@@ -298,34 +298,31 @@ describe('train engine on a tiny model', () => {
     expect(out.choice).toBe('torch.float32');
   });
 
-  // precision.KERNEL_ENV, empty: the test's own environment may set any of them.
-  const UNSET_KERNEL_ENV = Object.fromEntries(
-    ['ONEDNN_MAX_CPU_ISA', 'DNNL_MAX_CPU_ISA', 'ATEN_CPU_CAPABILITY', 'MKL_ENABLE_INSTRUCTIONS', 'ONEDNN_DEFAULT_FPMATH_MODE'].map((k) => [
-      k,
-      '',
-    ]),
-  );
-  it('the auto measurement is kept apart for an ISA cap: a capped engine does not reuse the uncapped choice', () => {
+  it('the auto measurement keys an ISA cap set in the environment, so a capped engine gets a cache file of its own', () => {
+    // Every KERNEL_ENV variable but the given ones is cleared first: the test's own environment may set any of them.
     const py = [
-      'import json',
+      'import json, os, sys',
       'from pathlib import Path',
-      'from thinkfl_engine.precision import AutocastProbe',
+      'from thinkfl_engine.precision import KERNEL_ENV, AutocastProbe',
+      'for k in set(KERNEL_ENV) - set(sys.argv[1:]): os.environ.pop(k, None)',
       'p = AutocastProbe(Path("/cache"), {"hidden_size": 8}, lambda dtype: None, 1)',
       'print(json.dumps({"key": p.key, "file": str(p.file())}))',
     ].join('\n');
     const probe = (env: Record<string, string>) =>
       JSON.parse(
-        execFileSync(ENGINE_PYTHON, ['-c', py], {
+        execFileSync(ENGINE_PYTHON, ['-c', py, ...Object.keys(env)], {
           encoding: 'utf8',
           cwd: join(REPO_ROOT, 'engine'),
-          env: { ...process.env, ...UNSET_KERNEL_ENV, ...env },
+          env: { ...process.env, ...env },
         }),
       ) as { key: Record<string, unknown>; file: string };
     const plain = probe({});
     const capped = probe({ ONEDNN_MAX_CPU_ISA: 'AVX512_CORE_BF16' });
     const aten = probe({ ATEN_CPU_CAPABILITY: 'avx2' });
+    const empty = probe({ ONEDNN_MAX_CPU_ISA: '' });
     // Unset (or empty) leaves the key as before the field existed, so earlier measurements stay valid.
     expect(Object.keys(plain.key).sort()).toEqual(['cpu_flags', 'cpu_model', 'reps', 'shape', 'torch']);
+    expect(empty.file).toBe(plain.file);
     expect(capped.key.kernel_env).toEqual({ ONEDNN_MAX_CPU_ISA: 'AVX512_CORE_BF16' });
     expect(aten.key.kernel_env).toEqual({ ATEN_CPU_CAPABILITY: 'avx2' });
     expect(new Set([plain.file, capped.file, aten.file]).size).toBe(3);
