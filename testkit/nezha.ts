@@ -4,7 +4,6 @@
  * while its format version, settings and the importer's code are unchanged.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +16,7 @@ import {
   parseSettings,
   readMeta,
 } from '../packages/env/src/datasets/index';
+import { sourceHash } from './build-cache';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
 export const NEZHA_RAW = resolve(REPO_ROOT, '..', 'shared', 'datasets', 'nezha-trainticket');
@@ -33,15 +33,7 @@ export function nezhaTestSettings() {
 }
 
 /** Hash of the importer's code, so that a change to it re-imports the cached dataset. */
-function codeFingerprint(dir = join(REPO_ROOT, 'packages', 'env', 'src', 'datasets')): string {
-  const h = createHash('sha1');
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    h.update(name);
-    h.update(statSync(p).isDirectory() ? codeFingerprint(p) : readFileSync(p));
-  }
-  return h.digest('hex');
-}
+const codeFingerprint = () => sourceHash(join(REPO_ROOT, 'packages', 'env', 'src', 'datasets'));
 
 const FINGERPRINT = join(NEZHA_DATASET, 'code-fingerprint.txt');
 

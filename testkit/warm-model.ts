@@ -12,41 +12,12 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
+import { withLock } from './build-cache';
 import { NEZHA_DATASET, REPO_ROOT } from './nezha';
 
 const CLI = join(REPO_ROOT, 'packages', 'trainer-ctl', 'bin', 'trainer-ctl.mjs');
 /** What a checkpoint holds beside the model: none of it belongs to a base model dir. */
 const NOT_MODEL = new Set(['optimizer.pt', 'reference', 'deepspeed', 'onnx', 'trainer-state.json']);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Runs `build` under a lock directory shared by test files running in parallel; a dead holder's lock is taken over. */
-async function withLock(lock: string, done: () => boolean, build: () => void): Promise<void> {
-  for (;;) {
-    if (done()) return;
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      const holder = Number(readFileSync(join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }) || 0);
-      if (holder && !alive(holder)) rmSync(lock, { recursive: true, force: true });
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-  try {
-    writeFileSync(join(lock, 'pid'), String(process.pid));
-    if (!done()) build();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
-}
 
 /** How the preset's SFT is changed for the warm model: fewer epochs, one policy export per epoch. */
 const SFT = { epochs: 3, steps_per_update: 300 };
