@@ -2,7 +2,7 @@
 # Installs everything the project needs on a fresh Debian machine (idempotent):
 # redis-server, Chromium (the report test opens the run report in it, driven by playwright-core: no
 # browser download), the train engine's Python environment (.cache/venv, pinned versions from
-# engine/requirements.txt, from PyPI), the npm packages, and TensorBoard at a pinned version in
+# engine/requirements.txt, from PyPI, installed by uv), the npm packages, and TensorBoard at a pinned version in
 # its own venv (the test that reads back the run's event files), and the engine's dev tools (Ruff,
 # mypy) in .cache/venv-dev from engine/requirements-dev.txt.
 set -euo pipefail
@@ -20,6 +20,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# uv (from PyPI, pinned, in its own venv) builds the engine's venv: it installs from its cache
+# (~/.cache/uv) by hard links, so a venv takes seconds once the wheels are there, where pip
+# unpacked the several GB of torch's CUDA libraries again for each checkout (about a minute).
+UV_VERSION=0.13.9
+uv_venv=.cache/venv-uv
+if ! "$uv_venv/bin/uv" --version 2>/dev/null | grep -qx "uv $UV_VERSION"; then
+  echo "setup: uv $UV_VERSION into $uv_venv" >&2
+  python3 -m venv --clear "$uv_venv"
+  "$uv_venv/bin/pip" install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+fi
+uv="$uv_venv/bin/uv"
+
 # The engine's venv is rebuilt only when the requirements (or this recipe) change: a stamp
 # holds the hash of both. PyPI's Linux torch wheel brings its CUDA libraries (several GB):
 # PyPI has no CPU-only build, and the same environment then runs on GPU machines.
@@ -30,8 +42,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   python="${THINKFL_SETUP_PYTHON:-python3}"
   "$python" -c 'import sys; assert sys.version_info >= (3, 10), "the engine needs Python >= 3.10"'
   echo "setup: building $venv from engine/requirements.txt with $("$python" --version)" >&2
-  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-  pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
+  "$uv" venv --quiet --clear --python "$python" "$venv"
+  pip=("$uv" pip install --quiet --python "$venv/bin/python")
   # DeepSpeed's build imports torch, so torch comes first and the rest builds without isolation.
   "${pip[@]}" $(grep -E '^(torch|numpy|setuptools|wheel)==' engine/requirements.txt)
   "${pip[@]}" --no-build-isolation -r engine/requirements.txt
@@ -50,8 +62,8 @@ dev_venv=.cache/venv-dev
 dev_want="$(sha256sum engine/requirements-dev.txt | cut -d' ' -f1)"
 if [ "$(cat "$dev_venv/.requirements.sha256" 2>/dev/null)" != "$dev_want" ]; then
   echo "setup: engine dev tools into $dev_venv" >&2
-  python3 -m venv --clear "$dev_venv"
-  "$dev_venv/bin/pip" install --quiet --disable-pip-version-check -r engine/requirements-dev.txt
+  "$uv" venv --quiet --clear --python python3 "$dev_venv"
+  "$uv" pip install --quiet --python "$dev_venv/bin/python" -r engine/requirements-dev.txt
   echo "$dev_want" > "$dev_venv/.requirements.sha256"
 fi
 # Kept in step with testkit/tensorboard.ts, which makes the same venv when it is missing.
