@@ -20,6 +20,13 @@ export interface ProgressOptions {
   everyMs?: number;
   /** Clock, ms (injectable so the line cadence is testable without waiting). */
   now?: () => number;
+  /**
+   * When the counted work began, on the `now` clock. Default: when the progress is created; a
+   * loop that learns its total only from its first result passes the time before it.
+   */
+  startedAt?: number;
+  /** Count already done before `startedAt` (a resumed run's earlier work): shown, but not in the rate. Default 0. */
+  done?: number;
 }
 
 export interface Progress {
@@ -42,17 +49,18 @@ export function createProgress(opts: ProgressOptions): Progress {
   const tty = Boolean(stream.isTTY);
   const everyPct = opts.everyPct ?? 10;
   const everyMs = opts.everyMs ?? 30_000;
-  const start = now();
+  const start = opts.startedAt ?? now();
+  const before = opts.done ?? 0;
   let lastPct = -Infinity;
   let lastAt = start;
   let lastDrawAt = -Infinity;
-  let done = 0;
+  let done = before;
 
   const line = (note?: string): string => {
     const total = Math.max(opts.total, 0);
     const frac = total ? Math.min(done / total, 1) : 1;
     const elapsed = now() - start;
-    const eta = done > 0 && done < total ? ` eta ${fmtDuration((elapsed / done) * (total - done))}` : '';
+    const eta = done > before && done < total ? ` eta ${fmtDuration((elapsed / (done - before)) * (total - done))}` : '';
     const bar = tty ? `[${'#'.repeat(Math.round(frac * BAR)).padEnd(BAR, '.')}] ` : '';
     const text = `${opts.label} ${bar}${done}/${total} ${(100 * frac).toFixed(0)}% ${fmtDuration(elapsed)}${eta}${note ? ` ${note}` : ''}`;
     return tty && stream.columns ? text.slice(0, stream.columns - 1) : text;

@@ -59,4 +59,18 @@ describe('progress', () => {
     const drawn = stream.out.split('\r\x1b[K').filter(Boolean);
     expect(drawn.every((l) => l.length <= 19)).toBe(true);
   });
+
+  it("times from startedAt, and leaves a resumed run's earlier count out of the rate", () => {
+    const stream = sink(false);
+    let t = 16_000;
+    // A stage of 12 steps resumed after 6; the first step after the resume took 6 s.
+    const resumed = createProgress({ total: 12, label: 'priming', stream, everyPct: 0, now: () => t, done: 6 });
+    t = 22_000;
+    resumed.update(7);
+    expect(stream.out).toBe('priming 7/12 58% 6s eta 30s\n');
+    // An SFT loop learns its total from its first update's record, 16 s after it began.
+    const sft = createProgress({ total: 7, label: 'sft', stream, everyPct: 0, now: () => t, startedAt: 6_000 });
+    sft.update(1);
+    expect(stream.out.split('\n')[1]).toBe('sft 1/7 14% 16s eta 1m36s');
+  });
 });

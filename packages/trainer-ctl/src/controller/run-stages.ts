@@ -104,10 +104,20 @@ async function evaluateAs(ctx: StagesContext, state: RunState, name: string): Pr
 
 async function primeWithSft(ctx: StagesContext, state: RunState): Promise<void> {
   let progress: Progress | undefined;
+  // The total comes with the first update's record; the clock and the count start before it.
+  const startedAt = Date.now();
+  const resumedAt = state.sft.updates;
   await runSft(ctx, state.sft.updates, async ({ result, record }) => {
     state.sft.updates = result.update + 1;
     commit(ctx, state, record, result);
-    progress ??= createProgress({ total: Number(record.of), label: 'priming sft', stream: ctx.stream, everyPct: 0 });
+    progress ??= createProgress({
+      total: Number(record.of),
+      label: 'priming sft',
+      stream: ctx.stream,
+      everyPct: 0,
+      startedAt,
+      done: resumedAt,
+    });
     const loss = typeof result.metrics.loss === 'number' ? `loss ${result.metrics.loss.toFixed(4)}` : '';
     progress.update(result.update + 1, loss);
     await track(ctx, state, 'sft');
@@ -124,7 +134,7 @@ async function runStage(ctx: StagesContext, state: RunState, stage: StageName): 
   const { config } = ctx;
   const steps = config.stages[stage].steps;
   // In a log (not a terminal) every step gets its own plain line.
-  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream, everyPct: 0 });
+  const progress = createProgress({ total: steps, label: stage, stream: ctx.stream, everyPct: 0, done: state.stages[stage].steps });
   for (let step = state.stages[stage].steps; step < steps; step++) {
     const last = step === steps - 1;
     const { record, groups, result, groupIds } = await runGrpoStep(ctx, {
