@@ -1,7 +1,14 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx's loader: the project ships sources, not a build.
-import { register } from 'tsx/esm/api';
+// Runs the TypeScript CLI: bundled from the sources and cached (cli-bundle.mjs), or through tsx's
+// loader where no bundle can be had. The project ships sources, not a build.
+import { bundledCli } from './cli-bundle.mjs';
 
-register();
-const { main } = await import('../src/cli.ts');
-await main(process.argv.slice(2));
+const run = await bundledCli();
+if (run) {
+  await run(process.argv.slice(2));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  const { main } = await import('../src/cli.ts');
+  await main(process.argv.slice(2));
+}
