@@ -10,6 +10,8 @@ COPY scripts scripts
 RUN npm ci
 COPY configs configs
 COPY docker/run.yaml docker/run.yaml
+# The CLI's bundle (.cache/cli), so that no container builds it at its first start.
+RUN node packages/trainer-ctl/bin/trainer-ctl.mjs version
 
 ENTRYPOINT ["node", "packages/trainer-ctl/bin/trainer-ctl.mjs"]
 CMD ["train", "docker/run.yaml"]

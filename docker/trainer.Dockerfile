@@ -34,6 +34,8 @@ RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci
 COPY engine engine
 COPY configs configs
 COPY docker/run.yaml docker/run.yaml
+# The CLI's bundle (.cache/cli), so that no container builds it at its first start.
+RUN node packages/trainer-ctl/bin/trainer-ctl.mjs version
 
 ENTRYPOINT ["node", "packages/trainer-ctl/bin/trainer-ctl.mjs"]
 CMD ["worker", "train", "--config", "docker/run.yaml"]

@@ -48,7 +48,12 @@ const sourceMeta = (file, text) =>
 
 async function build() {
   const { build: esbuild } = await import('esbuild');
+  // Each file's stamp is taken before it is read: a file saved during the build then differs from
+  // its stamp and the next start builds again.
+  const stamps = new Map();
+  const stampOnce = (f) => stamps.has(f) || stamps.set(f, stamp(f));
   const commandsDir = join(dirname(CLI_SOURCE), 'commands');
+  stampOnce(commandsDir);
   // The same files cli.ts lists; the bundle hands it their modules instead of importing them by path.
   const commandFiles = readdirSync(commandsDir)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
@@ -76,28 +81,30 @@ async function build() {
         setup(b) {
           // npm packages are imported at run time from node_modules; the workspace's (@thinkfl/*) are bundled.
           b.onResolve({ filter: /^[^./]/ }, (a) => (a.path.startsWith('@thinkfl/') ? undefined : { path: a.path, external: true }));
-          b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (a) => ({
-            contents: sourceMeta(a.path, readFileSync(a.path, 'utf8')),
-            loader: a.path.endsWith('ts') ? 'ts' : 'js',
-          }));
+          b.onLoad({ filter: /\.([cm]?[jt]s|json)$/ }, (a) => {
+            stampOnce(dirname(a.path));
+            stampOnce(a.path);
+            const text = readFileSync(a.path, 'utf8');
+            if (a.path.endsWith('.json')) return { contents: text, loader: 'json' };
+            return { contents: sourceMeta(a.path, text), loader: a.path.endsWith('ts') ? 'ts' : 'js' };
+          });
         },
       },
     ],
   });
   const code = result.outputFiles[0].text;
-  const inputs = new Set([commandsDir]);
   for (const p of Object.keys(result.metafile.inputs)) {
     if (p === ENTRY_NAME) continue;
-    const abs = resolve(REPO_ROOT, p);
-    inputs.add(abs);
-    inputs.add(dirname(abs));
+    stampOnce(dirname(resolve(REPO_ROOT, p)));
+    stampOnce(resolve(REPO_ROOT, p));
   }
   const name = `trainer-ctl-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`;
   mkdirSync(CACHE_DIR, { recursive: true });
   const tmp = (f) => `${f}.tmp-${process.pid}`;
   writeFileSync(tmp(join(CACHE_DIR, name)), code);
   renameSync(tmp(join(CACHE_DIR, name)), join(CACHE_DIR, name));
-  const manifest = { bundle: name, inputs: Object.fromEntries([...inputs].sort().map((f) => [relative(REPO_ROOT, f), stamp(f)])) };
+  const inputs = [...stamps].sort(([a], [b]) => (a < b ? -1 : 1)).map(([f, s]) => [relative(REPO_ROOT, f), s]);
+  const manifest = { bundle: name, inputs: Object.fromEntries(inputs) };
   writeFileSync(tmp(MANIFEST), JSON.stringify(manifest, null, 1));
   renameSync(tmp(MANIFEST), MANIFEST);
   const old = readdirSync(CACHE_DIR)
