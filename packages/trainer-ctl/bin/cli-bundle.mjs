@@ -2,8 +2,9 @@
 // was built from changes (a build cache, as tsx caches each file). Why: through tsx's loader every
 // process start resolved and loaded some 250 modules on a hook thread, 1.2-1.5 s and about 2 s of
 // CPU a start, and a run starts a controller and a process per worker (docs/experiments.md, "The
-// CI run's length" 4). The bundle holds the workspace's own sources; npm packages stay imports.
-// Where the cache cannot be written or the sources do not build, the caller runs them through tsx.
+// CI run's length" 4). The bundle holds the workspace's sources and the npm packages they use, but
+// for RUNTIME_IMPORTS. Where the cache cannot be written or the sources do not build, the caller
+// runs them through tsx.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -15,6 +16,14 @@ const CACHE_DIR = join(REPO_ROOT, '.cache', 'cli');
 const MANIFEST = join(CACHE_DIR, 'manifest.json');
 /** The generated entry's name in the bundle's source map (it is no file). */
 const ENTRY_NAME = '<trainer-ctl entry>';
+/**
+ * Packages imported from node_modules at run time rather than bundled: native addons and
+ * WebAssembly that their own code finds on disk. npm packages in the bundle are stamped by
+ * node_modules/.package-lock.json, which every npm install or ci rewrites.
+ */
+const RUNTIME_IMPORTS = ['onnxruntime-node', 'msgpackr-extract', '@huggingface/hub', 'esbuild', 'tsx'];
+const NPM_STAMP = join(REPO_ROOT, 'node_modules', '.package-lock.json');
+const isWorkspace = (file) => !file.split(/[\\/]/).includes('node_modules');
 /** Bundles kept besides the current one: a process that read the manifest just before a rebuild still finds its file. */
 const KEEP_OLD = 2;
 
@@ -54,6 +63,7 @@ async function build() {
   const stampOnce = (f) => stamps.has(f) || stamps.set(f, stamp(f));
   const commandsDir = join(dirname(CLI_SOURCE), 'commands');
   stampOnce(commandsDir);
+  stampOnce(NPM_STAMP);
   // The same files cli.ts lists; the bundle hands it their modules instead of importing them by path.
   const commandFiles = readdirSync(commandsDir)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
@@ -73,17 +83,32 @@ async function build() {
     platform: 'node',
     target: 'node20',
     sourcemap: 'inline',
+    sourcesContent: false, // file and line are enough; the sources' text made the map 8 MB larger and each start 0.1 s slower
+    // CommonJS packages inside an ES module: their require, __filename and __dirname.
+    banner: {
+      js: [
+        "import { createRequire as __bundleRequire } from 'node:module';",
+        "import { fileURLToPath as __bundlePath } from 'node:url';",
+        "import { dirname as __bundleDir } from 'node:path';",
+        'const require = __bundleRequire(import.meta.url);',
+        'const __filename = __bundlePath(import.meta.url);',
+        'const __dirname = __bundleDir(__filename);',
+      ].join(' '),
+    },
     metafile: true,
     logLevel: 'silent',
     plugins: [
       {
-        name: 'workspace-only',
+        name: 'source-locations',
         setup(b) {
-          // npm packages are imported at run time from node_modules; the workspace's (@thinkfl/*) are bundled.
-          b.onResolve({ filter: /^[^./]/ }, (a) => (a.path.startsWith('@thinkfl/') ? undefined : { path: a.path, external: true }));
+          b.onResolve({ filter: /^[^./]/ }, (a) =>
+            RUNTIME_IMPORTS.some((p) => a.path === p || a.path.startsWith(`${p}/`)) ? { path: a.path, external: true } : undefined,
+          );
           b.onLoad({ filter: /\.([cm]?[jt]s|json)$/ }, (a) => {
-            stampOnce(dirname(a.path));
-            stampOnce(a.path);
+            if (isWorkspace(a.path)) {
+              stampOnce(dirname(a.path));
+              stampOnce(a.path);
+            }
             const text = readFileSync(a.path, 'utf8');
             if (a.path.endsWith('.json')) return { contents: text, loader: 'json' };
             return { contents: sourceMeta(a.path, text), loader: a.path.endsWith('ts') ? 'ts' : 'js' };
@@ -94,7 +119,7 @@ async function build() {
   });
   const code = result.outputFiles[0].text;
   for (const p of Object.keys(result.metafile.inputs)) {
-    if (p === ENTRY_NAME) continue;
+    if (p === ENTRY_NAME || !isWorkspace(resolve(REPO_ROOT, p))) continue;
     stampOnce(dirname(resolve(REPO_ROOT, p)));
     stampOnce(resolve(REPO_ROOT, p));
   }
