@@ -14,8 +14,6 @@ const REPO_ROOT = resolve(import.meta.dirname, '..', '..', '..');
 const CLI_SOURCE = resolve(import.meta.dirname, '..', 'src', 'cli.ts');
 const CACHE_DIR = join(REPO_ROOT, '.cache', 'cli');
 const MANIFEST = join(CACHE_DIR, 'manifest.json');
-/** The generated entry's name in the bundle's source map (it is no file). */
-const ENTRY_NAME = '<trainer-ctl entry>';
 /**
  * Packages imported from node_modules at run time rather than bundled: native addons and
  * WebAssembly that their own code finds on disk. npm packages in the bundle are stamped by
@@ -61,21 +59,12 @@ async function build() {
   // its stamp and the next start builds again.
   const stamps = new Map();
   const stampOnce = (f) => stamps.has(f) || stamps.set(f, stamp(f));
-  const commandsDir = join(dirname(CLI_SOURCE), 'commands');
-  stampOnce(commandsDir);
+  // cli.ts imports its commands by a template literal, which esbuild bundles as every file of the
+  // folder; the folder's stamp notices a command added.
+  stampOnce(join(dirname(CLI_SOURCE), 'commands'));
   stampOnce(NPM_STAMP);
-  // The same files cli.ts lists; the bundle hands it their modules instead of importing them by path.
-  const commandFiles = readdirSync(commandsDir)
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
-    .map((f) => join(commandsDir, f));
-  const entry = [
-    `import { main } from ${JSON.stringify(CLI_SOURCE)};`,
-    ...commandFiles.map((f, i) => `import * as c${i} from ${JSON.stringify(f)};`),
-    `const modules = new Map([${commandFiles.map((f, i) => `[${JSON.stringify(f)}, c${i}]`).join(', ')}]);`,
-    'export const run = (argv) => main(argv, async (file) => modules.get(file));',
-  ].join('\n');
   const result = await esbuild({
-    stdin: { contents: entry, resolveDir: REPO_ROOT, sourcefile: ENTRY_NAME, loader: 'js' },
+    entryPoints: [CLI_SOURCE],
     bundle: true,
     write: false,
     outfile: join(CACHE_DIR, 'trainer-ctl.mjs'), // not written: it makes the source map's paths relative to the cache
@@ -95,7 +84,6 @@ async function build() {
         'const __dirname = __bundleDir(__filename);',
       ].join(' '),
     },
-    metafile: true,
     logLevel: 'silent',
     plugins: [
       {
@@ -104,25 +92,20 @@ async function build() {
           b.onResolve({ filter: /^[^./]/ }, (a) =>
             RUNTIME_IMPORTS.some((p) => a.path === p || a.path.startsWith(`${p}/`)) ? { path: a.path, external: true } : undefined,
           );
-          b.onLoad({ filter: /\.([cm]?[jt]s|json)$/ }, (a) => {
+          // Every file the bundle takes in passes here: the workspace's are stamped (before they are read).
+          b.onLoad({ filter: /.*/ }, (a) => {
             if (isWorkspace(a.path)) {
               stampOnce(dirname(a.path));
               stampOnce(a.path);
             }
-            const text = readFileSync(a.path, 'utf8');
-            if (a.path.endsWith('.json')) return { contents: text, loader: 'json' };
-            return { contents: sourceMeta(a.path, text), loader: a.path.endsWith('ts') ? 'ts' : 'js' };
+            if (!/\.[cm]?[jt]s$/.test(a.path)) return undefined;
+            return { contents: sourceMeta(a.path, readFileSync(a.path, 'utf8')), loader: /\.[cm]?ts$/.test(a.path) ? 'ts' : 'js' };
           });
         },
       },
     ],
   });
   const code = result.outputFiles[0].text;
-  for (const p of Object.keys(result.metafile.inputs)) {
-    if (p === ENTRY_NAME || !isWorkspace(resolve(REPO_ROOT, p))) continue;
-    stampOnce(dirname(resolve(REPO_ROOT, p)));
-    stampOnce(resolve(REPO_ROOT, p));
-  }
   const name = `trainer-ctl-${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`;
   mkdirSync(CACHE_DIR, { recursive: true });
   const tmp = (f) => `${f}.tmp-${process.pid}`;
@@ -141,7 +124,7 @@ async function build() {
 }
 
 /**
- * The CLI's `run(argv)` from the bundle, building it when the sources changed; undefined when it
+ * The CLI's `main(argv)` from the bundle, building it when the sources changed; undefined when it
  * cannot be had (no writable cache, a source that does not build), for the caller to use tsx.
  */
 export async function bundledCli() {
@@ -154,5 +137,5 @@ export async function bundledCli() {
     }
   }
   process.setSourceMapsEnabled(true);
-  return (await import(pathToFileURL(file).href)).run;
+  return (await import(pathToFileURL(file).href)).main;
 }

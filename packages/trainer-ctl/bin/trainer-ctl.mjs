@@ -3,12 +3,12 @@
 // loader where no bundle can be had. The project ships sources, not a build.
 import { bundledCli } from './cli-bundle.mjs';
 
-const run = await bundledCli();
-if (run) {
-  await run(process.argv.slice(2));
+const main = await bundledCli();
+if (main) {
+  await main(process.argv.slice(2));
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  const { main } = await import('../src/cli.ts');
-  await main(process.argv.slice(2));
+  const cli = await import('../src/cli.ts');
+  await cli.main(process.argv.slice(2));
 }

@@ -7,22 +7,20 @@ import { join } from 'node:path';
 import yargs, { type CommandModule } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 
-/** Imports one command file by its absolute path (the bundled CLI hands over the modules it holds). */
-export type CommandLoader = (file: string) => Promise<{ command?: CommandModule } | undefined>;
-
-async function loadCommands(load: CommandLoader): Promise<CommandModule[]> {
+async function loadCommands(): Promise<CommandModule[]> {
   const dir = join(import.meta.dirname, 'commands');
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
     .sort();
-  const mods = await Promise.all(files.map((f) => load(join(dir, f))));
+  // A template literal relative to this file: a bundler (bin/cli-bundle.mjs) takes in every file of the folder.
+  const mods = await Promise.all(files.map((f) => import(`./commands/${f}`)));
   return mods.map((m, i) => {
-    if (!m?.command) throw new Error(`commands/${files[i]} exports no 'command'`);
+    if (!m.command) throw new Error(`commands/${files[i]} exports no 'command'`);
     return m.command as CommandModule;
   });
 }
 
-export async function main(argv: string[], load: CommandLoader = (file) => import(file)): Promise<void> {
+export async function main(argv: string[]): Promise<void> {
   let cli = yargs(argv.length ? argv : hideBin(process.argv))
     .scriptName('trainer-ctl')
     .strict()
@@ -37,6 +35,6 @@ export async function main(argv: string[], load: CommandLoader = (file) => impor
       }
       process.exit(2);
     });
-  for (const c of await loadCommands(load)) cli = cli.command(c);
+  for (const c of await loadCommands()) cli = cli.command(c);
   await cli.parseAsync();
 }
