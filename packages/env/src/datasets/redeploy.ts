@@ -9,8 +9,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readDatasetFiles } from './files';
-import { datasetFromFiles, type LoadedDataset } from './load';
+import { loadDataset, type LoadedDataset } from './load';
 import type { TopologyData } from './stores/topology';
 
 /** Kubernetes' alphabet of generated name suffixes (k8s.io/apimachinery rand.String: no vowels, no 0, 1, 3). */
@@ -69,6 +68,5 @@ export async function loadRedeployedDataset(dir: string, seed: number): Promise<
     [...t.services, ...t.nodes],
   );
   const rename = podRenamer(podNames);
-  const files = await readDatasetFiles(dir, rename);
-  return { ...datasetFromFiles(files), podNames };
+  return { ...(await loadDataset(dir, rename)), podNames };
 }
