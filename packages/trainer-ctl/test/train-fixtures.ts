@@ -167,13 +167,17 @@ export function descendants(pid: number): number[] {
   return out;
 }
 
-/** The pid of the train engine (a python child of the train worker). */
+/**
+ * The pid of the train engine as its train worker sees it: its python child, the engine itself or the
+ * shim of an engine forked from a template (killing the shim kills the engine). Not the template.
+ */
 export function enginePid(runDir: string): number | undefined {
   const train = recordedProcesses(runDir).find((p) => p.role === 'train');
   if (!train) return undefined;
   return descendants(train.pid).find((p) => {
     try {
-      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('thinkfl_engine');
+      const cmdline = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+      return cmdline.includes('thinkfl_engine') && !cmdline.includes('thinkfl_engine.template');
     } catch {
       return false;
     }

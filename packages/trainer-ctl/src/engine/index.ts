@@ -1,3 +1,4 @@
 export * from './driver';
 export * from './protocol';
 export * from './tiny-model-config';
+export * from './templates';
