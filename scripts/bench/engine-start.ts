@@ -68,7 +68,9 @@ const fig = (how: keyof typeof runs) => ({ wall: median(runs[how].map((r) => r.w
 const s = fig('spawn');
 const f = fig('fork');
 console.log(`CPU: ${cpuModel}; load average before ${loadBefore}, after ${loadavg()[0].toFixed(2)}`);
-console.log(`template: ${templateCpuMs} ms CPU to start (once per process and environment); its first engine ${first.wallMs.toFixed(0)} ms wall`);
+console.log(
+  `template: ${templateCpuMs} ms CPU to start (once per process and environment); its first engine ${first.wallMs.toFixed(0)} ms wall`,
+);
 console.log(`spawned engine: ${s.wall.toFixed(0)} ms wall, ${s.cpu.toFixed(0)} ms CPU (medians of ${runs.spawn.length})`);
 console.log(`forked engine:  ${f.wall.toFixed(0)} ms wall, ${f.cpu.toFixed(0)} ms CPU (medians of ${runs.fork.length})`);
 console.log(`ratio forked / spawned: wall ${(f.wall / s.wall).toFixed(2)}, CPU ${(f.cpu / s.cpu).toFixed(2)}`);
