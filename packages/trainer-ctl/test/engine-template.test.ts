@@ -88,6 +88,19 @@ describe('engines forked from a template', () => {
     expect(await gone(a.pid)).toBe(true);
   });
 
+  it('ends the engine when the template is killed, and the next engine forks from a new template', async () => {
+    const own = new EngineTemplates();
+    const a = await started(own);
+    const template = parentOf(a.pid);
+    process.kill(template, 'SIGKILL');
+    await expect(a.engine.request('gradcheck', {})).rejects.toThrow(/exited[\s\S]*exit status is lost/);
+    expect(await gone(a.pid)).toBe(true);
+    const b = await started(own);
+    expect(parentOf(b.pid)).not.toBe(template);
+    expect(readFileSync(`/proc/${parentOf(b.pid)}/cmdline`, 'utf8')).toContain('thinkfl_engine.template');
+    await b.engine.shutdown();
+  });
+
   it('is refused for another environment, and the shim then starts the engine itself', async () => {
     const a = await started(templates);
     const template = parentOf(a.pid);
