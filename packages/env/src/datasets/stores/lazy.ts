@@ -1,7 +1,7 @@
 /**
- * Stores built the first time they are asked: most processes that load a dataset never search
+ * Stores built the first time they are asked: many processes that load a dataset never search
  * its logs or metrics (a rollout worker's episodes often do not), and parsing and indexing those
- * two parts costs 0.7 s of CPU and 115 MB of heap a load (docs/experiments.md, "The CI run's length" 5).
+ * two parts costs about 0.6 s of CPU and 76 MB of heap a load (docs/experiments.md, "The CI run's length" 5).
  */
 import type { LogLevel, LogRecord, LogStore, LogTemplate, MetricSeries, MetricStore } from '../../types';
 
