@@ -32,7 +32,8 @@ describe('TrainEngine driver', () => {
 
   it('times out a request, kills the engine and rejects the rest', async () => {
     const engine = new TrainEngine();
-    const slow = engine.request('gradcheck', {}, 1500);
+    // Far shorter than a gradient check, even on an engine forked from a template (no import to wait for).
+    const slow = engine.request('gradcheck', {}, 50);
     const queued = engine.request('info', {});
     await expect(slow).rejects.toMatchObject({ kind: 'timeout' });
     await expect(queued).rejects.toThrow(/killed after gradcheck timed out/);
