@@ -1,12 +1,13 @@
 """Stands in for a forked engine: the process the driver spawned, with the engine's stdio and exit status.
 
-Run as `python -I -S shim.py SOCKET TEMPLATE_PID` (standard library only, a few ms to start). It
-hands its stdin, stdout and stderr and its environment to the engine template listening on SOCKET
-(template.py), which forks the engine on them; then it waits for the engine and exits as the engine
-did (the same code, or killed by the same signal). SIGTERM and SIGHUP are passed on to the engine;
-SIGINT is ignored, as a spawned engine ignores it. Killed outright, it takes the engine with it (the
-engine watches it). Where the template cannot fork the engine (not running yet, gone, or it refuses
-the request), the shim execs the engine itself: `python -m thinkfl_engine`, as the driver would.
+Run as `python -I -S shim.py SOCKET` (standard library only, a few ms to start). It hands its stdin,
+stdout and stderr and its environment to the engine template listening on SOCKET (template.py),
+starting that template first when none listens there, and the template forks the engine on them;
+then it waits for the engine and exits as the engine did (the same code, or killed by the same
+signal). SIGTERM and SIGHUP are passed on to the engine; SIGINT is ignored, as a spawned engine
+ignores it. Killed outright, it takes the engine with it (the engine watches it). Where the template
+cannot fork the engine (it would not start, it went, or it refuses the request), the shim execs the
+engine itself: `python -m thinkfl_engine`, as the driver would.
 """
 
 import array
@@ -14,13 +15,15 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-# The template imports the engine before it listens: about 5 s alone, more on a loaded machine.
-_CONNECT_TIMEOUT_S = 300.0
+# A template binds its socket before its import, so a started one is reachable within a second or
+# two even on a loaded machine.
+_CONNECT_TIMEOUT_S = 60.0
 
 
 def _exec_engine(why: str) -> None:
@@ -28,27 +31,39 @@ def _exec_engine(why: str) -> None:
     os.execv(sys.executable, [sys.executable, '-m', 'thinkfl_engine'])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _start_template(path: str) -> subprocess.Popen:
+    """A template for SOCKET in a session of its own (a Ctrl-C to the run is not for it), logging to SOCKET.log."""
+    with open(path + '.log', 'ab') as log:
+        return subprocess.Popen(
+            [sys.executable, '-m', 'thinkfl_engine.template', path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd='/',
+            start_new_session=True,
+        )
 
 
-def _connect(path: str, template: int) -> socket.socket | None:
+def _connect(path: str) -> tuple[socket.socket | None, str]:
+    """A connection to the template on `path`, started if none listens; or None and why not."""
+    started = None
     deadline = time.monotonic() + _CONNECT_TIMEOUT_S
-    while time.monotonic() < deadline and _alive(template):
+    while time.monotonic() < deadline:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.connect(path)
-            return s
+            return s, ''
         except (FileNotFoundError, ConnectionRefusedError):
             s.close()
-            time.sleep(0.02)
-    return None
+        if started is None:
+            try:
+                started = _start_template(path)
+            except OSError as e:
+                return None, f'the engine template could not be started: {e}'
+        elif started.poll() is not None:
+            return None, f'the engine template exited with code {started.returncode} (its log: {path}.log)'
+        time.sleep(0.02)
+    return None, f'no engine template listened on {path} within {_CONNECT_TIMEOUT_S:.0f} s'
 
 
 def _read_line(s: socket.socket) -> dict | None:
@@ -62,10 +77,10 @@ def _read_line(s: socket.socket) -> dict | None:
 
 
 def main() -> None:
-    path, template = sys.argv[1], int(sys.argv[2])
-    s = _connect(path, template)
+    path = sys.argv[1]
+    s, why = _connect(path)
     if s is None:
-        _exec_engine('no engine template to fork from')
+        _exec_engine(why)
         return
     req = {'env': dict(os.environ), 'cwd': os.getcwd(), 'shim': os.getpid()}
     try:
@@ -78,7 +93,7 @@ def main() -> None:
         reply = {'refused': str(e)}
     if reply is None or 'pid' not in reply:
         s.close()
-        _exec_engine((reply or {}).get('refused', 'the engine template closed the connection'))
+        _exec_engine((reply or {}).get('refused', f'the engine template closed the connection (its log: {path}.log)'))
         return
     engine = int(reply['pid'])
     # The engine holds the pipes now; the driver sees them close when the engine exits.

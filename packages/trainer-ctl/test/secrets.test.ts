@@ -4,7 +4,8 @@
  * the environment (REDIS_PASSWORD, for a Redis ACL user named in the URL), once inside a URL
  * in THINKFL_REDIS_URL and once inside the config's queue.redis_url. The password string appears in no log line, no file under the run
  * directory, no output of `trainer-ctl status`, and no /proc/<pid>/cmdline of any process of
- * the run's tree (controller, workers, train engine).
+ * the run's tree (controller, workers, train engine); nor the train engine's environment, which
+ * never needs it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -99,6 +100,18 @@ function cmdlines(pids: number[]): string[] {
   });
 }
 
+/** The environments of the train engine's processes among `pids` (the engine, or the shim that stands for a forked one). */
+function engineEnvironments(pids: number[]): string[] {
+  return pids.flatMap((p) => {
+    try {
+      if (!readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('thinkfl_engine')) return [];
+      return [readFileSync(`/proc/${p}/environ`, 'utf8')];
+    } catch {
+      return [];
+    }
+  });
+}
+
 function filesUnder(root: string): string[] {
   return readdirSync(root, { recursive: true, encoding: 'utf8' })
     .map((f) => join(root, f))
@@ -128,7 +141,7 @@ describe('the Redis password', () => {
       () => ({ env: {}, url: `redis://:${DEFAULT_PASSWORD}@${hostPort()}` }),
     ],
   ] as const)(
-    'given as %s appears in no log, run file, status output or command line',
+    'given as %s appears in no log, run file, status output, command line or engine environment',
     async (_how, name, password, envOf) => {
       const given: { env: Record<string, string>; url?: string } = envOf();
       const env = given.env;
@@ -138,8 +151,11 @@ describe('the Redis password', () => {
       const controller = start(['train', config], env);
       const procs = [controller, ...workers];
       const seen = new Set<string>();
+      const engineEnvs = new Set<string>();
       const watch = setInterval(() => {
-        for (const c of cmdlines(tree(procs.map((p) => p.child.pid!)))) seen.add(c);
+        const pids = tree(procs.map((p) => p.child.pid!));
+        for (const c of cmdlines(pids)) seen.add(c);
+        for (const e of engineEnvironments(pids)) engineEnvs.add(e);
       }, 100);
       const code = await controller.exited;
       clearInterval(watch);
@@ -153,6 +169,8 @@ describe('the Redis password', () => {
       expect([...seen].some((c) => c.includes('thinkfl_engine'))).toBe(true);
       expect([...seen].filter((c) => c.includes('trainer-ctl.mjs')).length).toBeGreaterThanOrEqual(3);
       for (const c of seen) expect(c).not.toContain(password);
+      expect(engineEnvs.size).toBeGreaterThan(0);
+      for (const e of engineEnvs) expect(e).not.toContain(password);
       for (const l of logs) expect(l).not.toContain(password);
       expect(logs[1]).toMatch(/ready on redis:\/\/(alice)?:\*\*\*@127\.0\.0\.1:\d+ /);
 

@@ -9,10 +9,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { EngineOp, EngineOps, EngineRequest, EngineResponse } from './protocol';
-import { EngineTemplates, forksEngines, type EngineLaunch } from './templates';
-
-/** This process's engine templates, used by every TrainEngine that names none. */
-const processTemplates = new EngineTemplates();
+import { forksEngines, TEMPLATE_IDLE_ENV, templateSocket, type EngineLaunch } from './templates';
 
 export const ENGINE_DIR = resolve(import.meta.dirname, '..', '..', '..', '..', 'engine');
 /** The engine's virtual environment, built by scripts/setup.sh from engine/requirements.txt. */
@@ -43,6 +40,8 @@ export interface EngineOptions {
   nodes?: { count: number; rank: number; rendezvous: string; timeoutS: number };
   /** Extra environment for the engine process. */
   env?: Record<string, string>;
+  /** Variables of this process's environment that the engine does not get. Default: none. */
+  withoutEnv?: string[];
   /**
    * 'fork': from an engine template that imported the engine once (templates.ts; about 0.2 s of CPU
    * a start instead of 5.5 s); 'spawn': a fresh Python process; 'auto': fork a single-process engine
@@ -50,8 +49,8 @@ export interface EngineOptions {
    * engines (torchrun) always spawn.
    */
   launch?: EngineLaunch;
-  /** The templates to fork from. Default: this process's own. */
-  templates?: EngineTemplates;
+  /** The directory of template sockets. Default: this user's (templates.ts, defaultTemplateDir). */
+  templateDir?: string;
   /** Timeout of a request that names none, in ms. Default 10 minutes. */
   defaultTimeoutMs?: number;
   /** Receives the engine's stderr (its logs) as it arrives. */
@@ -96,14 +95,23 @@ export class TrainEngine {
     const python = opts.python ?? process.env.THINKFL_PYTHON ?? ENGINE_PYTHON;
     // OpenMP threads that sleep while waiting: spinning ones starve each other (and the rollout
     // side) on a loaded CPU; measured 30 s vs > 300 s for the gradient check on 2 busy cores.
-    const env = { OMP_WAIT_POLICY: 'PASSIVE', ...process.env, ...opts.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1' };
+    const env: NodeJS.ProcessEnv = {
+      OMP_WAIT_POLICY: 'PASSIVE',
+      ...process.env,
+      ...opts.env,
+      PYTHONPATH: pythonPath,
+      PYTHONUNBUFFERED: '1',
+    };
+    for (const name of opts.withoutEnv ?? []) delete env[name];
     const launch = opts.launch ?? (process.env.THINKFL_ENGINE_LAUNCH as EngineLaunch | undefined) ?? 'auto';
     if (!['auto', 'spawn', 'fork'].includes(launch)) throw new Error(`THINKFL_ENGINE_LAUNCH must be auto, spawn or fork, got ${launch}`);
+    const idle = env[TEMPLATE_IDLE_ENV];
+    if (idle && !(Number(idle) >= 0)) throw new Error(`${TEMPLATE_IDLE_ENV} must be a number of seconds (0 or more), got ${idle}`);
     let args = [...launcher, '-m', 'thinkfl_engine'];
     const shim = resolve(engineDir, 'thinkfl_engine', 'shim.py');
     if (forksEngines(launch, launcher.length === 0) && existsSync(shim)) {
-      const t = (opts.templates ?? processTemplates).get(python, engineDir, env);
-      args = ['-I', '-S', shim, t.socket, String(t.pid)];
+      const socket = templateSocket(python, engineDir, env, opts.templateDir);
+      if (socket) args = ['-I', '-S', shim, socket];
     }
     this.child = spawn(python, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const keep = opts.stderrTailChars ?? 8000;

@@ -1,71 +1,75 @@
 /**
- * Engine templates (engine/thinkfl_engine/template.py): a Python process per engine environment
- * that has imported the engine once and forks each engine from it, so that an engine after the
- * first starts in about 0.2 s of CPU instead of 5.5 s (docs/experiments.md, "The CI run's length" 6).
- * The driver spawns `shim.py` in the engine's place, which asks the template for the fork; the
- * driver's process, pipes, exit status and kill are the shim's, as they were the engine's.
+ * Engine templates (engine/thinkfl_engine/template.py): a Python process that has imported the
+ * engine once and forks each engine from it, so that an engine starts in about 0.2 s of CPU
+ * instead of 5.5 s (docs/experiments.md, "The CI run's length" 6 and 7). The driver spawns
+ * `shim.py` in the engine's place, which asks the template for the fork (and starts the template
+ * if none listens); the driver's process, pipes, exit status and kill are the shim's, as they were
+ * the engine's.
  *
- * A template is a child of this process and exits when this process does (its stdin closes),
- * after its engines. Templates fork only single-process engines on a machine without an NVIDIA
- * device: a CUDA context does not survive fork.
+ * One template serves every process of this user that starts engines with the same interpreter,
+ * engine directory, environment and cgroup (a Slurm job or a pod has its own): a restarted train
+ * worker or a resumed run forks from the template its predecessor started. The template leaves
+ * after THINKFL_ENGINE_TEMPLATE_IDLE_S seconds without an engine (default 60). Templates fork only
+ * single-process engines on a machine without an NVIDIA device: a CUDA context does not survive fork.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
 
 /** How an engine process starts: forked from a template, or as a fresh Python process. */
 export type EngineLaunch = 'auto' | 'spawn' | 'fork';
 
-interface Template {
-  child: ChildProcess;
-  socket: string;
+/** Seconds a template stays without an engine before it leaves (template.py; default 60). */
+export const TEMPLATE_IDLE_ENV = 'THINKFL_ENGINE_TEMPLATE_IDLE_S';
+
+/** Linux's limit on a socket's path (sun_path, 108 bytes with its NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/** The directory of this user's template sockets: $XDG_RUNTIME_DIR or the temporary directory, under a name with the uid. */
+export function defaultTemplateDir(): string {
+  return join(process.env.XDG_RUNTIME_DIR || tmpdir(), `thinkfl-engine-${process.getuid?.() ?? 'user'}`);
 }
 
-/** The templates of one process, keyed by interpreter, engine directory and environment; the least recently used beyond `max` is closed. */
-export class EngineTemplates {
-  private readonly live = new Map<string, Template>();
+const refusedDirs = new Set<string>();
 
-  constructor(private readonly max = 2) {}
-
-  /** The template for engines started with exactly this interpreter, engine directory and environment. */
-  get(python: string, engineDir: string, env: NodeJS.ProcessEnv): { socket: string; pid: number } {
-    const key = JSON.stringify([python, engineDir, Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]);
-    let t = this.live.get(key);
-    if (t && (t.child.exitCode !== null || t.child.signalCode !== null)) t = undefined;
-    if (t) this.live.delete(key);
-    t ??= start(python, env);
-    this.live.set(key, t);
-    for (const [k, old] of this.live) {
-      if (this.live.size <= this.max) break;
-      this.live.delete(k);
-      (old.child.stdin as Writable).end();
-    }
-    return { socket: t.socket, pid: t.child.pid! };
+/**
+ * The socket of the template for engines started with exactly this interpreter, engine directory
+ * and environment from this process's cgroup; null (the engine is spawned) where `dir` is not a
+ * directory only this user can enter, or the path would be too long for a socket.
+ */
+export function templateSocket(python: string, engineDir: string, env: NodeJS.ProcessEnv, dir = defaultTemplateDir()): string | null {
+  const why = privateDirProblem(dir);
+  if (why) {
+    if (!refusedDirs.has(dir)) process.stderr.write(`[engine] engines start without a template: ${why}\n`);
+    refusedDirs.add(dir);
+    return null;
   }
+  const entries = Object.entries(env)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const cgroup = existsSync('/proc/self/cgroup') ? readFileSync('/proc/self/cgroup', 'utf8') : '';
+  const key = createHash('sha256')
+    .update(JSON.stringify([python, engineDir, entries, cgroup]))
+    .digest('hex')
+    .slice(0, 32);
+  const socket = join(dir, `${key}.sock`);
+  return Buffer.byteLength(socket) <= MAX_SOCKET_PATH ? socket : null;
 }
 
-function start(python: string, env: NodeJS.ProcessEnv): Template {
-  const dir = mkdtempSync(join(tmpdir(), 'thinkfl-engine-'));
-  const socket = join(dir, 'template.sock');
-  const child = spawn(python, ['-m', 'thinkfl_engine.template', socket], { env, stdio: ['pipe', 'ignore', 'pipe'] });
-  // Its import-time warnings are dropped (each forked engine logs its own); a template that fails shows why.
-  let tail = '';
-  (child.stderr as Readable).setEncoding('utf8').on('data', (t: string) => {
-    tail = (tail + t).slice(-4000);
-  });
-  child.on('error', () => undefined);
-  child.on('close', (code) => {
-    rmSync(dir, { recursive: true, force: true });
-    if (code !== 0 && code !== null)
-      process.stderr.write(`[engine template] exited with code ${code}; engines start without it\n${tail}\n`);
-  });
-  // This process may exit with the template idle: the template sees its stdin close and follows.
-  child.unref();
-  (child.stdin as Writable & { unref(): void }).unref();
-  (child.stderr as Readable & { unref(): void }).unref();
-  return { child, socket };
+/** Why `dir` may not hold template sockets (another user could reach them), or null when it may. */
+function privateDirProblem(dir: string): string | null {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const st = lstatSync(dir);
+    if (!st.isDirectory()) return `${dir} is not a directory`;
+    const uid = process.getuid?.();
+    if (uid !== undefined && st.uid !== uid) return `${dir} belongs to uid ${st.uid}, not ${uid}`;
+    if (st.mode & 0o077) return `${dir} is open to other users (mode ${(st.mode & 0o777).toString(8)}; want 700)`;
+    return null;
+  } catch (e) {
+    return `${dir}: ${(e as Error).message}`;
+  }
 }
 
 /** Whether engines of this shape start from a template: one process, and no CUDA device that a fork would break. */

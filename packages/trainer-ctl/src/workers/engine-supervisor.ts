@@ -9,6 +9,7 @@ import type { RunConfig } from '../config/schema';
 import { TrainEngine, type EngineOptions } from '../engine/driver';
 import type { OptimizerSettings } from '../algo/core/optimizer-settings';
 import type { LoadArgs, LoadResult } from '../engine/protocol';
+import { REDIS_PASSWORD_ENV, REDIS_URL_ENV } from '../queue/redis-url';
 import { listCheckpoints, type Checkpoint } from './run-files';
 
 /** How this node starts its part of the engine: its ranks, and the world of nodes they join. */
@@ -19,6 +20,9 @@ export function engineLaunch(config: RunConfig): EngineOptions {
     ranks: t.ranks,
     // DeepSpeed joins the launcher's process group, one rank included (it would look for MPI without one).
     distributed: t.deepspeed_config !== undefined,
+    // The engine never talks to Redis: its URL and password stay out of its environment, and so out
+    // of its template's key (engine/templates.ts), which a resumed run's new Redis port would change.
+    withoutEnv: [REDIS_URL_ENV, REDIS_PASSWORD_ENV],
     ...(t.nodes > 1 && { nodes: { count: t.nodes, rank: t.node_rank, rendezvous: t.rendezvous!, timeoutS: t.rendezvous_timeout_s } }),
   };
 }
