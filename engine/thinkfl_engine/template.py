@@ -290,7 +290,9 @@ def main() -> None:
     try:
         idle_s = float(os.environ.get(IDLE_ENV) or 60)
     except ValueError:
-        sys.exit(f'[engine template] {IDLE_ENV} must be a number of seconds, got {os.environ[IDLE_ENV]!r}')
+        idle_s = -1.0
+    if not 0 <= idle_s < float('inf'):
+        sys.exit(f'[engine template] {IDLE_ENV} must be a number of seconds (0 or more), got {os.environ[IDLE_ENV]!r}')
     bound = _bind(path)
     if bound is None:
         return

@@ -204,9 +204,10 @@ describe('engines forked from a template', () => {
   });
 
   it('names a template idle time that is not a number of seconds', () => {
-    expect(() => new TrainEngine({ launch: 'fork', templateDir: dir, env: { THINKFL_ENGINE_TEMPLATE_IDLE_S: 'soon' } })).toThrow(
-      'THINKFL_ENGINE_TEMPLATE_IDLE_S must be a number of seconds (0 or more), got soon',
-    );
+    for (const idle of ['soon', 'Infinity', '-1'])
+      expect(() => new TrainEngine({ launch: 'fork', templateDir: dir, env: { THINKFL_ENGINE_TEMPLATE_IDLE_S: idle } })).toThrow(
+        `THINKFL_ENGINE_TEMPLATE_IDLE_S must be a number of seconds (0 or more), got ${idle}`,
+      );
   });
 
   it('spawns the engine where the socket directory is open to other users', async () => {

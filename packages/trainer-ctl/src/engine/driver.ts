@@ -106,7 +106,8 @@ export class TrainEngine {
     const launch = opts.launch ?? (process.env.THINKFL_ENGINE_LAUNCH as EngineLaunch | undefined) ?? 'auto';
     if (!['auto', 'spawn', 'fork'].includes(launch)) throw new Error(`THINKFL_ENGINE_LAUNCH must be auto, spawn or fork, got ${launch}`);
     const idle = env[TEMPLATE_IDLE_ENV];
-    if (idle && !(Number(idle) >= 0)) throw new Error(`${TEMPLATE_IDLE_ENV} must be a number of seconds (0 or more), got ${idle}`);
+    if (idle && !(Number.isFinite(Number(idle)) && Number(idle) >= 0))
+      throw new Error(`${TEMPLATE_IDLE_ENV} must be a number of seconds (0 or more), got ${idle}`);
     let args = [...launcher, '-m', 'thinkfl_engine'];
     const shim = resolve(engineDir, 'thinkfl_engine', 'shim.py');
     if (forksEngines(launch, launcher.length === 0) && existsSync(shim)) {
