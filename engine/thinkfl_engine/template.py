@@ -52,10 +52,17 @@ _ENV = _start_env()
 
 
 def _lock(path: str):
-    """The lock that orders templates binding or leaving `path` (a template never waits long on it)."""
-    f = open(path + '.lock', 'a')
-    fcntl.flock(f, fcntl.LOCK_EX)
-    return f
+    """The lock that orders templates binding or leaving `path` (a template never waits long on it).
+    A leaving template removes the lock file while it holds it: a file locked after that is retried."""
+    while True:
+        f = open(path + '.lock', 'a')
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            if os.stat(f.name).st_ino == os.fstat(f.fileno()).st_ino:
+                return f
+        except FileNotFoundError:
+            pass
+        f.close()
 
 
 def _bind(path: str) -> tuple[socket.socket, int] | None:
@@ -81,13 +88,20 @@ def _bind(path: str) -> tuple[socket.socket, int] | None:
 
 
 def _unbind(path: str, inode: int) -> None:
-    """Remove `path` if it is still this template's socket (its file's inode): no shim reaches this template after it."""
+    """Remove `path` if it is still this template's socket (its file's inode): no shim reaches this
+    template after it. Its log and lock go with it, so that a directory of sockets does not fill with
+    the files of environments long gone (a template that failed keeps its log for its shim to name)."""
     with _lock(path):
         try:
-            if os.stat(path).st_ino == inode:
-                os.unlink(path)
+            if os.stat(path).st_ino != inode:
+                return
         except FileNotFoundError:
-            pass
+            return
+        for leftover in (path + '.log', path, path + '.lock'):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
 
 
 def _recv_request(conn: socket.socket) -> tuple[dict | None, list[int]]:
