@@ -13,8 +13,10 @@ dies (SIGKILL included) exits at once, so killing the shim kills the engine as k
 does. A request it cannot serve exactly as a fresh process would (another environment, a Python
 thread running) is refused, and the shim then execs the engine itself.
 
-The template runs in its own session (a terminal's Ctrl-C to a run does not reach it) and exits once
-it has had no engine for THINKFL_ENGINE_TEMPLATE_IDLE_S seconds (default 60), removing its socket.
+The template runs in its own session (a terminal's Ctrl-C to a run does not reach it). It leaves once
+it has had no engine for THINKFL_ENGINE_TEMPLATE_IDLE_S seconds (default 60), and at once when a file
+it imported or a file of the engine package changed (that request is refused: no engine runs old
+code), removing its socket, lock and log.
 Never forked where CUDA may be used (the driver decides): a CUDA context does not survive fork.
 Single-threaded on purpose: fork copies only the calling thread, so nothing here may hold a lock
 an engine will need.
