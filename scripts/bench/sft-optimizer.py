@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'engine'))
 
 import thinkfl_engine  # noqa: E402,F401  (sets OpenMP's wait policy and the denormal flush)
 import torch  # noqa: E402
@@ -32,11 +32,11 @@ LR = 5.0e-3  # configs/tiny-cpu.yaml, stages.priming.sft.optimizer.lr
 def trainer(model_dir: str, autocast: str, fused: bool) -> Trainer:
     t = Trainer(
         {
-            "model_dir": model_dir,
-            "seed": 0,
-            "autocast": autocast,
-            "gradient_checkpointing": False,
-            "optimizer": {"lr": LR},
+            'model_dir': model_dir,
+            'seed': 0,
+            'autocast': autocast,
+            'gradient_checkpointing': False,
+            'optimizer': {'lr': LR},
         }
     )
     up = t.updater
@@ -48,34 +48,32 @@ def trainer(model_dir: str, autocast: str, fused: bool) -> Trainer:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument('--model', default='.cache/models/tiny', help='the initial tiny model dir')
     ap.add_argument(
-        "--model", default=".cache/models/tiny", help="the initial tiny model dir"
-    )
-    ap.add_argument(
-        "--samples",
+        '--samples',
         required=True,
         help="a run's teacher-samples.json (ids, mask per conversation)",
     )
     ap.add_argument(
-        "--blocks",
+        '--blocks',
         type=int,
         default=8,
-        help="blocks per optimizer, alternating (the first warms up)",
+        help='blocks per optimizer, alternating (the first warms up)',
     )
-    ap.add_argument("--steps", type=int, default=20, help="SFT steps per block")
-    ap.add_argument("--autocast", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument('--steps', type=int, default=20, help='SFT steps per block')
+    ap.add_argument('--autocast', default='float32', choices=['float32', 'bfloat16'])
     a = ap.parse_args()
     if a.blocks < 2 or a.steps < 1:
-        ap.error("--blocks must be >= 2 (the first warms up) and --steps >= 1")
+        ap.error('--blocks must be >= 2 (the first warms up) and --steps >= 1')
     transformers.utils.logging.disable_progress_bar()
     samples = json.loads(Path(a.samples).read_text())
     print(
-        f"CPU: {cpu_model()}; load average {load()}; {len(samples)} conversations, "
-        f"mean {statistics.mean(len(s['ids']) for s in samples):.0f} tokens; {a.blocks} blocks of {a.steps} steps "
-        f"per optimizer, alternating, batch 1, {a.autocast}, lr {LR}; torch {torch.__version__}"
+        f'CPU: {cpu_model()}; load average {load()}; {len(samples)} conversations, '
+        f'mean {statistics.mean(len(s["ids"]) for s in samples):.0f} tokens; {a.blocks} blocks of {a.steps} steps '
+        f'per optimizer, alternating, batch 1, {a.autocast}, lr {LR}; torch {torch.__version__}'
     )
-    names = ("foreach (default)", "fused")
-    runs = {name: trainer(a.model, a.autocast, name == "fused") for name in names}
+    names = ('foreach (default)', 'fused')
+    runs = {name: trainer(a.model, a.autocast, name == 'fused') for name in names}
     step_ms = {name: [] for name in names}
     adamw_ms = {name: [] for name in names}
     for block in range(a.blocks):
@@ -97,7 +95,7 @@ def main() -> None:
             for k in range(a.steps):
                 s = samples[(block * a.steps + k) % len(samples)]
                 t0 = time.perf_counter()
-                t.sft_step({"input_ids": [s["ids"]], "mask": [s["mask"]], "lr": LR})
+                t.sft_step({'input_ids': [s['ids']], 'mask': [s['mask']], 'lr': LR})
                 if block:
                     step_ms[name].append((time.perf_counter() - t0) * 1000)
             opt.step = inner
@@ -109,16 +107,14 @@ def main() -> None:
     )
     for name in names:
         s, o = statistics.median(step_ms[name]), statistics.median(adamw_ms[name])
-        print(
-            f"{name:18s} step {s:7.1f} ms ({s / base_step:4.2f}x)   AdamW {o:6.2f} ms ({o / base_adamw:4.2f}x)"
-        )
+        print(f'{name:18s} step {s:7.1f} ms ({s / base_step:4.2f}x)   AdamW {o:6.2f} ms ({o / base_adamw:4.2f}x)')
     a_w, b_w = (dict(runs[n].policy.module.named_parameters()) for n in names)
     diffs = sorted(((a_w[k] - b_w[k]).abs().max().item(), k) for k in a_w)
     print(
-        f"largest weight difference after {a.blocks * a.steps} steps: {diffs[-1][0]:.2e} ({diffs[-1][1]}), "
-        f"median over weights {statistics.median(d for d, _ in diffs):.2e}; load average after: {load()}"
+        f'largest weight difference after {a.blocks * a.steps} steps: {diffs[-1][0]:.2e} ({diffs[-1][1]}), '
+        f'median over weights {statistics.median(d for d, _ in diffs):.2e}; load average after: {load()}'
     )
 
 
-if __name__ == "__main__":
+if __name__ == '__main__':
     main()
