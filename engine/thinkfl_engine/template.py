@@ -93,6 +93,8 @@ def _unbind(path: str, inode: int) -> None:
     """Remove `path` if it is still this template's socket (its file's inode): no shim reaches this
     template after it. Its log and lock go with it, so that a directory of sockets does not fill with
     the files of environments long gone (a template that failed keeps its log for its shim to name)."""
+    if not os.path.isdir(os.path.dirname(path)):
+        return  # the directory went first (a test run's TMPDIR removed at its end): nothing to remove
     with _lock(path):
         try:
             if os.stat(path).st_ino != inode:
