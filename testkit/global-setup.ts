@@ -3,7 +3,7 @@
  * the run a temporary directory of its own (TMPDIR, which Node's `os.tmpdir()`, Python's `tempfile`
  * and torchrun all read), removed when the run ends. Test files make temp dirs (damaged dataset
  * copies, model dirs, engine sockets) and so do the processes they start (torchrun's log dirs), not
- * all of which a failing or killed test removes: a run left about 100 entries in /tmp before.
+ * all of which a failing or killed test removes: `.ci/run` at 48633d4 left 107 entries in /tmp.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
