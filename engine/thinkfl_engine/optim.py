@@ -60,8 +60,9 @@ def can_fuse(params: List[nn.Parameter]) -> bool:
     """Whether torch's fused AdamW kernel takes these weights: floating point, all on one CPU or CUDA device.
 
     It makes the whole update one pass per weight where the default (foreach) kernels make one pass over
-    all weights per operation: AdamW's step took 2.1-2.4 ms against 5.4-6.1 ms of an 80-100 ms SFT step of
-    the tiny model (docs/experiments.md, issue 29 experiment 30); the same update up to rounding.
+    all weights per operation: on the tiny model AdamW's step took 0.38-0.43x the default's time and the SFT
+    step 0.95-0.98x (scripts/bench/sft-optimizer.py; docs/experiments.md, issue 29 experiment 30); the same
+    update up to rounding.
     """
     devices = {p.device for p in params}
     return (

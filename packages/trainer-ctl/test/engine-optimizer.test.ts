@@ -25,7 +25,7 @@ const SETUP = `
 import json, torch
 from pathlib import Path
 from torch import nn
-from thinkfl_engine.optim import OptimSettings, PlainUpdater, Saved, can_fuse
+from thinkfl_engine.optim import OptimSettings, PlainUpdater, can_fuse
 torch.manual_seed(0)
 settings = OptimSettings(lr=5e-3, weight_decay=0.01)
 def module():
